@@ -1,0 +1,53 @@
+//! Command-line surface: the clap command enum and dispatch to each command's module.
+//! Each subcommand's typed arguments live in the module that owns the command.
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "wan-vae-bench", version, about = "Benchmark the Wan 2.1 video VAE on candle")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a benchmark matrix (built-in smoke matrix when no config is given).
+    Run(crate::bench::RunArgs),
+    /// Internal: run one benchmark case in this process (spawned by `run`).
+    #[command(hide = true)]
+    Worker(crate::bench::WorkerArgs),
+    /// Check encode/decode against golden cases (exit 0 within tolerance, 1 not, 2 bad input).
+    Validate(crate::validate::ValidateArgs),
+    /// Show a checkpoint's format, dtypes, tensors, parameters and inferred config.
+    Inspect(crate::inspect::InspectArgs),
+    /// Print the system context a report would record.
+    System(crate::system::SystemArgs),
+    /// Compare two reports; exit 1 on a regression.
+    Compare(crate::compare::CompareArgs),
+    /// Merge several reports into one.
+    Merge(crate::merge::MergeArgs),
+    /// Plot a report as an SVG bar chart.
+    Plot(crate::export::PlotArgs),
+}
+
+/// Parse arguments, run, and return the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(a) => crate::bench::run_command(a),
+        Command::Worker(a) => crate::bench::worker_command(a),
+        Command::Validate(a) => crate::validate::command(a),
+        Command::Inspect(a) => crate::inspect::command(a),
+        Command::System(a) => crate::system::command(a),
+        Command::Compare(a) => crate::compare::command(a),
+        Command::Merge(a) => crate::merge::command(a),
+        Command::Plot(a) => crate::export::plot_command(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            crate::error::EXIT_UNUSABLE
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! wan-vae-bench: measure the Wan 2.1 video VAE (encode/decode) on candle.
+//!
+//! Module map (each module opens with a `//!` saying what it owns):
+//! - [`model`]: the Wan 2.1 VAE itself (config, blocks, causal conv3d, chunking, tiling).
+//! - [`weights`]: loading `.safetensors` / `.pth`, synthetic weights, hub references.
+//! - [`device`]: `--device` parsing and the devices this build supports.
+//! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
+//! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
+//! - [`stats`], [`report`], [`system`]: statistics, the JSON report schema, system context.
+//! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
+//!   merging reports, Markdown/SVG exports.
+pub mod bench;
+pub mod cli;
+pub mod compare;
+pub mod device;
+pub mod error;
+pub mod export;
+pub mod inspect;
+pub mod merge;
+pub mod model;
+pub mod quality;
+pub mod report;
+pub mod stats;
+pub mod system;
+pub mod validate;
+pub mod weights;

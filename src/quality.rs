@@ -1,0 +1,1 @@
+//! Output quality: PSNR, max and mean absolute error between two tensors.

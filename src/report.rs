@@ -1,0 +1,241 @@
+//! The JSON report: one serde struct per record, units in field names.
+//!
+//! Every field is documented in `docs/report-schema.md`; keep the two in step. Readers
+//! (`compare`, `merge`, `plot`) refuse a different [`SCHEMA_VERSION`] unless forced.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+
+use crate::system::SystemInfo;
+
+/// Version of this report layout; bump on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole benchmark report (one run, or several merged).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    /// Layout version of this file ([`SCHEMA_VERSION`]).
+    pub schema_version: u32,
+    /// The program that wrote the report.
+    pub tool: ToolInfo,
+    /// When the run started, RFC 3339 UTC.
+    pub created_at: String,
+    /// The machine the run measured (for merged reports: the first input's).
+    pub system: SystemInfo,
+    /// The weights every case used.
+    pub model: ModelInfo,
+    /// Run-wide settings.
+    pub run: RunSettings,
+    /// One record per case, in the order they finished.
+    pub cases: Vec<CaseRecord>,
+}
+
+/// Name, version and build of the tool.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ToolInfo {
+    /// Always `wan-vae-bench`.
+    pub name: String,
+    /// Crate version.
+    pub version: String,
+    /// Git commit the binary was built from, when known.
+    pub git_commit: Option<String>,
+}
+
+/// The model weights a report measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ModelInfo {
+    /// The `--weights` reference as the user gave it (`synthetic`, a path, `hf://…`, a preset).
+    pub source: String,
+    /// Hub repository (`OWNER/NAME`) when the weights came from the Hub.
+    pub repo: Option<String>,
+    /// File inside the hub repository.
+    pub file: Option<String>,
+    /// Resolved hub revision (commit sha) of the snapshot used.
+    pub revision: Option<String>,
+    /// Local file the workers loaded (null for synthetic weights).
+    pub local_path: Option<String>,
+    /// Size of that file in bytes.
+    pub file_size_bytes: Option<u64>,
+    /// SHA-256 of that file, lowercase hex.
+    pub sha256: Option<String>,
+    /// On-disk dtype(s) of the tensors (`f32`, `bf16`, `f16`; several joined by `+`).
+    pub on_disk_dtype: String,
+    /// Number of parameters in the checkpoint.
+    pub params: u64,
+    /// Inferred base width (`dim`, 96 for the real model).
+    pub dim: usize,
+    /// Inferred latent channels (`z_dim`, 16 for the real model).
+    pub z_dim: usize,
+}
+
+/// Settings that apply to every case of a run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct RunSettings {
+    /// Device string the cases ran on (`cpu`, `cuda:0`, `metal`).
+    pub device: String,
+    /// Untimed-for-statistics warmup passes per case (each still timed into `warmup_s`).
+    pub warmup: usize,
+    /// Timed passes per case.
+    pub runs: usize,
+    /// Per-case time limit in seconds.
+    pub timeout_s: f64,
+    /// `shuffled` or `as-written`.
+    pub order: String,
+    /// Seed of the case shuffle (null when not shuffled).
+    pub shuffle_seed: Option<u64>,
+    /// Matrix file used, if any.
+    pub config_path: Option<String>,
+}
+
+/// Outcome of one case.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CaseStatus {
+    /// Measured.
+    Ok,
+    /// The worker reported an error or crashed.
+    Failed,
+    /// The worker exceeded `timeout_s` and was killed.
+    Timeout,
+    /// The worker ran out of memory (host or device).
+    Oom,
+    /// The setting is not supported by this build or device.
+    Unsupported,
+}
+
+/// One benchmark case: a point of the matrix.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CaseRecord {
+    /// Stable identifier built from the case's settings; `compare` matches cases by it.
+    pub id: String,
+    /// True when the case was not in the matrix but added as a quality reference.
+    #[serde(default)]
+    pub added_as_reference: bool,
+    /// Requested precision: `fp32`, `bf16` or `fp16`.
+    pub precision: String,
+    /// What really ran, e.g. `f32`, or `bf16 (conv/matmul in f32)`; null if the case never ran.
+    pub compute_dtype: Option<String>,
+    /// Latent frames per decoder call (encoder: 4x this many frames per call).
+    pub chunk: usize,
+    /// Spatial tile size in pixels; null when untiled.
+    pub tile_px: Option<usize>,
+    /// Tile overlap in pixels; null when untiled.
+    pub overlap_px: Option<usize>,
+    /// Video frames requested.
+    pub frames: usize,
+    /// Video width in pixels.
+    pub width: usize,
+    /// Video height in pixels.
+    pub height: usize,
+    /// Name of the environment variant.
+    pub env_variant: String,
+    /// Environment variables as the worker saw them (variant's plus relevant prefixes).
+    pub env: BTreeMap<String, String>,
+    /// Outcome.
+    pub status: CaseStatus,
+    /// Error message and stderr tail when not `ok`.
+    pub error: Option<String>,
+    /// Encode timings (null unless measured).
+    pub encode: Option<PassStats>,
+    /// Decode timings (null unless measured).
+    pub decode: Option<PassStats>,
+    /// Seconds the worker took to load the weights.
+    pub load_s: Option<f64>,
+    /// Peak resident memory of the worker (VmHWM), bytes.
+    pub peak_rss_bytes: Option<u64>,
+    /// Device memory in use at the end of the case (CUDA), bytes.
+    pub device_memory_bytes: Option<u64>,
+    /// Distance of this case's outputs from its fp32/untiled/chunk-1 reference case.
+    pub quality: Option<Quality>,
+    /// The machine this case ran on; set by `merge` when cases come from several reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemInfo>,
+}
+
+/// Statistics of one pass kind (encode or decode) of a case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct PassStats {
+    /// Every timed run, seconds, in order.
+    pub samples_s: Vec<f64>,
+    /// Fastest run, seconds.
+    pub min_s: f64,
+    /// Median run, seconds.
+    pub median_s: f64,
+    /// Mean run, seconds.
+    pub mean_s: f64,
+    /// Sample standard deviation, seconds (0 for one run).
+    pub stddev_s: f64,
+    /// Slowest run, seconds.
+    pub max_s: f64,
+    /// Each warmup run, seconds, in order (the first is the process's cold run).
+    pub warmup_s: Vec<f64>,
+    /// Video frames processed per second at the median (input frames for encode, output
+    /// frames for decode).
+    pub frames_per_s: f64,
+    /// Analytic cost of one pass, GFLOP (2 x multiply-adds).
+    pub gflop: f64,
+    /// `gflop / median_s`.
+    pub gflop_per_s: f64,
+    /// Number of samples flagged as outliers by the MAD rule (|x - median| / (1.4826 MAD) > 3).
+    pub outliers: usize,
+}
+
+/// Error of one output against the reference output.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ErrorStats {
+    /// PSNR in dB over the [-1, 1] range (peak-to-peak 2); null when identical (infinite).
+    pub psnr_db: Option<f64>,
+    /// Largest absolute difference.
+    pub max_abs: f64,
+    /// Mean absolute difference.
+    pub mean_abs: f64,
+    /// True when every value is bit-identical.
+    pub identical: bool,
+}
+
+/// Quality of a case against its reference case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Quality {
+    /// `id` of the reference case (fp32, untiled, chunk 1, same size/frames/env).
+    pub reference_id: String,
+    /// Latent error (encode output).
+    pub latent: Option<ErrorStats>,
+    /// Decoded-video error (decode output).
+    pub decoded: Option<ErrorStats>,
+    /// PSNR (dB) of decode(encode(clip)) against the clip, real weights only.
+    pub roundtrip_psnr_db: Option<f64>,
+}
+
+impl Report {
+    /// Read and parse a report, naming the file on any error.
+    pub fn load(path: &Path) -> anyhow::Result<Report> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read report {}", path.display()))?;
+        serde_json::from_str(&text)
+            .map_err(|e| crate::error::UserError::file(path, format!("not a valid wan-vae-bench report: {e}")).into())
+    }
+
+    /// Write atomically: a temp file beside `path`, then rename, so readers never see a
+    /// half-written report.
+    pub fn save_atomic(&self, path: &Path) -> anyhow::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
+        let text = serde_json::to_string_pretty(self)?;
+        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
+        Ok(())
+    }
+}
+
+/// Tool identity for this binary (git commit from the build environment when available).
+pub fn this_tool() -> ToolInfo {
+    ToolInfo {
+        name: env!("CARGO_PKG_NAME").to_string(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        git_commit: option_env!("WAN_VAE_BENCH_GIT_COMMIT").map(str::to_string),
+    }
+}

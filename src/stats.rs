@@ -1,0 +1,1 @@
+//! Statistics over timing samples: min/median/mean/stddev/max and MAD outliers.
