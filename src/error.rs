@@ -19,12 +19,19 @@ pub enum UserError {
         value: String,
         expected: String,
     },
+    /// A setting this build or device cannot run (reported as `unsupported`, not `failed`).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     #[error("{0}")]
     Other(String),
 }
 
 impl UserError {
-    pub fn invalid(what: impl Into<String>, value: impl Into<String>, expected: impl Into<String>) -> Self {
+    pub fn invalid(
+        what: impl Into<String>,
+        value: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
         UserError::InvalidValue {
             what: what.into(),
             value: value.into(),
