@@ -10,9 +10,9 @@ pub fn parse(s: &str) -> Result<Device, UserError> {
     let spec = s.trim().to_ascii_lowercase();
     let (kind, index) = match spec.split_once(':') {
         Some((k, i)) => {
-            let n = i.parse::<usize>().map_err(|_| {
-                UserError::invalid("device", s, "cpu, cuda:N or metal:N with N a number")
-            })?;
+            let n = i
+                .parse::<usize>()
+                .map_err(|_| UserError::invalid("device", s, "cpu, cuda:N or metal:N with N a number"))?;
             (k.to_string(), n)
         }
         None => (spec.clone(), 0),
@@ -27,22 +27,24 @@ pub fn parse(s: &str) -> Result<Device, UserError> {
 
 #[cfg(feature = "cuda")]
 fn cuda(index: usize, s: &str) -> Result<Device, UserError> {
-    Device::new_cuda(index)
-        .map_err(|e| UserError::invalid("device", s, format!("a usable CUDA device ({e})")))
+    Device::new_cuda(index).map_err(|e| UserError::invalid("device", s, format!("a usable CUDA device ({e})")))
 }
 #[cfg(not(feature = "cuda"))]
 fn cuda(_index: usize, s: &str) -> Result<Device, UserError> {
-    Err(UserError::Unsupported(format!("device {s}: this build has no CUDA support (rebuild with `cargo build --release --features cuda`, or cudnn)")))
+    Err(UserError::Unsupported(format!(
+        "device {s}: this build has no CUDA support (rebuild with `cargo build --release --features cuda`, or cudnn)"
+    )))
 }
 
 #[cfg(feature = "metal")]
 fn metal(index: usize, s: &str) -> Result<Device, UserError> {
-    Device::new_metal(index)
-        .map_err(|e| UserError::invalid("device", s, format!("a usable Metal device ({e})")))
+    Device::new_metal(index).map_err(|e| UserError::invalid("device", s, format!("a usable Metal device ({e})")))
 }
 #[cfg(not(feature = "metal"))]
 fn metal(_index: usize, s: &str) -> Result<Device, UserError> {
-    Err(UserError::Unsupported(format!("device {s}: this build has no Metal support (rebuild with `cargo build --release --features metal`)")))
+    Err(UserError::Unsupported(format!(
+        "device {s}: this build has no Metal support (rebuild with `cargo build --release --features metal`)"
+    )))
 }
 
 /// Cargo features compiled into this build.

@@ -13,10 +13,7 @@ pub fn error_stats(reference: &[f32], other: &[f32]) -> ErrorStats {
     }
     let n = reference.len().max(1) as f64;
     let mse = sum_sq / n;
-    let identical = reference
-        .iter()
-        .zip(other)
-        .all(|(a, b)| a.to_bits() == b.to_bits());
+    let identical = reference.iter().zip(other).all(|(a, b)| a.to_bits() == b.to_bits());
     ErrorStats {
         psnr_db: if mse > 0.0 {
             Some(10.0 * (4.0 / mse).log10())

@@ -50,9 +50,7 @@ pub fn parse_conv_impl(s: &str) -> Result<ConvImpl, String> {
     match s {
         "auto" => Ok(ConvImpl::Auto),
         "candle" => Ok(ConvImpl::Candle),
-        _ => Err(format!(
-            "unknown conv implementation {s:?}: expected auto or candle"
-        )),
+        _ => Err(format!("unknown conv implementation {s:?}: expected auto or candle")),
     }
 }
 
@@ -66,17 +64,13 @@ pub struct Case {
 
 /// Read a cases file into cases sorted by name; any unknown tensor name is an error.
 pub fn read_cases(path: &Path) -> Result<Vec<Case>, UserError> {
-    let tensors = candle_core::safetensors::load(path, &Device::Cpu).map_err(|e| {
-        UserError::file(
-            path,
-            format!("cannot read cases file (expected safetensors): {e}"),
-        )
-    })?;
+    let tensors = candle_core::safetensors::load(path, &Device::Cpu)
+        .map_err(|e| UserError::file(path, format!("cannot read cases file (expected safetensors): {e}")))?;
     let mut parts: BTreeMap<String, BTreeMap<String, Tensor>> = BTreeMap::new();
     for (name, t) in tensors {
-        let (case, role) = name.rsplit_once('.').ok_or_else(|| {
-            UserError::file(path, format!("tensor {name:?} is not named <case>.<role>"))
-        })?;
+        let (case, role) = name
+            .rsplit_once('.')
+            .ok_or_else(|| UserError::file(path, format!("tensor {name:?} is not named <case>.<role>")))?;
         if !matches!(role, "input" | "latent" | "decoded") {
             return Err(UserError::file(
                 path,
@@ -96,12 +90,10 @@ pub fn read_cases(path: &Path) -> Result<Vec<Case>, UserError> {
         .into_iter()
         .map(|(name, mut roles)| {
             let mut take = |role: &str| roles.remove(role);
-            let input = take("input").ok_or_else(|| {
-                UserError::file(path, format!("case {name:?} has no {name}.input"))
-            })?;
-            let decoded = take("decoded").ok_or_else(|| {
-                UserError::file(path, format!("case {name:?} has no {name}.decoded"))
-            })?;
+            let input =
+                take("input").ok_or_else(|| UserError::file(path, format!("case {name:?} has no {name}.input")))?;
+            let decoded =
+                take("decoded").ok_or_else(|| UserError::file(path, format!("case {name:?} has no {name}.decoded")))?;
             Ok(Case {
                 latent: take("latent"),
                 name,
@@ -170,12 +162,7 @@ pub fn tolerance_factor(precision: Precision, tiled: bool) -> f64 {
 }
 
 /// Compare `got` with `expected` (same shape, f32).
-pub fn check_output(
-    output: &str,
-    got: &Tensor,
-    expected: &Tensor,
-    factor: f64,
-) -> anyhow::Result<OutputCheck> {
+pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, factor: f64) -> anyhow::Result<OutputCheck> {
     if got.dims() != expected.dims() {
         anyhow::bail!(
             "{output}: computed shape {:?} differs from expected {:?}",
@@ -184,10 +171,7 @@ pub fn check_output(
         );
     }
     let g = got.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-    let e = expected
-        .to_dtype(DType::F32)?
-        .flatten_all()?
-        .to_vec1::<f32>()?;
+    let e = expected.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
     let stats = crate::quality::error_stats(&e, &g);
     let max_abs_expected = e.iter().fold(0f64, |m, v| m.max(v.abs() as f64));
     let tolerance = factor * max_abs_expected.max(1.0);
@@ -248,8 +232,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     }
     if let Some(path) = &args.save_outputs {
         let map: std::collections::HashMap<String, Tensor> = saved.into_iter().collect();
-        candle_core::safetensors::save(&map, path)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        candle_core::safetensors::save(&map, path).with_context(|| format!("cannot write {}", path.display()))?;
     }
     let pass = reports.iter().all(|c| c.outputs.iter().all(|o| o.pass));
     let report = ValidateReport {

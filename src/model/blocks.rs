@@ -4,7 +4,8 @@
 use candle_core::{DType, Result, Tensor, D};
 use candle_nn::VarBuilder;
 
-use super::conv::{tail, Conv3d, ConvImpl, Pad};
+use super::conv::{tail, with_cpu_slice, Conv3d, ConvImpl, Pad};
+use super::cpu_kernels;
 
 /// Frames a time-kernel-3 causal conv keeps from the previous call (`CACHE_T`).
 const CACHE_T: usize = 2;
@@ -69,14 +70,7 @@ impl CausalConv3d {
     }
 
     /// Kernel `k` cube, stride 1, padding `p` everywhere (the common case).
-    pub fn cube(
-        vb: VarBuilder,
-        inp: usize,
-        out: usize,
-        k: usize,
-        p: usize,
-        imp: ConvImpl,
-    ) -> Result<Self> {
+    pub fn cube(vb: VarBuilder, inp: usize, out: usize, k: usize, p: usize, imp: ConvImpl) -> Result<Self> {
         Self::new(vb, inp, out, [k; 3], [1; 3], [p; 3], imp)
     }
 
@@ -123,6 +117,8 @@ impl CausalConv3d {
 pub struct RmsNorm {
     /// `gamma * sqrt(C)`, shaped to broadcast over `[B, C, ...]`.
     scaled_gamma: Tensor,
+    /// The same values as f32, for the fused CPU kernel.
+    scaled_gamma_f32: Vec<f32>,
 }
 
 impl RmsNorm {
@@ -134,16 +130,37 @@ impl RmsNorm {
             vb.get((c, 1, 1, 1), "gamma")?
         };
         let scaled_gamma = (gamma.unsqueeze(0)? * (c as f64).sqrt())?;
-        Ok(RmsNorm { scaled_gamma })
+        let scaled_gamma_f32 = scaled_gamma.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        Ok(RmsNorm {
+            scaled_gamma,
+            scaled_gamma_f32,
+        })
     }
 
-    /// Normalize over dim 1; 16-bit inputs reduce in f32.
+    /// Normalize over dim 1 (16-bit inputs reduce in f32).
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.forward_act(x, false)
+    }
+
+    /// Normalize, then SiLU when `silu` (one fused pass on the CPU).
+    pub fn forward_act(&self, x: &Tensor, silu: bool) -> Result<Tensor> {
         let dtype = x.dtype();
         let xf = x.to_dtype(DType::F32)?;
+        if x.device().is_cpu() {
+            let dims = x.dims().to_vec();
+            let (b, c) = (dims[0], dims[1]);
+            let s: usize = dims[2..].iter().product();
+            let xf = xf.contiguous()?;
+            let y = with_cpu_slice(&xf, |data| {
+                cpu_kernels::rms_norm(data, b, c, s, &self.scaled_gamma_f32, silu)
+            })?;
+            return Tensor::from_vec(y, dims, x.device())?.to_dtype(dtype);
+        }
         let norm = xf.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
         let g = self.scaled_gamma.to_dtype(DType::F32)?;
-        xf.broadcast_div(&norm)?.broadcast_mul(&g)?.to_dtype(dtype)
+        let y = xf.broadcast_div(&norm)?.broadcast_mul(&g)?;
+        let y = if silu { y.silu()? } else { y };
+        y.to_dtype(dtype)
     }
 }
 
@@ -179,9 +196,9 @@ impl ResidualBlock {
             Some(s) => s.forward(x, None)?,
             None => x.clone(),
         };
-        let y = self.residual_0.forward(x)?.silu()?;
+        let y = self.residual_0.forward_act(x, true)?;
         let y = self.residual_2.forward_cached(&y, cache)?;
-        let y = self.residual_3.forward(&y)?.silu()?;
+        let y = self.residual_3.forward_act(&y, true)?;
         let y = self.residual_6.forward_cached(&y, cache)?;
         y + h
     }
@@ -200,10 +217,7 @@ pub struct AttentionBlock {
 impl AttentionBlock {
     pub fn new(vb: VarBuilder, c: usize) -> Result<Self> {
         let lin = |name: &str, out: usize| -> Result<(Tensor, Tensor)> {
-            let w = vb
-                .pp(name)
-                .get((out, c, 1, 1), "weight")?
-                .reshape((out, c))?;
+            let w = vb.pp(name).get((out, c, 1, 1), "weight")?.reshape((out, c))?;
             let b = vb.pp(name).get(out, "bias")?;
             Ok((w, b))
         };
@@ -245,8 +259,7 @@ fn linear((w, bias): &(Tensor, Tensor), x: &Tensor, cdt: DType) -> Result<Tensor
     let n = x.dim(0)?;
     let (o, c) = w.dims2()?;
     let w = w.to_dtype(cdt)?.broadcast_as((n, o, c))?;
-    w.matmul(x)?
-        .broadcast_add(&bias.to_dtype(cdt)?.reshape((1, o, 1))?)
+    w.matmul(x)?.broadcast_add(&bias.to_dtype(cdt)?.reshape((1, o, 1))?)
 }
 
 /// The four `Resample` modes of the reference.
@@ -329,9 +342,7 @@ impl Resample {
                     right: 1,
                     ..Pad::default()
                 };
-                self.resample_1
-                    .conv
-                    .forward(&x, self.resample_1.stride, pad)?
+                self.resample_1.conv.forward(&x, self.resample_1.stride, pad)?
             }
         };
         if self.mode == Downsample3d {
@@ -366,23 +377,14 @@ impl Resample {
         *slot = Slot::Frames(keep);
         // [b, 2, c, t, h, w] -> stack on a new dim after t -> [b, c, 2t, h, w]
         let y = y.reshape((b, 2, c, t, h, w))?;
-        let y = Tensor::stack(
-            &[
-                y.narrow(1, 0, 1)?.squeeze(1)?,
-                y.narrow(1, 1, 1)?.squeeze(1)?,
-            ],
-            3,
-        )?;
+        let y = Tensor::stack(&[y.narrow(1, 0, 1)?.squeeze(1)?, y.narrow(1, 1, 1)?.squeeze(1)?], 3)?;
         y.reshape((b, c, 2 * t, h, w))
     }
 
     /// `downsample3d`: on the first call the frames are cached and the time conv skipped;
     /// later calls prepend the cached last frame and convolve with stride 2 in time.
     fn downsample_time(&self, x: &Tensor, cache: &mut FeatCache) -> Result<Tensor> {
-        let conv = self
-            .time_conv
-            .as_ref()
-            .expect("downsample3d has a time conv");
+        let conv = self.time_conv.as_ref().expect("downsample3d has a time conv");
         let slot = cache.next();
         match std::mem::take(slot) {
             Slot::Frames(prev) => {

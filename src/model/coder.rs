@@ -3,9 +3,7 @@
 use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;
 
-use super::blocks::{
-    AttentionBlock, CausalConv3d, FeatCache, Resample, ResampleMode, ResidualBlock, RmsNorm,
-};
+use super::blocks::{AttentionBlock, CausalConv3d, FeatCache, Resample, ResampleMode, ResidualBlock, RmsNorm};
 use super::conv::ConvImpl;
 use super::VaeConfig;
 
@@ -60,7 +58,7 @@ impl Head {
         })
     }
     fn forward(&self, x: &Tensor, cache: &mut FeatCache) -> Result<Tensor> {
-        let x = self.head_0.forward(x)?.silu()?;
+        let x = self.head_0.forward_act(x, true)?;
         self.head_2.forward_cached(&x, cache)
     }
 }
@@ -159,12 +157,7 @@ impl Decoder {
                 } else {
                     ResampleMode::Upsample2d
                 };
-                upsamples.push(Layer::Resample(Resample::new(
-                    vbu.pp(upsamples.len()),
-                    out,
-                    mode,
-                    imp,
-                )?));
+                upsamples.push(Layer::Resample(Resample::new(vbu.pp(upsamples.len()), out, mode, imp)?));
             }
         }
         Ok(Decoder {

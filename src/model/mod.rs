@@ -4,6 +4,7 @@
 pub mod blocks;
 pub mod coder;
 pub mod conv;
+pub mod cpu_kernels;
 pub mod flops;
 pub mod tiling;
 mod vae;
@@ -54,11 +55,7 @@ impl std::str::FromStr for Precision {
             "fp32" | "f32" | "float32" => Ok(Precision::Fp32),
             "bf16" | "bfloat16" => Ok(Precision::Bf16),
             "fp16" | "f16" | "float16" | "half" => Ok(Precision::Fp16),
-            _ => Err(UserError::invalid(
-                "precision",
-                s,
-                "one of fp32, bf16, fp16",
-            )),
+            _ => Err(UserError::invalid("precision", s, "one of fp32, bf16, fp16")),
         }
     }
 }
@@ -93,10 +90,7 @@ impl Tiling {
                 "an overlap smaller than the tile size, e.g. 256:64",
             ));
         }
-        Ok(Tiling {
-            tile_px,
-            overlap_px,
-        })
+        Ok(Tiling { tile_px, overlap_px })
     }
 
     /// Distance between tile origins, pixels.
@@ -109,13 +103,7 @@ impl std::str::FromStr for Tiling {
     type Err = UserError;
     /// `TILE:OVERLAP` (pixels) or just `TILE` (overlap = tile/4, rounded down to 8).
     fn from_str(s: &str) -> Result<Self, UserError> {
-        let bad = || {
-            UserError::invalid(
-                "tile",
-                s,
-                "TILE_PX:OVERLAP_PX in pixels, multiples of 8, e.g. 256:64",
-            )
-        };
+        let bad = || UserError::invalid("tile", s, "TILE_PX:OVERLAP_PX in pixels, multiples of 8, e.g. 256:64");
         let (t, o) = match s.trim().split_once(':') {
             Some((t, o)) => (
                 t.trim().parse::<usize>().map_err(|_| bad())?,
@@ -141,10 +129,7 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions {
-            chunk: 1,
-            tiling: None,
-        }
+        RunOptions { chunk: 1, tiling: None }
     }
 }
 
@@ -190,11 +175,11 @@ pub fn check_size(width: usize, height: usize) -> Result<(), UserError> {
 
 /// The 16 latent channel means of Wan 2.1.
 pub const LATENT_MEAN: [f32; 16] = [
-    -0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517,
-    -0.3632, -0.1922, -0.9497, 0.2503, -0.2921,
+    -0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922,
+    -0.9497, 0.2503, -0.2921,
 ];
 /// The 16 latent channel standard deviations of Wan 2.1.
 pub const LATENT_STD: [f32; 16] = [
-    2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579,
-    1.6382, 1.1253, 2.8251, 1.9160,
+    2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253,
+    2.8251, 1.9160,
 ];

@@ -6,11 +6,7 @@ use candle_core::{DType, Result, Tensor};
 use super::Tiling;
 
 /// Encode `x` `[B,3,T,H,W]` tile by tile with `encode` (pixels -> latent moments).
-pub fn tiled_encode(
-    x: &Tensor,
-    tl: Tiling,
-    encode: impl Fn(&Tensor) -> Result<Tensor>,
-) -> Result<Tensor> {
+pub fn tiled_encode(x: &Tensor, tl: Tiling, encode: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
     let (h, w) = (x.dim(3)?, x.dim(4)?);
     let grid = Grid {
         len_h: h,
@@ -23,11 +19,7 @@ pub fn tiled_encode(
 }
 
 /// Decode `z` `[B,z,t,h,w]` (after `conv2`) tile by tile with `decode` (latent -> pixels).
-pub fn tiled_decode(
-    z: &Tensor,
-    tl: Tiling,
-    decode: impl Fn(&Tensor) -> Result<Tensor>,
-) -> Result<Tensor> {
+pub fn tiled_decode(z: &Tensor, tl: Tiling, decode: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
     let (h, w) = (z.dim(3)?, z.dim(4)?);
     let grid = Grid {
         len_h: h,
@@ -53,11 +45,9 @@ impl Grid {
         for i in (0..self.len_h).step_by(self.stride) {
             let mut row = Vec::new();
             for j in (0..self.len_w).step_by(self.stride) {
-                let tile = x.narrow(3, i, self.tile.min(self.len_h - i))?.narrow(
-                    4,
-                    j,
-                    self.tile.min(self.len_w - j),
-                )?;
+                let tile =
+                    x.narrow(3, i, self.tile.min(self.len_h - i))?
+                        .narrow(4, j, self.tile.min(self.len_w - j))?;
                 row.push(f(&tile)?);
             }
             rows.push(row);
@@ -110,8 +100,7 @@ fn blend_edge(a: &Tensor, b: &Tensor, extent: usize, dim: usize) -> Result<Tenso
     let r = Tensor::from_vec(ramp, shape, b.device())?;
     let a_end = a.narrow(dim, a.dim(dim)? - e, e)?.to_dtype(DType::F32)?;
     let b_start = b.narrow(dim, 0, e)?.to_dtype(DType::F32)?;
-    let mixed =
-        (a_end.broadcast_mul(&(1.0 - &r)?)? + b_start.broadcast_mul(&r)?)?.to_dtype(dtype)?;
+    let mixed = (a_end.broadcast_mul(&(1.0 - &r)?)? + b_start.broadcast_mul(&r)?)?.to_dtype(dtype)?;
     let rest = b.narrow(dim, e, b.dim(dim)? - e)?;
     Tensor::cat(&[&mixed, &rest], dim)
 }
@@ -125,8 +114,7 @@ mod tests {
     /// must give exactly the untiled result: any stitching or blending bug shows here.
     #[test]
     fn tiling_a_pointwise_map_is_exact() -> Result<()> {
-        let z =
-            Tensor::arange(0f32, 2.0 * 5.0 * 7.0 * 9.0, &Device::Cpu)?.reshape((1, 2, 5, 7, 9))?;
+        let z = Tensor::arange(0f32, 2.0 * 5.0 * 7.0 * 9.0, &Device::Cpu)?.reshape((1, 2, 5, 7, 9))?;
         let up8 = |t: &Tensor| -> Result<Tensor> {
             let (b, c, f, h, w) = t.dims5()?;
             t.reshape(vec![b, c, f, h, 1, w, 1])?
@@ -143,11 +131,7 @@ mod tests {
                 },
                 up8,
             )?;
-            let diff = (&tiled - &whole)?
-                .abs()?
-                .flatten_all()?
-                .max(0)?
-                .to_scalar::<f32>()?;
+            let diff = (&tiled - &whole)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             assert_eq!(diff, 0.0, "tile {tile}:{overlap}");
         }
         let x = up8(&z)?;
@@ -167,11 +151,7 @@ mod tests {
                 },
                 down8,
             )?;
-            let diff = (&tiled - &z)?
-                .abs()?
-                .flatten_all()?
-                .max(0)?
-                .to_scalar::<f32>()?;
+            let diff = (&tiled - &z)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
             assert_eq!(diff, 0.0, "tile {tile}:{overlap}");
         }
         Ok(())

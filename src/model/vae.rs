@@ -7,9 +7,7 @@ use candle_nn::VarBuilder;
 use super::blocks::{CausalConv3d, FeatCache};
 use super::coder::{Decoder, Encoder};
 use super::conv::ConvImpl;
-use super::{
-    check_size, frames_used, tiling, Precision, RunOptions, VaeConfig, LATENT_MEAN, LATENT_STD,
-};
+use super::{check_size, frames_used, tiling, Precision, RunOptions, VaeConfig, LATENT_MEAN, LATENT_STD};
 use crate::weights::Weights;
 
 /// The loaded VAE.
@@ -46,14 +44,7 @@ impl WanVae {
             Ok((
                 Encoder::new(vb.pp("encoder"), &cfg, conv_impl)?,
                 Decoder::new(vb.pp("decoder"), &cfg, conv_impl)?,
-                CausalConv3d::cube(
-                    vb.pp("conv1"),
-                    2 * cfg.z_dim,
-                    2 * cfg.z_dim,
-                    1,
-                    0,
-                    conv_impl,
-                )?,
+                CausalConv3d::cube(vb.pp("conv1"), 2 * cfg.z_dim, 2 * cfg.z_dim, 1, 0, conv_impl)?,
                 CausalConv3d::cube(vb.pp("conv2"), cfg.z_dim, cfg.z_dim, 1, 0, conv_impl)?,
             ))
         };
@@ -146,10 +137,7 @@ impl WanVae {
             .dims5()
             .context("latent must be [batch, z_dim, frames, height, width]")?;
         if c != self.cfg.z_dim {
-            bail!(
-                "latent has {c} channels, the model's z_dim is {}",
-                self.cfg.z_dim
-            );
+            bail!("latent has {c} channels, the model's z_dim is {}", self.cfg.z_dim);
         }
         if t == 0 || h == 0 || w == 0 {
             bail!("latent has an empty dimension: {:?}", latent.dims());

@@ -72,19 +72,9 @@ pub fn expected_tensors(cfg: &VaeConfig) -> Vec<TensorSpec> {
             idx += 1;
         }
         if stage < 3 {
-            b.conv2d(
-                &format!("encoder.downsamples.{idx}.resample.1"),
-                out,
-                out,
-                3,
-            );
+            b.conv2d(&format!("encoder.downsamples.{idx}.resample.1"), out, out, 3);
             if stage > 0 {
-                b.conv3d(
-                    &format!("encoder.downsamples.{idx}.time_conv"),
-                    out,
-                    out,
-                    [3, 1, 1],
-                );
+                b.conv3d(&format!("encoder.downsamples.{idx}.time_conv"), out, out, [3, 1, 1]);
             }
             idx += 1;
         }
@@ -102,30 +92,16 @@ pub fn expected_tensors(cfg: &VaeConfig) -> Vec<TensorSpec> {
     let mut idx = 0;
     for stage in 0..4 {
         let out = ddims[stage + 1];
-        let mut inp = if stage == 0 {
-            ddims[0]
-        } else {
-            ddims[stage] / 2
-        };
+        let mut inp = if stage == 0 { ddims[0] } else { ddims[stage] / 2 };
         for _ in 0..3 {
             b.residual(&format!("decoder.upsamples.{idx}"), inp, out);
             inp = out;
             idx += 1;
         }
         if stage < 3 {
-            b.conv2d(
-                &format!("decoder.upsamples.{idx}.resample.1"),
-                out / 2,
-                out,
-                3,
-            );
+            b.conv2d(&format!("decoder.upsamples.{idx}.resample.1"), out / 2, out, 3);
             if stage < 2 {
-                b.conv3d(
-                    &format!("decoder.upsamples.{idx}.time_conv"),
-                    2 * out,
-                    out,
-                    [3, 1, 1],
-                );
+                b.conv3d(&format!("decoder.upsamples.{idx}.time_conv"), 2 * out, out, [3, 1, 1]);
             }
             idx += 1;
         }
@@ -136,19 +112,14 @@ pub fn expected_tensors(cfg: &VaeConfig) -> Vec<TensorSpec> {
 
 /// Total parameter count of a layout.
 pub fn param_count(specs: &[TensorSpec]) -> u64 {
-    specs
-        .iter()
-        .map(|s| s.shape.iter().product::<usize>() as u64)
-        .sum()
+    specs.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum()
 }
 
 /// Infer `dim` and `z_dim` from two shapes: `encoder.conv1.weight` `[dim,3,3,3,3]` and
 /// `conv2.weight` `[z,z,1,1,1]`. Returns a message naming the key on failure.
 pub fn infer_config(shape_of: impl Fn(&str) -> Option<Vec<usize>>) -> Result<VaeConfig, String> {
-    let conv1 = shape_of("encoder.conv1.weight")
-        .ok_or("missing key encoder.conv1.weight (needed to infer dim)")?;
-    let conv2 =
-        shape_of("conv2.weight").ok_or("missing key conv2.weight (needed to infer z_dim)")?;
+    let conv1 = shape_of("encoder.conv1.weight").ok_or("missing key encoder.conv1.weight (needed to infer dim)")?;
+    let conv2 = shape_of("conv2.weight").ok_or("missing key conv2.weight (needed to infer z_dim)")?;
     if conv1.len() != 5 || conv1[1..] != [3, 3, 3, 3] || conv1[0] == 0 {
         return Err(format!(
             "encoder.conv1.weight has shape {conv1:?}, expected [dim, 3, 3, 3, 3]"
@@ -181,8 +152,8 @@ mod tests {
         assert_eq!(specs.len(), 194);
         assert_eq!(keys.len(), 194);
         for s in &specs {
-            let want: Vec<usize> = serde_json::from_value(keys[&s.name].clone())
-                .unwrap_or_else(|_| panic!("{}", s.name));
+            let want: Vec<usize> =
+                serde_json::from_value(keys[&s.name].clone()).unwrap_or_else(|_| panic!("{}", s.name));
             assert_eq!(want, s.shape, "{}", s.name);
         }
         assert_eq!(param_count(&specs), 126_892_531);

@@ -48,30 +48,19 @@ impl Weights {
     pub fn ordered(&self) -> Vec<(&str, &Tensor)> {
         layout::expected_tensors(&self.config)
             .into_iter()
-            .filter_map(|s| {
-                self.tensors
-                    .get_key_value(&s.name)
-                    .map(|(k, t)| (k.as_str(), t))
-            })
+            .filter_map(|s| self.tensors.get_key_value(&s.name).map(|(k, t)| (k.as_str(), t)))
             .collect()
     }
 
     /// Check the tensors against the layout of the inferred config and build `Weights`.
-    pub fn from_tensors(
-        tensors: HashMap<String, Tensor>,
-        format: &str,
-        origin: &Path,
-    ) -> Result<Weights, UserError> {
+    pub fn from_tensors(tensors: HashMap<String, Tensor>, format: &str, origin: &Path) -> Result<Weights, UserError> {
         let config = layout::infer_config(|k| tensors.get(k).map(|t| t.dims().to_vec()))
             .map_err(|m| UserError::file(origin, m))?;
         let expected = layout::expected_tensors(&config);
         let mut problems = Vec::new();
         for spec in &expected {
             match tensors.get(&spec.name) {
-                None => problems.push(format!(
-                    "missing key {} (expected shape {:?})",
-                    spec.name, spec.shape
-                )),
+                None => problems.push(format!("missing key {} (expected shape {:?})", spec.name, spec.shape)),
                 Some(t) if t.dims() != spec.shape.as_slice() => problems.push(format!(
                     "key {} has shape {:?}, expected {:?}",
                     spec.name,
@@ -81,12 +70,8 @@ impl Weights {
                 Some(_) => {}
             }
         }
-        let known: std::collections::HashSet<&str> =
-            expected.iter().map(|s| s.name.as_str()).collect();
-        let mut extra: Vec<&String> = tensors
-            .keys()
-            .filter(|k| !known.contains(k.as_str()))
-            .collect();
+        let known: std::collections::HashSet<&str> = expected.iter().map(|s| s.name.as_str()).collect();
+        let mut extra: Vec<&String> = tensors.keys().filter(|k| !known.contains(k.as_str())).collect();
         extra.sort();
         problems.extend(
             extra
@@ -94,10 +79,7 @@ impl Weights {
                 .map(|k| format!("unexpected key {k} (not part of the Wan 2.1 VAE)")),
         );
         for (name, t) in &tensors {
-            if !matches!(
-                t.dtype(),
-                DType::F32 | DType::F16 | DType::BF16 | DType::F64
-            ) {
+            if !matches!(t.dtype(), DType::F32 | DType::F16 | DType::BF16 | DType::F64) {
                 problems.push(format!(
                     "key {name} has dtype {:?}, expected a float type (f32, f16, bf16)",
                     t.dtype()
@@ -145,8 +127,7 @@ pub fn load(source: &WeightsSource) -> anyhow::Result<Weights> {
 
 /// Load a `.safetensors` or `.pth` file (format by extension, else by content).
 pub fn load_file(path: &Path) -> Result<Weights, UserError> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| UserError::file(path, format!("cannot read weights file: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|e| UserError::file(path, format!("cannot read weights file: {e}")))?;
     if !meta.is_file() {
         return Err(UserError::file(
             path,
@@ -183,11 +164,7 @@ fn detect_format(path: &Path) -> Result<&'static str, UserError> {
     std::fs::File::open(path)
         .and_then(|mut f| f.read_exact(&mut magic))
         .map_err(|e| UserError::file(path, format!("cannot read weights file: {e}")))?;
-    Ok(if &magic[..2] == b"PK" {
-        "pth"
-    } else {
-        "safetensors"
-    })
+    Ok(if &magic[..2] == b"PK" { "pth" } else { "safetensors" })
 }
 
 /// A torch zip-pickle state dict; also accepts one nested under `state_dict` / `model`.

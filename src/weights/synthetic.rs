@@ -23,8 +23,7 @@ pub fn build(cfg: &VaeConfig, seed: u64) -> Result<Weights, UserError> {
         .par_iter()
         .map(|spec| {
             let data = values(spec, seed);
-            let t = Tensor::from_vec(data, spec.shape.as_slice(), &Device::Cpu)
-                .expect("shape matches data");
+            let t = Tensor::from_vec(data, spec.shape.as_slice(), &Device::Cpu).expect("shape matches data");
             (spec.name.clone(), t)
         })
         .collect();
