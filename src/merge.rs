@@ -78,7 +78,10 @@ pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
 }
 
 fn case_host(case: &crate::report::CaseRecord) -> Option<String> {
-    case.system.as_ref().and_then(|s| s.hostname.clone()).filter(|h| !h.is_empty())
+    case.system
+        .as_ref()
+        .and_then(|s| s.hostname.clone())
+        .filter(|h| !h.is_empty())
 }
 
 /// First id not yet taken: `id`, `id@host`, `id@inputN`, then numbered suffixes.
@@ -108,9 +111,17 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         if problems.is_empty() {
             continue;
         }
-        let msg = format!("{} vs {}: {}", args.inputs[0].display(), path.display(), problems.join("; "));
+        let msg = format!(
+            "{} vs {}: {}",
+            args.inputs[0].display(),
+            path.display(),
+            problems.join("; ")
+        );
         if !args.force {
-            return Err(UserError::Other(format!("refusing to merge {msg}; pass --force to merge anyway")).into());
+            return Err(UserError::Other(format!(
+                "refusing to merge {msg}; pass --force to merge anyway"
+            ))
+            .into());
         }
         eprintln!("warning: {msg} (merged anyway: --force)");
     }

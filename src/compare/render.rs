@@ -28,7 +28,9 @@ fn verdict_text(p: &PassComparison) -> &'static str {
     match (p.verdict, p.test) {
         (Verdict::Slower, _) => "REGRESSION",
         (Verdict::Faster, _) => "faster",
-        (Verdict::NoChange, super::verdict::Test::InsufficientSamples) => "no change (insufficient samples)",
+        (Verdict::NoChange, super::verdict::Test::InsufficientSamples) => {
+            "no change (insufficient samples)"
+        }
         (Verdict::NoChange, _) => "no change",
     }
 }
@@ -49,7 +51,11 @@ fn header(c: &Comparison) -> String {
 
 fn summary(c: &Comparison) -> String {
     if c.regression {
-        format!("REGRESSION in {} of {} compared case(s)", c.regressed_cases, c.cases.len())
+        format!(
+            "REGRESSION in {} of {} compared case(s)",
+            c.regressed_cases,
+            c.cases.len()
+        )
     } else {
         format!("no regression in {} compared case(s)", c.cases.len())
     }
@@ -58,7 +64,11 @@ fn summary(c: &Comparison) -> String {
 /// Plain text for a terminal.
 pub fn text(c: &Comparison) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "compare {} (baseline) -> {} (current)", c.baseline, c.current);
+    let _ = writeln!(
+        o,
+        "compare {} (baseline) -> {} (current)",
+        c.baseline, c.current
+    );
     let _ = writeln!(o, "{}", header(c));
     for w in &c.warnings {
         let _ = writeln!(o, "warning: {w}");
@@ -80,11 +90,11 @@ pub fn text(c: &Comparison) -> String {
         for q in &case.quality {
             let _ = writeln!(
                 o,
-                "  {:<9} PSNR {} dB -> {} dB (drop {:.2} dB){}",
+                "  {:<9} PSNR {} dB -> {} dB ({:+.2} dB after clamping){}",
                 q.output,
                 psnr(q.baseline_psnr_db),
                 psnr(q.current_psnr_db),
-                q.drop_db,
+                -q.drop_db,
                 if q.regression { "  REGRESSION" } else { "" }
             );
         }
@@ -110,7 +120,11 @@ fn status_suffix(case: &CaseComparison) -> String {
             "  [status {} -> {}]{}",
             status_word(case.baseline_status),
             status_word(case.current_status),
-            if case.status_regression { " REGRESSION" } else { "" }
+            if case.status_regression {
+                " REGRESSION"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -125,16 +139,29 @@ pub fn markdown(c: &Comparison) -> String {
     let mut o = String::new();
     let icon = if c.regression { "❌" } else { "✅" };
     let _ = writeln!(o, "### {icon} Benchmark comparison: {}\n", summary(c));
-    let _ = writeln!(o, "Baseline `{}`, current `{}`; {}.\n", c.baseline, c.current, header(c));
+    let _ = writeln!(
+        o,
+        "Baseline `{}`, current `{}`; {}.\n",
+        c.baseline,
+        c.current,
+        header(c)
+    );
     for w in &c.warnings {
         let _ = writeln!(o, "> **Warning:** {}\n", md_cell(w));
     }
-    let _ = writeln!(o, "| case | pass | baseline [s] | current [s] | change | p | verdict |");
+    let _ = writeln!(
+        o,
+        "| case | pass | baseline [s] | current [s] | change | p | verdict |"
+    );
     let _ = writeln!(o, "|:---|:---|---:|---:|---:|---:|:---|");
     for case in &c.cases {
         for p in &case.passes {
             let v = verdict_text(p);
-            let v = if p.verdict == Verdict::Slower { format!("**{v}**") } else { v.to_string() };
+            let v = if p.verdict == Verdict::Slower {
+                format!("**{v}**")
+            } else {
+                v.to_string()
+            };
             let _ = writeln!(
                 o,
                 "| `{}` | {} | {} | {} | {} | {} | {} |",
@@ -148,9 +175,16 @@ pub fn markdown(c: &Comparison) -> String {
             );
         }
     }
-    let quality: Vec<_> = c.cases.iter().flat_map(|k| k.quality.iter().map(move |q| (k, q))).collect();
+    let quality: Vec<_> = c
+        .cases
+        .iter()
+        .flat_map(|k| k.quality.iter().map(move |q| (k, q)))
+        .collect();
     if !quality.is_empty() {
-        let _ = writeln!(o, "\n| case | output | baseline PSNR [dB] | current PSNR [dB] | drop [dB] | verdict |");
+        let _ = writeln!(
+            o,
+            "\n| case | output | baseline PSNR [dB] | current PSNR [dB] | drop [dB] | verdict |"
+        );
         let _ = writeln!(o, "|:---|:---|---:|---:|---:|:---|");
         for (k, q) in quality {
             let v = if q.regression { "**REGRESSION**" } else { "ok" };
@@ -165,14 +199,21 @@ pub fn markdown(c: &Comparison) -> String {
             );
         }
     }
-    let notes: Vec<_> = c.cases.iter().flat_map(|k| k.notes.iter().map(move |n| (k, n))).collect();
+    let notes: Vec<_> = c
+        .cases
+        .iter()
+        .flat_map(|k| k.notes.iter().map(move |n| (k, n)))
+        .collect();
     if !notes.is_empty() {
         let _ = writeln!(o, "\n**Notes**\n");
         for (k, n) in notes {
             let _ = writeln!(o, "- `{}`: {}", md_cell(&k.id), md_cell(n));
         }
     }
-    for (label, ids) in [("Only in baseline", &c.only_in_baseline), ("Only in current", &c.only_in_current)] {
+    for (label, ids) in [
+        ("Only in baseline", &c.only_in_baseline),
+        ("Only in current", &c.only_in_current),
+    ] {
         if !ids.is_empty() {
             let list: Vec<String> = ids.iter().map(|i| format!("`{}`", md_cell(i))).collect();
             let _ = writeln!(o, "\n**{label}:** {}", list.join(", "));

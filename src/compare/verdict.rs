@@ -140,8 +140,10 @@ pub struct QualityComparison {
 
 /// Compare two loaded reports.
 pub fn compare(baseline: &Report, current: &Report, rules: Rules) -> Comparison {
-    let base: BTreeMap<&str, &CaseRecord> = baseline.cases.iter().map(|c| (c.id.as_str(), c)).collect();
-    let cur_ids: std::collections::BTreeSet<&str> = current.cases.iter().map(|c| c.id.as_str()).collect();
+    let base: BTreeMap<&str, &CaseRecord> =
+        baseline.cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    let cur_ids: std::collections::BTreeSet<&str> =
+        current.cases.iter().map(|c| c.id.as_str()).collect();
     let cases: Vec<CaseComparison> = current
         .cases
         .iter()
@@ -177,24 +179,44 @@ fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison
     let mut notes = Vec::new();
     let status_regression = b.status == CaseStatus::Ok && c.status != CaseStatus::Ok;
     if status_regression {
-        let why = c.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("no error message");
+        let why = c
+            .error
+            .as_deref()
+            .and_then(|e| e.lines().next())
+            .unwrap_or("no error message");
         notes.push(format!("status ok -> {}: {why}", status_word(c.status)));
     } else if b.status != CaseStatus::Ok && c.status == CaseStatus::Ok {
-        notes.push(format!("fixed: was {} in the baseline", status_word(b.status)));
+        notes.push(format!(
+            "fixed: was {} in the baseline",
+            status_word(b.status)
+        ));
     } else if b.status != CaseStatus::Ok {
-        notes.push(format!("not ok in either report ({} -> {})", status_word(b.status), status_word(c.status)));
+        notes.push(format!(
+            "not ok in either report ({} -> {})",
+            status_word(b.status),
+            status_word(c.status)
+        ));
     }
     let mut passes = Vec::new();
-    for (name, bp, cp) in [("encode", &b.encode, &c.encode), ("decode", &b.decode, &c.decode)] {
+    for (name, bp, cp) in [
+        ("encode", &b.encode, &c.encode),
+        ("decode", &b.decode, &c.decode),
+    ] {
         match (bp, cp) {
             (Some(bp), Some(cp)) => passes.push(compare_pass(name, bp, cp, rules)),
-            (Some(_), None) if !status_regression => notes.push(format!("{name}: measured in the baseline only")),
+            (Some(_), None) if !status_regression => {
+                notes.push(format!("{name}: measured in the baseline only"))
+            }
             (None, Some(_)) => notes.push(format!("{name}: measured in the current report only")),
             _ => {}
         }
     }
     let quality = compare_quality(b, c, rules);
-    let slow: Vec<&str> = passes.iter().filter(|p| p.verdict == Verdict::Slower).map(|p| p.pass.as_str()).collect();
+    let slow: Vec<&str> = passes
+        .iter()
+        .filter(|p| p.verdict == Verdict::Slower)
+        .map(|p| p.pass.as_str())
+        .collect();
     if !slow.is_empty() {
         notes.push(format!("slower: {}", slow.join(", ")));
     }
@@ -281,7 +303,10 @@ pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> 
 }
 
 fn min_max(x: &[f64]) -> (f64, f64) {
-    x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| (lo.min(v), hi.max(v)))
+    x.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        })
 }
 
 /// `1.23x slower`, `1.10x faster`, or `same` when both round to 1.00.
@@ -291,10 +316,18 @@ pub fn change_words(ratio: f64) -> String {
     }
     if ratio >= 1.0 {
         let s = format!("{ratio:.2}");
-        if s == "1.00" { "same".into() } else { format!("{s}x slower") }
+        if s == "1.00" {
+            "same".into()
+        } else {
+            format!("{s}x slower")
+        }
     } else {
         let s = format!("{:.2}", 1.0 / ratio);
-        if s == "1.00" { "same".into() } else { format!("{s}x faster") }
+        if s == "1.00" {
+            "same".into()
+        } else {
+            format!("{s}x faster")
+        }
     }
 }
 
@@ -306,7 +339,11 @@ fn compare_quality(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> Vec<Quality
     let pairs = [
         ("latent", psnr(&bq.latent), psnr(&cq.latent)),
         ("decoded", psnr(&bq.decoded), psnr(&cq.decoded)),
-        ("roundtrip", bq.roundtrip_psnr_db.map(Some), cq.roundtrip_psnr_db.map(Some)),
+        (
+            "roundtrip",
+            bq.roundtrip_psnr_db.map(Some),
+            cq.roundtrip_psnr_db.map(Some),
+        ),
     ];
     pairs
         .into_iter()

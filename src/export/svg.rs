@@ -31,7 +31,10 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
     for c in cases {
         if last != Some(key(c)) {
             last = Some(key(c));
-            out.push(Row::Group(format!("{}x{}, {} frames", c.width, c.height, c.frames)));
+            out.push(Row::Group(format!(
+                "{}x{}, {} frames",
+                c.width, c.height, c.frames
+            )));
         }
         out.push(Row::Case(c));
     }
@@ -59,18 +62,32 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
         .max()
         .unwrap_or(10);
     let label_px = (label_chars as u32 * 7 + 24).clamp(120, 900);
-    let size = (label_px + PLOT_PX + 30, TOP_PX + BOTTOM_PX + n as u32 * ROW_PX);
+    let size = (
+        label_px + PLOT_PX + 30,
+        TOP_PX + BOTTOM_PX + n as u32 * ROW_PX,
+    );
     let measured = || report.cases.iter().filter(|c| c.status == CaseStatus::Ok);
     let xmax = measured()
-        .flat_map(|c| super::passes(c).into_iter().filter_map(|(_, p)| p.map(|p| p.max_s.max(p.median_s))))
+        .flat_map(|c| {
+            super::passes(c)
+                .into_iter()
+                .filter_map(|(_, p)| p.map(|p| p.max_s.max(p.median_s)))
+        })
         .fold(0.0f64, f64::max);
-    let xmax = if xmax > 0.0 && xmax.is_finite() { xmax * 1.08 } else { 1.0 };
+    let xmax = if xmax > 0.0 && xmax.is_finite() {
+        xmax * 1.08
+    } else {
+        1.0
+    };
 
     let mut buf = String::new();
     {
         let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let title = format!("wan-vae-bench: median time per case ({})", report.run.device);
+        let title = format!(
+            "wan-vae-bench: median time per case ({})",
+            report.run.device
+        );
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(10)
@@ -86,10 +103,14 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
             .draw()
             .map_err(plot_err)?;
 
-        let label_style = TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
-        let group_style =
-            TextStyle::from(("sans-serif", 14).into_font().style(FontStyle::Bold)).pos(Pos::new(HPos::Left, VPos::Center));
-        let note_style = TextStyle::from(("sans-serif", 12).into_font().style(FontStyle::Italic).color(&RGBColor(0x80, 0x80, 0x80)))
+        let label_style = TextStyle::from(("sans-serif", 13).into_font())
+            .pos(Pos::new(HPos::Right, VPos::Center));
+        let group_style = TextStyle::from(("sans-serif", 14).into_font().style(FontStyle::Bold))
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        let note_style = ("sans-serif", 12)
+            .into_font()
+            .style(FontStyle::Italic)
+            .color(&RGBColor(0x80, 0x80, 0x80))
             .pos(Pos::new(HPos::Left, VPos::Center));
         let mut bars: [Vec<Rectangle<(f64, f64)>>; 2] = [Vec::new(), Vec::new()];
         let mut whiskers = Vec::new();
@@ -98,23 +119,34 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
             let (lx, ly) = chart.backend_coord(&(0.0, top - 0.5));
             match row {
                 Row::Group(g) => {
-                    root.draw(&Text::new(g.clone(), (10, ly), group_style.clone())).map_err(plot_err)?;
+                    root.draw(&Text::new(g.clone(), (10, ly), group_style.clone()))
+                        .map_err(plot_err)?;
                 }
                 Row::Case(c) => {
-                    root.draw(&Text::new(case_label(c), (lx - 8, ly), label_style.clone())).map_err(plot_err)?;
-                    let measured = c.status == CaseStatus::Ok && (c.encode.is_some() || c.decode.is_some());
+                    root.draw(&Text::new(case_label(c), (lx - 8, ly), label_style.clone()))
+                        .map_err(plot_err)?;
+                    let measured =
+                        c.status == CaseStatus::Ok && (c.encode.is_some() || c.decode.is_some());
                     if !measured {
                         let note = format!("not measured: {}", status_word(c.status));
                         chart
-                            .draw_series(std::iter::once(Text::new(note, (xmax * 0.01, top - 0.5), note_style.clone())))
+                            .draw_series(std::iter::once(Text::new(
+                                note,
+                                (xmax * 0.01, top - 0.5),
+                                note_style.clone(),
+                            )))
                             .map_err(plot_err)?;
                         continue;
                     }
                     for (k, (_, p)) in super::passes(c).into_iter().enumerate() {
                         if let Some(p) = p {
-                            let (y0, y1) = (top - 0.12 - 0.38 * k as f64, top - 0.48 - 0.38 * k as f64);
+                            let (y0, y1) =
+                                (top - 0.12 - 0.38 * k as f64, top - 0.48 - 0.38 * k as f64);
                             let color = if k == 0 { ENCODE } else { DECODE };
-                            bars[k].push(Rectangle::new([(0.0, y0), (p.median_s, y1)], color.filled()));
+                            bars[k].push(Rectangle::new(
+                                [(0.0, y0), (p.median_s, y1)],
+                                color.filled(),
+                            ));
                             whiskers.extend(whisker(p, (y0 + y1) / 2.0, 0.12));
                         }
                     }
@@ -141,8 +173,12 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
             .draw()
             .map_err(plot_err)?;
         if report.cases.is_empty() {
-            root.draw(&Text::new("no cases in this report", (label_px as i32, TOP_PX as i32), note_style))
-                .map_err(plot_err)?;
+            root.draw(&Text::new(
+                "no cases in this report",
+                (label_px as i32, TOP_PX as i32),
+                note_style,
+            ))
+            .map_err(plot_err)?;
         }
         root.present().map_err(plot_err)?;
     }

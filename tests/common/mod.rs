@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use wan_vae_bench::report::{
-    CaseRecord, CaseStatus, ErrorStats, ModelInfo, PassStats, Quality, Report, RunSettings, SCHEMA_VERSION,
+    CaseRecord, CaseStatus, ErrorStats, ModelInfo, PassStats, Quality, Report, RunSettings,
+    SCHEMA_VERSION,
 };
 use wan_vae_bench::system::SystemInfo;
 
@@ -141,7 +142,10 @@ pub struct Out {
 
 /// Run `wan-vae-bench ARGS...`.
 pub fn bench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_wan-vae-bench")).args(args).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_wan-vae-bench"))
+        .args(args)
+        .output()
+        .unwrap();
     Out {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -151,5 +155,8 @@ pub fn bench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
 
 /// Samples around 1 s with 2% spread (consistent), scaled by `factor`.
 pub fn steady(factor: f64) -> Vec<f64> {
-    [1.00, 1.01, 0.99, 1.02, 0.98].iter().map(|x| x * factor).collect()
+    [1.00, 1.01, 0.99, 1.02, 0.98]
+        .iter()
+        .map(|x| x * factor)
+        .collect()
 }
