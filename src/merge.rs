@@ -118,10 +118,7 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
             problems.join("; ")
         );
         if !args.force {
-            return Err(UserError::Other(format!(
-                "refusing to merge {msg}; pass --force to merge anyway"
-            ))
-            .into());
+            return Err(UserError::Other(format!("refusing to merge {msg}; pass --force to merge anyway")).into());
         }
         eprintln!("warning: {msg} (merged anyway: --force)");
     }

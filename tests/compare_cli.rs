@@ -5,19 +5,11 @@ use common::*;
 use wan_vae_bench::report::CaseStatus;
 
 /// Save baseline and current reports and run `compare` with `extra` arguments.
-fn compare(
-    base: &wan_vae_bench::report::Report,
-    cur: &wan_vae_bench::report::Report,
-    extra: &[&str],
-) -> Out {
+fn compare(base: &wan_vae_bench::report::Report, cur: &wan_vae_bench::report::Report, extra: &[&str]) -> Out {
     let dir = tempfile::tempdir().unwrap();
     let b = save(dir.path(), "baseline.json", base);
     let c = save(dir.path(), "current.json", cur);
-    let mut args = vec![
-        "compare".to_string(),
-        b.display().to_string(),
-        c.display().to_string(),
-    ];
+    let mut args = vec!["compare".to_string(), b.display().to_string(), c.display().to_string()];
     args.extend(extra.iter().map(|s| s.to_string()));
     bench(&args)
 }
@@ -89,21 +81,13 @@ fn single_samples_use_the_no_overlap_rule() {
     assert!(out.stdout.contains("n<2"), "{}", out.stdout);
     let out = compare(&one_case(&[1.0], &[1.0]), &one_case(&[1.04], &[1.04]), &[]);
     assert_eq!(out.code, 0, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("insufficient samples"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("insufficient samples"), "{}", out.stdout);
 }
 
 #[test]
 fn truncated_or_missing_file_exits_2_naming_it() {
     let dir = tempfile::tempdir().unwrap();
-    let good = save(
-        dir.path(),
-        "good.json",
-        &one_case(&steady(1.0), &steady(1.0)),
-    );
+    let good = save(dir.path(), "good.json", &one_case(&steady(1.0), &steady(1.0)));
     let text = std::fs::read_to_string(&good).unwrap();
     let cut = dir.path().join("truncated.json");
     std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
@@ -132,22 +116,10 @@ fn psnr_drop_is_a_regression_and_noise_level_is_not() {
         c.quality = Some(quality("fp32", dec, lat));
         report("h", vec![case("fp32", &steady(1.0), &steady(1.0)), c])
     };
-    let out = compare(
-        &with_q(Some(40.0), Some(50.0)),
-        &with_q(Some(38.5), Some(50.0)),
-        &[],
-    );
+    let out = compare(&with_q(Some(40.0), Some(50.0)), &with_q(Some(38.5), Some(50.0)), &[]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(
-        out.stdout.contains("decoded PSNR dropped by 1.50 dB"),
-        "{}",
-        out.stdout
-    );
-    let out = compare(
-        &with_q(Some(40.0), Some(50.0)),
-        &with_q(Some(39.5), Some(50.0)),
-        &[],
-    );
+    assert!(out.stdout.contains("decoded PSNR dropped by 1.50 dB"), "{}", out.stdout);
+    let out = compare(&with_q(Some(40.0), Some(50.0)), &with_q(Some(39.5), Some(50.0)), &[]);
     assert_eq!(out.code, 0, "{}", out.stdout);
     // Identical (+inf) -> 140 dB is numerical noise (ceiling 100 dB); -> 60 dB is a drop.
     let out = compare(&with_q(None, None), &with_q(Some(140.0), None), &[]);
@@ -174,16 +146,8 @@ fn cases_in_one_report_only_are_listed() {
     );
     let out = compare(&base, &cur, &[]);
     assert_eq!(out.code, 0);
-    assert!(
-        out.stdout.contains("only in baseline: gone"),
-        "{}",
-        out.stdout
-    );
-    assert!(
-        out.stdout.contains("only in current: new"),
-        "{}",
-        out.stdout
-    );
+    assert!(out.stdout.contains("only in baseline: gone"), "{}", out.stdout);
+    assert!(out.stdout.contains("only in current: new"), "{}", out.stdout);
 }
 
 #[test]
@@ -193,11 +157,7 @@ fn different_weights_or_schema_refused_unless_forced() {
     other.model.params += 1;
     let out = compare(&base, &other, &[]);
     assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("different model weights"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("different model weights"), "{}", out.stderr);
     let out = compare(&base, &other, &["--force"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(

@@ -12,15 +12,9 @@ fn merge_keeps_every_case_and_disambiguates_duplicates() {
     b_case.quality = Some(quality("fp32", Some(40.0), Some(50.0)));
     let a = report(
         "alpha",
-        vec![
-            case("fp32", &steady(1.0), &steady(1.0)),
-            case("only-a", &[1.0], &[1.0]),
-        ],
+        vec![case("fp32", &steady(1.0), &steady(1.0)), case("only-a", &[1.0], &[1.0])],
     );
-    let b = report(
-        "beta",
-        vec![case("fp32", &steady(2.0), &steady(2.0)), b_case],
-    );
+    let b = report("beta", vec![case("fp32", &steady(2.0), &steady(2.0)), b_case]);
     let c = report("alpha", vec![case("fp32", &steady(3.0), &steady(3.0))]);
     let paths = [
         save(dir.path(), "a.json", &a),
@@ -38,25 +32,11 @@ fn merge_keeps_every_case_and_disambiguates_duplicates() {
     let merged = Report::load(&all).unwrap();
     let ids: Vec<&str> = merged.cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids, ["fp32", "only-a", "fp32@beta", "bf16", "fp32@alpha"]);
-    let host = |i: usize| {
-        merged.cases[i]
-            .system
-            .as_ref()
-            .unwrap()
-            .hostname
-            .clone()
-            .unwrap()
-    };
-    assert_eq!(
-        [host(0), host(2), host(3), host(4)],
-        ["alpha", "beta", "beta", "alpha"]
-    );
+    let host = |i: usize| merged.cases[i].system.as_ref().unwrap().hostname.clone().unwrap();
+    assert_eq!([host(0), host(2), host(3), host(4)], ["alpha", "beta", "beta", "alpha"]);
     assert_eq!(merged.system.hostname.as_deref(), Some("alpha"));
     // The reference of b's bf16 was renamed with b's fp32.
-    assert_eq!(
-        merged.cases[3].quality.as_ref().unwrap().reference_id,
-        "fp32@beta"
-    );
+    assert_eq!(merged.cases[3].quality.as_ref().unwrap().reference_id, "fp32@beta");
 
     // Same host twice and a taken `@host` suffix: fall back to the input position.
     let d = report("alpha", vec![case("fp32", &steady(4.0), &steady(4.0))]);
@@ -70,12 +50,7 @@ fn merge_keeps_every_case_and_disambiguates_duplicates() {
         all.as_os_str(),
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let ids: Vec<String> = Report::load(&all)
-        .unwrap()
-        .cases
-        .into_iter()
-        .map(|c| c.id)
-        .collect();
+    let ids: Vec<String> = Report::load(&all).unwrap().cases.into_iter().map(|c| c.id).collect();
     assert_eq!(ids, ["fp32", "only-a", "fp32@alpha", "fp32@input3"]);
 }
 
@@ -85,17 +60,10 @@ fn merge_refuses_other_weights_unless_forced() {
     let a = report("a", vec![case("x", &[1.0], &[1.0])]);
     let mut b = report("b", vec![case("y", &[1.0], &[1.0])]);
     b.model.source = "hf://other".into();
-    let (pa, pb) = (
-        save(dir.path(), "a.json", &a),
-        save(dir.path(), "b.json", &b),
-    );
+    let (pa, pb) = (save(dir.path(), "a.json", &a), save(dir.path(), "b.json", &b));
     let all = dir.path().join("all.json");
     let args = |force: bool| {
-        let mut v = vec![
-            "merge".to_string(),
-            pa.display().to_string(),
-            pb.display().to_string(),
-        ];
+        let mut v = vec!["merge".to_string(), pa.display().to_string(), pb.display().to_string()];
         v.extend(["-o".to_string(), all.display().to_string()]);
         if force {
             v.push("--force".into());
@@ -104,11 +72,7 @@ fn merge_refuses_other_weights_unless_forced() {
     };
     let out = bench(&args(false));
     assert_eq!(out.code, 2);
-    assert!(
-        out.stderr.contains("different model weights"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("different model weights"), "{}", out.stderr);
     assert!(!all.exists());
     assert_eq!(bench(&args(true)).code, 0);
     assert_eq!(Report::load(&all).unwrap().cases.len(), 2);
@@ -149,10 +113,7 @@ fn svg_is_valid_xml_naming_every_case() {
             c.id
         );
     }
-    assert!(
-        texts.iter().any(|t| t.contains("not measured: timeout")),
-        "{texts:?}"
-    );
+    assert!(texts.iter().any(|t| t.contains("not measured: timeout")), "{texts:?}");
     assert!(texts.iter().any(|t| t == "64x64, 5 frames"), "{texts:?}");
     assert!(texts.iter().any(|t| t == "encode") && texts.iter().any(|t| t == "decode"));
 }
@@ -162,12 +123,7 @@ fn plot_command_writes_the_svg() {
     let dir = tempfile::tempdir().unwrap();
     let path = save(dir.path(), "r.json", &chart_report());
     let svg = dir.path().join("sub/chart.svg");
-    let out = bench(&[
-        "plot".as_ref(),
-        path.as_os_str(),
-        "-o".as_ref(),
-        svg.as_os_str(),
-    ]);
+    let out = bench(&["plot".as_ref(), path.as_os_str(), "-o".as_ref(), svg.as_os_str()]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let text = std::fs::read_to_string(&svg).unwrap();
     roxmltree::Document::parse(&text).unwrap();
@@ -187,18 +143,10 @@ fn markdown_table_has_a_row_per_case() {
     let md = wan_vae_bench::export::markdown_table(&r);
     let lines: Vec<&str> = md.lines().collect();
     assert_eq!(lines.len(), 2 + r.cases.len(), "{md}");
-    assert!(
-        lines[0].starts_with("| case | encode [s] | decode [s] |") && lines[0].contains("PSNR")
-    );
+    assert!(lines[0].starts_with("| case | encode [s] | decode [s] |") && lines[0].contains("PSNR"));
     assert!(md.contains("| 42.12 / ∞ |"), "{md}");
     assert!(md.contains("2.000 ± 0.0316"), "{md}");
     // fp32-64x64 (1 + 2 s) is the fastest; the 2 + 4 s case is 2.00x.
-    assert!(
-        lines[3].contains("| 1.00 |") && lines[2].contains("| 2.00 |"),
-        "{md}"
-    );
-    assert!(
-        md.contains("| timeout |") && md.contains("reference"),
-        "{md}"
-    );
+    assert!(lines[3].contains("| 1.00 |") && lines[2].contains("| 2.00 |"), "{md}");
+    assert!(md.contains("| timeout |") && md.contains("reference"), "{md}");
 }

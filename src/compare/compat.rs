@@ -22,13 +22,8 @@ pub fn incompatibilities(a: &Report, b: &Report) -> Vec<String> {
 /// Why two models are not the same weights, if they are not.
 pub fn model_mismatch(a: &ModelInfo, b: &ModelInfo) -> Option<String> {
     if let (Some(sa), Some(sb)) = (&a.sha256, &b.sha256) {
-        return (!sa.eq_ignore_ascii_case(sb)).then(|| {
-            format!(
-                "different model weights (sha256 {} vs {})",
-                short(sa),
-                short(sb)
-            )
-        });
+        return (!sa.eq_ignore_ascii_case(sb))
+            .then(|| format!("different model weights (sha256 {} vs {})", short(sa), short(sb)));
     }
     let same = a.source == b.source && a.params == b.params && a.on_disk_dtype == b.on_disk_dtype;
     (!same).then(|| {

@@ -59,17 +59,10 @@ fn parse_percent(s: &str) -> Result<f64, String> {
 
 pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        return Err(
-            UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into(),
-        );
+        return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
     }
     if args.psnr_drop.is_nan() || args.psnr_drop < 0.0 {
-        return Err(UserError::invalid(
-            "--psnr-drop",
-            args.psnr_drop.to_string(),
-            "a non-negative dB value",
-        )
-        .into());
+        return Err(UserError::invalid("--psnr-drop", args.psnr_drop.to_string(), "a non-negative dB value").into());
     }
     let baseline = Report::load(&args.baseline)?;
     let current = Report::load(&args.current)?;

@@ -28,9 +28,7 @@ fn verdict_text(p: &PassComparison) -> &'static str {
     match (p.verdict, p.test) {
         (Verdict::Slower, _) => "REGRESSION",
         (Verdict::Faster, _) => "faster",
-        (Verdict::NoChange, super::verdict::Test::InsufficientSamples) => {
-            "no change (insufficient samples)"
-        }
+        (Verdict::NoChange, super::verdict::Test::InsufficientSamples) => "no change (insufficient samples)",
         (Verdict::NoChange, _) => "no change",
     }
 }
@@ -64,11 +62,7 @@ fn summary(c: &Comparison) -> String {
 /// Plain text for a terminal.
 pub fn text(c: &Comparison) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "compare {} (baseline) -> {} (current)",
-        c.baseline, c.current
-    );
+    let _ = writeln!(o, "compare {} (baseline) -> {} (current)", c.baseline, c.current);
     let _ = writeln!(o, "{}", header(c));
     for w in &c.warnings {
         let _ = writeln!(o, "warning: {w}");
@@ -120,11 +114,7 @@ fn status_suffix(case: &CaseComparison) -> String {
             "  [status {} -> {}]{}",
             status_word(case.baseline_status),
             status_word(case.current_status),
-            if case.status_regression {
-                " REGRESSION"
-            } else {
-                ""
-            }
+            if case.status_regression { " REGRESSION" } else { "" }
         )
     }
 }
@@ -149,10 +139,7 @@ pub fn markdown(c: &Comparison) -> String {
     for w in &c.warnings {
         let _ = writeln!(o, "> **Warning:** {}\n", md_cell(w));
     }
-    let _ = writeln!(
-        o,
-        "| case | pass | baseline [s] | current [s] | change | p | verdict |"
-    );
+    let _ = writeln!(o, "| case | pass | baseline [s] | current [s] | change | p | verdict |");
     let _ = writeln!(o, "|:---|:---|---:|---:|---:|---:|:---|");
     for case in &c.cases {
         for p in &case.passes {

@@ -140,10 +140,8 @@ pub struct QualityComparison {
 
 /// Compare two loaded reports.
 pub fn compare(baseline: &Report, current: &Report, rules: Rules) -> Comparison {
-    let base: BTreeMap<&str, &CaseRecord> =
-        baseline.cases.iter().map(|c| (c.id.as_str(), c)).collect();
-    let cur_ids: std::collections::BTreeSet<&str> =
-        current.cases.iter().map(|c| c.id.as_str()).collect();
+    let base: BTreeMap<&str, &CaseRecord> = baseline.cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    let cur_ids: std::collections::BTreeSet<&str> = current.cases.iter().map(|c| c.id.as_str()).collect();
     let cases: Vec<CaseComparison> = current
         .cases
         .iter()
@@ -186,10 +184,7 @@ fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison
             .unwrap_or("no error message");
         notes.push(format!("status ok -> {}: {why}", status_word(c.status)));
     } else if b.status != CaseStatus::Ok && c.status == CaseStatus::Ok {
-        notes.push(format!(
-            "fixed: was {} in the baseline",
-            status_word(b.status)
-        ));
+        notes.push(format!("fixed: was {} in the baseline", status_word(b.status)));
     } else if b.status != CaseStatus::Ok {
         notes.push(format!(
             "not ok in either report ({} -> {})",
@@ -198,15 +193,10 @@ fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison
         ));
     }
     let mut passes = Vec::new();
-    for (name, bp, cp) in [
-        ("encode", &b.encode, &c.encode),
-        ("decode", &b.decode, &c.decode),
-    ] {
+    for (name, bp, cp) in [("encode", &b.encode, &c.encode), ("decode", &b.decode, &c.decode)] {
         match (bp, cp) {
             (Some(bp), Some(cp)) => passes.push(compare_pass(name, bp, cp, rules)),
-            (Some(_), None) if !status_regression => {
-                notes.push(format!("{name}: measured in the baseline only"))
-            }
+            (Some(_), None) if !status_regression => notes.push(format!("{name}: measured in the baseline only")),
             (None, Some(_)) => notes.push(format!("{name}: measured in the current report only")),
             _ => {}
         }
@@ -303,10 +293,9 @@ pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> 
 }
 
 fn min_max(x: &[f64]) -> (f64, f64) {
-    x.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        })
+    x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+        (lo.min(v), hi.max(v))
+    })
 }
 
 /// `1.23x slower`, `1.10x faster`, or `same` when both round to 1.00.

@@ -11,9 +11,7 @@ use crate::compare::verdict::status_word;
 use crate::report::{CaseRecord, CaseStatus, ErrorStats, PassStats, Report};
 
 fn time_cell(p: Option<&PassStats>) -> String {
-    p.map_or("–".into(), |p| {
-        format!("{} ± {}", secs(p.median_s), secs(p.stddev_s))
-    })
+    p.map_or("–".into(), |p| format!("{} ± {}", secs(p.median_s), secs(p.stddev_s)))
 }
 
 fn gflops_cell(p: Option<&PassStats>) -> String {
@@ -50,11 +48,7 @@ fn quality_cell(case: &CaseRecord, references: &BTreeSet<&str>) -> String {
 
 /// Render the report's cases as a Markdown table (ends with a newline).
 pub fn markdown_table(report: &Report) -> String {
-    let fastest = report
-        .cases
-        .iter()
-        .filter_map(total)
-        .fold(f64::INFINITY, f64::min);
+    let fastest = report.cases.iter().filter_map(total).fold(f64::INFINITY, f64::min);
     let has_quality = report.cases.iter().any(|c| c.quality.is_some());
     let references: BTreeSet<&str> = report
         .cases
@@ -63,9 +57,7 @@ pub fn markdown_table(report: &Report) -> String {
         .map(|q| q.reference_id.as_str())
         .collect();
     let mut o = String::new();
-    o.push_str(
-        "| case | encode [s] | decode [s] | encode GFLOP/s | decode GFLOP/s | relative | status |",
-    );
+    o.push_str("| case | encode [s] | decode [s] | encode GFLOP/s | decode GFLOP/s | relative | status |");
     o.push_str(if has_quality {
         " PSNR [dB] decoded / latent |\n"
     } else {

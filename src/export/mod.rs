@@ -25,20 +25,12 @@ pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
     if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    std::fs::write(&args.output, svg)
-        .with_context(|| format!("cannot write {}", args.output.display()))?;
-    eprintln!(
-        "wrote {} ({} cases)",
-        args.output.display(),
-        report.cases.len()
-    );
+    std::fs::write(&args.output, svg).with_context(|| format!("cannot write {}", args.output.display()))?;
+    eprintln!("wrote {} ({} cases)", args.output.display(), report.cases.len());
     Ok(0)
 }
 
 /// Encode and decode stats of a case that was measured.
 fn passes(case: &crate::report::CaseRecord) -> [(&'static str, Option<&PassStats>); 2] {
-    [
-        ("encode", case.encode.as_ref()),
-        ("decode", case.decode.as_ref()),
-    ]
+    [("encode", case.encode.as_ref()), ("decode", case.decode.as_ref())]
 }

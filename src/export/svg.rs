@@ -31,10 +31,7 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
     for c in cases {
         if last != Some(key(c)) {
             last = Some(key(c));
-            out.push(Row::Group(format!(
-                "{}x{}, {} frames",
-                c.width, c.height, c.frames
-            )));
+            out.push(Row::Group(format!("{}x{}, {} frames", c.width, c.height, c.frames)));
         }
         out.push(Row::Case(c));
     }
@@ -62,10 +59,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
         .max()
         .unwrap_or(10);
     let label_px = (label_chars as u32 * 7 + 24).clamp(120, 900);
-    let size = (
-        label_px + PLOT_PX + 30,
-        TOP_PX + BOTTOM_PX + n as u32 * ROW_PX,
-    );
+    let size = (label_px + PLOT_PX + 30, TOP_PX + BOTTOM_PX + n as u32 * ROW_PX);
     let measured = || report.cases.iter().filter(|c| c.status == CaseStatus::Ok);
     let xmax = measured()
         .flat_map(|c| {
@@ -84,10 +78,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
     {
         let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let title = format!(
-            "wan-vae-bench: median time per case ({})",
-            report.run.device
-        );
+        let title = format!("wan-vae-bench: median time per case ({})", report.run.device);
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(10)
@@ -103,8 +94,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
             .draw()
             .map_err(plot_err)?;
 
-        let label_style = TextStyle::from(("sans-serif", 13).into_font())
-            .pos(Pos::new(HPos::Right, VPos::Center));
+        let label_style = TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
         let group_style = TextStyle::from(("sans-serif", 14).into_font().style(FontStyle::Bold))
             .pos(Pos::new(HPos::Left, VPos::Center));
         let note_style = ("sans-serif", 12)
@@ -125,8 +115,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
                 Row::Case(c) => {
                     root.draw(&Text::new(case_label(c), (lx - 8, ly), label_style.clone()))
                         .map_err(plot_err)?;
-                    let measured =
-                        c.status == CaseStatus::Ok && (c.encode.is_some() || c.decode.is_some());
+                    let measured = c.status == CaseStatus::Ok && (c.encode.is_some() || c.decode.is_some());
                     if !measured {
                         let note = format!("not measured: {}", status_word(c.status));
                         chart
@@ -140,13 +129,9 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
                     }
                     for (k, (_, p)) in super::passes(c).into_iter().enumerate() {
                         if let Some(p) = p {
-                            let (y0, y1) =
-                                (top - 0.12 - 0.38 * k as f64, top - 0.48 - 0.38 * k as f64);
+                            let (y0, y1) = (top - 0.12 - 0.38 * k as f64, top - 0.48 - 0.38 * k as f64);
                             let color = if k == 0 { ENCODE } else { DECODE };
-                            bars[k].push(Rectangle::new(
-                                [(0.0, y0), (p.median_s, y1)],
-                                color.filled(),
-                            ));
+                            bars[k].push(Rectangle::new([(0.0, y0), (p.median_s, y1)], color.filled()));
                             whiskers.extend(whisker(p, (y0 + y1) / 2.0, 0.12));
                         }
                     }

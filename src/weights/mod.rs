@@ -199,3 +199,8 @@ pub fn resolve_reference(reference: &str) -> Result<WeightsSource, UserError> {
     }
     Ok(WeightsSource::File(path))
 }
+
+/// The `--weights` presets, as text (replaced by the hub resolver's list when it lands).
+pub fn presets_text() -> String {
+    "synthetic  built-in synthetic weights of the real layout (dim 96, z_dim 16)\n".to_string()
+}

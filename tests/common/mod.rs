@@ -5,8 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use wan_vae_bench::report::{
-    CaseRecord, CaseStatus, ErrorStats, ModelInfo, PassStats, Quality, Report, RunSettings,
-    SCHEMA_VERSION,
+    CaseRecord, CaseStatus, ErrorStats, ModelInfo, PassStats, Quality, Report, RunSettings, SCHEMA_VERSION,
 };
 use wan_vae_bench::system::SystemInfo;
 
@@ -155,8 +154,5 @@ pub fn bench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
 
 /// Samples around 1 s with 2% spread (consistent), scaled by `factor`.
 pub fn steady(factor: f64) -> Vec<f64> {
-    [1.00, 1.01, 0.99, 1.02, 0.98]
-        .iter()
-        .map(|x| x * factor)
-        .collect()
+    [1.00, 1.01, 0.99, 1.02, 0.98].iter().map(|x| x * factor).collect()
 }
