@@ -7,6 +7,7 @@ use candle_core::{DType, Tensor};
 use crate::model::VaeConfig;
 
 pub mod layout;
+pub mod source;
 
 /// Where weights come from once a reference is resolved to something local.
 #[derive(Debug, Clone, PartialEq, Eq)]
