@@ -191,6 +191,8 @@ pub fn resolve_with(reference: &str, settings: &HubSettings) -> anyhow::Result<R
                     UserError::file(&path, format!("not a file; --weights takes {FORMS}")).into(),
                 );
             }
+            // Absolute, so workers started in another directory still find it.
+            let path = std::path::absolute(&path).unwrap_or(path);
             fill_file(&mut info, &path, settings)?;
             Ok(ResolvedWeights {
                 source: WeightsSource::File(path),
@@ -204,6 +206,10 @@ pub fn resolve_with(reference: &str, settings: &HubSettings) -> anyhow::Result<R
                     return Err(hub::offline_miss(&hub, settings, &reason).into())
                 }
                 Err(_) => hub::download(&hub, settings)?,
+            };
+            let hit = hub::CacheHit {
+                path: std::path::absolute(&hit.path).unwrap_or(hit.path),
+                ..hit
             };
             fill_file(&mut info, &hit.path, settings)?;
             check_blob_digest(&hit.path, info.sha256.as_deref());

@@ -182,7 +182,7 @@ pub fn lookup_cache(cache_dir: &Path, hub: &HubRef) -> Result<CacheHit, String> 
     let dir = repo_dir(cache_dir, &hub.repo);
     let revision = hub.revision.as_deref().unwrap_or("main");
     if !dir.is_dir() {
-        return Err(format!("no folder {} for this repo", dir.display()));
+        return Err("nothing cached for this repo".to_string());
     }
     let commit = if is_commit_sha(revision) && dir.join("snapshots").join(revision).is_dir() {
         revision.to_string()
