@@ -243,6 +243,14 @@ fn synthetic_and_local_paths() {
     assert_eq!(r.info.sha256.as_deref().map(str::len), Some(64));
     assert!(r.info.repo.is_none() && r.info.revision.is_none());
 
+    // A relative path comes back absolute (workers may run elsewhere); tests run in the
+    // package root.
+    let r = source::resolve_with("Cargo.toml", &s).unwrap();
+    let abs = std::path::absolute("Cargo.toml").unwrap();
+    assert_eq!(r.source, WeightsSource::File(abs.clone()));
+    assert_eq!(r.info.source, "Cargo.toml");
+    assert_eq!(r.info.local_path.as_deref(), abs.to_str());
+
     let err = format!(
         "{:#}",
         source::resolve_with("no/such/file.pth", &s).unwrap_err()
