@@ -3,11 +3,7 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "wan-vae-bench",
-    version,
-    about = "Benchmark the Wan 2.1 video VAE on candle"
-)]
+#[command(name = "wan-vae-bench", version, about = "Benchmark the Wan 2.1 video VAE on candle")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

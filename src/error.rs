@@ -24,11 +24,7 @@ pub enum UserError {
 }
 
 impl UserError {
-    pub fn invalid(
-        what: impl Into<String>,
-        value: impl Into<String>,
-        expected: impl Into<String>,
-    ) -> Self {
+    pub fn invalid(what: impl Into<String>, value: impl Into<String>, expected: impl Into<String>) -> Self {
         UserError::InvalidValue {
             what: what.into(),
             value: value.into(),

@@ -213,24 +213,20 @@ impl Report {
     pub fn load(path: &Path) -> anyhow::Result<Report> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read report {}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| {
-            crate::error::UserError::file(path, format!("not a valid wan-vae-bench report: {e}"))
-                .into()
-        })
+        serde_json::from_str(&text)
+            .map_err(|e| crate::error::UserError::file(path, format!("not a valid wan-vae-bench report: {e}")).into())
     }
 
     /// Write atomically: a temp file beside `path`, then rename, so readers never see a
     /// half-written report.
     pub fn save_atomic(&self, path: &Path) -> anyhow::Result<()> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
         let text = serde_json::to_string_pretty(self)?;
         std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
         Ok(())
     }
 }

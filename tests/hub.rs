@@ -20,16 +20,11 @@ const SHA_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const SHA_B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A Hub cache with the tiny `.pth` as snapshot `SHA_A` (refs/main) and the tiny
@@ -82,16 +77,10 @@ fn preset_and_hf_form_resolve_from_cache_offline() {
         assert_eq!(m.file.as_deref(), Some(FILE));
         assert_eq!(m.revision.as_deref(), Some(SHA_A));
         assert_eq!(m.local_path.as_deref(), Some(path.to_str().unwrap()));
-        assert_eq!(
-            m.file_size_bytes,
-            Some(std::fs::metadata(&path).unwrap().len())
-        );
+        assert_eq!(m.file_size_bytes, Some(std::fs::metadata(&path).unwrap().len()));
         assert_eq!(m.sha256.as_deref(), Some(want_sha.as_str()));
         // Left for the loader.
-        assert_eq!(
-            (m.on_disk_dtype.as_str(), m.params, m.dim, m.z_dim),
-            ("", 0, 0, 0)
-        );
+        assert_eq!((m.on_disk_dtype.as_str(), m.params, m.dim, m.z_dim), ("", 0, 0, 0));
     }
     assert!(digest.path().join("sha256.json").is_file(), "digest cached");
 }
@@ -108,8 +97,7 @@ fn symlinked_blob_layout_resolves() {
     std::fs::create_dir_all(repo.join("blobs")).unwrap();
     std::fs::write(repo.join("blobs").join(&sha), &bytes).unwrap();
     std::fs::create_dir_all(repo.join("snapshots").join(SHA_A)).unwrap();
-    std::os::unix::fs::symlink(format!("../../blobs/{sha}"), snapshot(cache.path(), SHA_A))
-        .unwrap();
+    std::os::unix::fs::symlink(format!("../../blobs/{sha}"), snapshot(cache.path(), SHA_A)).unwrap();
     std::fs::create_dir_all(repo.join("refs")).unwrap();
     std::fs::write(repo.join("refs/main"), SHA_A).unwrap();
     let r = source::resolve_with("wan2.1", &settings(cache.path(), digest.path())).unwrap();
@@ -147,11 +135,7 @@ fn offline_miss_fails_fast_with_a_clear_message() {
             "split_files/vae/wan_2.1_vae.safetensors",
         ),
         ("hf://Wan-AI/Wan2.1-T2V-1.3B/other.pth", REPO, "other.pth"),
-        (
-            "hf://Wan-AI/Wan2.1-T2V-1.3B/Wan2.1_VAE.pth@nope",
-            REPO,
-            FILE,
-        ),
+        ("hf://Wan-AI/Wan2.1-T2V-1.3B/Wan2.1_VAE.pth@nope", REPO, FILE),
         (
             "hf://Wan-AI/Wan2.1-T2V-1.3B/Wan2.1_VAE.pth@cccccccccccccccccccccccccccccccccccccccc",
             REPO,
@@ -162,9 +146,7 @@ fn offline_miss_fails_fast_with_a_clear_message() {
         let t = Instant::now();
         let err = source::resolve_with(reference, &s).unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(2));
-        assert!(err
-            .downcast_ref::<wan_vae_bench::error::UserError>()
-            .is_some());
+        assert!(err.downcast_ref::<wan_vae_bench::error::UserError>().is_some());
         let msg = format!("{err:#}");
         for needle in [
             repo,
@@ -174,10 +156,7 @@ fn offline_miss_fails_fast_with_a_clear_message() {
             "huggingface-cli download",
             "local file",
         ] {
-            assert!(
-                msg.contains(needle),
-                "{reference}: {needle:?} missing from:\n{msg}"
-            );
+            assert!(msg.contains(needle), "{reference}: {needle:?} missing from:\n{msg}");
         }
     }
     // A missing ref lists the snapshots that do have the file.
@@ -236,10 +215,7 @@ fn synthetic_and_local_paths() {
     let path = fixture("wan21_tiny.weights.safetensors");
     let r = source::resolve_with(path.to_str().unwrap(), &s).unwrap();
     assert_eq!(r.source, WeightsSource::File(path.clone()));
-    assert_eq!(
-        r.info.file_size_bytes,
-        Some(std::fs::metadata(&path).unwrap().len())
-    );
+    assert_eq!(r.info.file_size_bytes, Some(std::fs::metadata(&path).unwrap().len()));
     assert_eq!(r.info.sha256.as_deref().map(str::len), Some(64));
     assert!(r.info.repo.is_none() && r.info.revision.is_none());
 
@@ -251,10 +227,7 @@ fn synthetic_and_local_paths() {
     assert_eq!(r.info.source, "Cargo.toml");
     assert_eq!(r.info.local_path.as_deref(), abs.to_str());
 
-    let err = format!(
-        "{:#}",
-        source::resolve_with("no/such/file.pth", &s).unwrap_err()
-    );
+    let err = format!("{:#}", source::resolve_with("no/such/file.pth", &s).unwrap_err());
     assert!(
         err.contains("no/such/file.pth") && err.contains("synthetic") && err.contains("hf://"),
         "{err}"
@@ -289,23 +262,16 @@ fn sha256_cached_matches_and_is_reused() {
 fn settings_follow_python_environment_rules() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path().to_str().unwrap().to_string();
-    let env = |pairs: Vec<(&'static str, String)>| {
-        move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-    };
+    let env =
+        |pairs: Vec<(&'static str, String)>| move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone());
 
     let s = HubSettings::from_lookup(&env(vec![("HOME", h.clone())]));
     assert_eq!(s.cache_dir, home.path().join(".cache/huggingface/hub"));
     assert!(!s.offline && s.token.is_none());
     assert_eq!(s.endpoint, "https://huggingface.co");
-    assert_eq!(
-        s.digest_cache_dir,
-        Some(home.path().join(".cache/wan-vae-bench"))
-    );
+    assert_eq!(s.digest_cache_dir, Some(home.path().join(".cache/wan-vae-bench")));
 
-    let s = HubSettings::from_lookup(&env(vec![
-        ("HOME", h.clone()),
-        ("HF_HOME", format!("{h}/hf")),
-    ]));
+    let s = HubSettings::from_lookup(&env(vec![("HOME", h.clone()), ("HF_HOME", format!("{h}/hf"))]));
     assert_eq!(s.cache_dir, home.path().join("hf/hub"));
     let s = HubSettings::from_lookup(&env(vec![
         ("HOME", h.clone()),
@@ -313,10 +279,7 @@ fn settings_follow_python_environment_rules() {
         ("HF_HUB_CACHE", "~/hubcache".into()),
     ]));
     assert_eq!(s.cache_dir, home.path().join("hubcache"));
-    let s = HubSettings::from_lookup(&env(vec![
-        ("HOME", h.clone()),
-        ("XDG_CACHE_HOME", format!("{h}/xdg")),
-    ]));
+    let s = HubSettings::from_lookup(&env(vec![("HOME", h.clone()), ("XDG_CACHE_HOME", format!("{h}/xdg"))]));
     assert_eq!(s.cache_dir, home.path().join("xdg/huggingface/hub"));
 
     for (v, want) in [
@@ -328,10 +291,7 @@ fn settings_follow_python_environment_rules() {
         ("false", false),
         ("", false),
     ] {
-        let s = HubSettings::from_lookup(&env(vec![
-            ("HOME", h.clone()),
-            ("HF_HUB_OFFLINE", v.into()),
-        ]));
+        let s = HubSettings::from_lookup(&env(vec![("HOME", h.clone()), ("HF_HUB_OFFLINE", v.into())]));
         assert_eq!(s.offline, want, "HF_HUB_OFFLINE={v:?}");
     }
 
@@ -339,10 +299,7 @@ fn settings_follow_python_environment_rules() {
     std::fs::create_dir_all(home.path().join("hf")).unwrap();
     std::fs::write(home.path().join("hf/token"), "hf_file\n").unwrap();
     std::fs::write(home.path().join("other_token"), "hf_other\n").unwrap();
-    let s = HubSettings::from_lookup(&env(vec![
-        ("HOME", h.clone()),
-        ("HF_HOME", format!("{h}/hf")),
-    ]));
+    let s = HubSettings::from_lookup(&env(vec![("HOME", h.clone()), ("HF_HOME", format!("{h}/hf"))]));
     assert_eq!(s.token.as_deref(), Some("hf_file"));
     let s = HubSettings::from_lookup(&env(vec![
         ("HOME", h.clone()),
@@ -421,10 +378,7 @@ fn fake_hub(behaviour: Behaviour, content: Vec<u8>) -> FakeHub {
             std::thread::spawn(move || serve(stream, behaviour, &content));
         }
     });
-    FakeHub {
-        endpoint,
-        connections,
-    }
+    FakeHub { endpoint, connections }
 }
 
 fn serve(mut stream: TcpStream, behaviour: Behaviour, content: &[u8]) {
@@ -443,11 +397,7 @@ fn serve(mut stream: TcpStream, behaviour: Behaviour, content: &[u8]) {
             }
         }
     }
-    let path = request_line
-        .split_whitespace()
-        .nth(1)
-        .unwrap_or("")
-        .to_string();
+    let path = request_line.split_whitespace().nth(1).unwrap_or("").to_string();
     let etag = sha256_hex(content);
     let size = content.len();
     let head = |status: &str, extra: &str, len: usize| {
@@ -534,24 +484,15 @@ fn miss_downloads_into_the_python_cache_layout() {
     let content = std::fs::read(fixture("wan21_tiny.weights.pth")).unwrap();
     let sha = sha256_hex(&content);
     let hub = fake_hub(Behaviour::Serve, content.clone());
-    let r: ResolvedWeights =
-        source::resolve_with("wan2.1", &online(cache.path(), digest.path(), &hub)).unwrap();
+    let r: ResolvedWeights = source::resolve_with("wan2.1", &online(cache.path(), digest.path(), &hub)).unwrap();
     let path = snapshot(cache.path(), COMMIT);
     assert_eq!(r.source, WeightsSource::File(path.clone()));
     assert_eq!(std::fs::read(&path).unwrap(), content);
     assert_eq!(r.info.revision.as_deref(), Some(COMMIT));
     assert_eq!(r.info.sha256.as_deref(), Some(sha.as_str()));
     let repo = cache.path().join(REPO_DIR);
-    assert_eq!(
-        std::fs::read_to_string(repo.join("refs/main"))
-            .unwrap()
-            .trim(),
-        COMMIT
-    );
-    assert!(
-        repo.join("blobs").join(&sha).is_file(),
-        "blob named by its sha256"
-    );
+    assert_eq!(std::fs::read_to_string(repo.join("refs/main")).unwrap().trim(), COMMIT);
+    assert!(repo.join("blobs").join(&sha).is_file(), "blob named by its sha256");
     assert!(hub.connections.load(Ordering::SeqCst) >= 2);
 
     // Next time it is a cache hit, offline.
@@ -564,11 +505,7 @@ fn hub_errors_are_explained() {
     let cases: [(u16, &str, &[&str]); 5] = [
         (404, "RepoNotFound", &["repository not found", "HF_TOKEN"]),
         (401, "", &["repository not found", "HF_TOKEN"]),
-        (
-            403,
-            "GatedRepo",
-            &["gated", "accept its conditions", "HF_TOKEN"],
-        ),
+        (403, "GatedRepo", &["gated", "accept its conditions", "HF_TOKEN"]),
         (404, "EntryNotFound", &["file not found"]),
         (404, "RevisionNotFound", &["revision"]),
     ];
@@ -577,20 +514,14 @@ fn hub_errors_are_explained() {
         let digest = tempfile::tempdir().unwrap();
         let hub = fake_hub(Behaviour::Fail(status, code), Vec::new());
         let t = Instant::now();
-        let err =
-            source::resolve_with("wan2.1", &online(cache.path(), digest.path(), &hub)).unwrap_err();
+        let err = source::resolve_with("wan2.1", &online(cache.path(), digest.path(), &hub)).unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(5));
         let msg = format!("{err:#}");
-        for needle in needles.iter().chain(&[
-            REPO,
-            FILE,
-            cache.path().to_str().unwrap(),
-            "fake hub says no",
-        ]) {
-            assert!(
-                msg.contains(needle),
-                "{status} {code}: {needle:?} missing from:\n{msg}"
-            );
+        for needle in needles
+            .iter()
+            .chain(&[REPO, FILE, cache.path().to_str().unwrap(), "fake hub says no"])
+        {
+            assert!(msg.contains(needle), "{status} {code}: {needle:?} missing from:\n{msg}");
         }
     }
 }
@@ -598,11 +529,7 @@ fn hub_errors_are_explained() {
 #[test]
 fn unreachable_hub_is_a_network_error() {
     // Bind then drop a listener: nothing listens on that port any more.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let cache = tempfile::tempdir().unwrap();
     let digest = tempfile::tempdir().unwrap();
     let s = HubSettings {
@@ -631,11 +558,7 @@ fn silent_hub_times_out_instead_of_hanging() {
         };
         let t = Instant::now();
         let msg = format!("{:#}", source::resolve_with("wan2.1", &s).unwrap_err());
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "took {:?}",
-            t.elapsed()
-        );
+        assert!(t.elapsed() < Duration::from_secs(5), "took {:?}", t.elapsed());
         assert!(
             msg.contains("timed out") && msg.contains(REPO) && msg.contains(FILE),
             "{msg}"

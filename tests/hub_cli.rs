@@ -9,9 +9,7 @@ const REPO_DIR: &str = "models--Wan-AI--Wan2.1-T2V-1.3B";
 const SHA: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 /// `<tmp>/hub/models--Wan-AI--Wan2.1-T2V-1.3B/snapshots/<sha>/Wan2.1_VAE.pth` + `refs/main`.
@@ -56,10 +54,7 @@ fn validate_preset_and_hf_form_from_the_cache() {
         "hf://Wan-AI/Wan2.1-T2V-1.3B/Wan2.1_VAE.pth",
         &format!("hf://Wan-AI/Wan2.1-T2V-1.3B/Wan2.1_VAE.pth@{SHA}"),
     ] {
-        let out = run(
-            home.path(),
-            &["validate", "--weights", weights, "--cases", CASES],
-        );
+        let out = run(home.path(), &["validate", "--weights", weights, "--cases", CASES]);
         assert_eq!(
             out.status.code(),
             Some(0),
@@ -89,10 +84,7 @@ fn validate_cache_miss_offline_exits_2_fast() {
         "HF_HUB_OFFLINE",
         "huggingface-cli download",
     ] {
-        assert!(
-            err.contains(needle),
-            "{needle:?} missing from stderr:\n{err}"
-        );
+        assert!(err.contains(needle), "{needle:?} missing from stderr:\n{err}");
     }
 }
 
@@ -101,12 +93,7 @@ fn validate_cache_miss_offline_exits_2_fast() {
 fn inspect_lists_presets_and_accepts_references() {
     let home = fake_home();
     let out = run(home.path(), &["inspect", "--list-presets"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("wan2.1")
@@ -115,19 +102,10 @@ fn inspect_lists_presets_and_accepts_references() {
     );
 
     let out = run(home.path(), &["inspect", "--weights", "wan2.1"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let out = run(
         home.path(),
-        &[
-            "inspect",
-            "--weights",
-            "hf://Wan-AI/Wan2.1-T2V-1.3B/missing.pth",
-        ],
+        &["inspect", "--weights", "hf://Wan-AI/Wan2.1-T2V-1.3B/missing.pth"],
     );
     assert_eq!(out.status.code(), Some(2));
 }

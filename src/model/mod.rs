@@ -29,10 +29,7 @@ pub struct RunOptions {
 
 impl Default for RunOptions {
     fn default() -> Self {
-        RunOptions {
-            chunk: 1,
-            tiling: None,
-        }
+        RunOptions { chunk: 1, tiling: None }
     }
 }
 
@@ -48,11 +45,7 @@ pub struct WanVae {}
 
 impl WanVae {
     /// Build the model from loaded weights, converting them to `precision` on `device`.
-    pub fn new(
-        _weights: &crate::weights::Weights,
-        _precision: Precision,
-        _device: &Device,
-    ) -> anyhow::Result<Self> {
+    pub fn new(_weights: &crate::weights::Weights, _precision: Precision, _device: &Device) -> anyhow::Result<Self> {
         anyhow::bail!("model: not implemented yet")
     }
     /// What really computes, e.g. `f32` or `bf16 (conv and matmul in f32)`.

@@ -76,15 +76,13 @@ pub const PRESETS: &[Preset] = &[
     },
     Preset {
         name: "wan2.1-comfy",
-        reference:
-            "hf://Comfy-Org/Wan_2.1_ComfyUI_repackaged/split_files/vae/wan_2.1_vae.safetensors",
+        reference: "hf://Comfy-Org/Wan_2.1_ComfyUI_repackaged/split_files/vae/wan_2.1_vae.safetensors",
         description: "ComfyUI repackage of the same VAE, .safetensors, 16-bit, 254 MB",
     },
 ];
 
 /// The forms `--weights` accepts, for error messages.
-const FORMS: &str =
-    "`synthetic`, a preset (`wan2.1`, `wan2.1-comfy`; see `inspect --list-presets`), \
+const FORMS: &str = "`synthetic`, a preset (`wan2.1`, `wan2.1-comfy`; see `inspect --list-presets`), \
                      hf://OWNER/REPO/PATH/IN/REPO[@REVISION], or a local .pth / .safetensors file";
 
 /// Parse a reference: `synthetic`, a preset name, `hf://OWNER/REPO/PATH[@REVISION]`, else a
@@ -125,10 +123,7 @@ fn parse_hub(reference: &str) -> Result<HubRef, UserError> {
             if rev.is_empty() {
                 return Err(bad("empty revision after '@'"));
             }
-            if rev
-                .split('/')
-                .any(|c| c.is_empty() || c == "." || c == "..")
-            {
+            if rev.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
                 return Err(bad("invalid revision"));
             }
             (p, Some(rev.to_string()))
@@ -139,10 +134,7 @@ fn parse_hub(reference: &str) -> Result<HubRef, UserError> {
     if parts.len() < 3 {
         return Err(bad("needs an owner, a repo name and a file path"));
     }
-    if parts
-        .iter()
-        .any(|c| c.is_empty() || *c == "." || *c == "..")
-    {
+    if parts.iter().any(|c| c.is_empty() || *c == "." || *c == "..") {
         return Err(bad("empty, '.' or '..' path component"));
     }
     Ok(HubRef {
@@ -180,16 +172,10 @@ pub fn resolve_with(reference: &str, settings: &HubSettings) -> anyhow::Result<R
         }),
         WeightsRef::Local(path) => {
             if !path.exists() {
-                return Err(UserError::file(
-                    &path,
-                    format!("no such file; --weights takes {FORMS}"),
-                )
-                .into());
+                return Err(UserError::file(&path, format!("no such file; --weights takes {FORMS}")).into());
             }
             if !path.is_file() {
-                return Err(
-                    UserError::file(&path, format!("not a file; --weights takes {FORMS}")).into(),
-                );
+                return Err(UserError::file(&path, format!("not a file; --weights takes {FORMS}")).into());
             }
             // Absolute, so workers started in another directory still find it.
             let path = std::path::absolute(&path).unwrap_or(path);
@@ -202,9 +188,7 @@ pub fn resolve_with(reference: &str, settings: &HubSettings) -> anyhow::Result<R
         WeightsRef::Hub(hub) => {
             let hit = match hub::lookup_cache(&settings.cache_dir, &hub) {
                 Ok(hit) => hit,
-                Err(reason) if settings.offline => {
-                    return Err(hub::offline_miss(&hub, settings, &reason).into())
-                }
+                Err(reason) if settings.offline => return Err(hub::offline_miss(&hub, settings, &reason).into()),
                 Err(_) => hub::download(&hub, settings)?,
             };
             let hit = hub::CacheHit {
@@ -225,14 +209,10 @@ pub fn resolve_with(reference: &str, settings: &HubSettings) -> anyhow::Result<R
 }
 
 fn fill_file(info: &mut ModelInfo, path: &Path, settings: &HubSettings) -> anyhow::Result<()> {
-    let meta =
-        std::fs::metadata(path).map_err(|e| UserError::file(path, format!("cannot read: {e}")))?;
+    let meta = std::fs::metadata(path).map_err(|e| UserError::file(path, format!("cannot read: {e}")))?;
     info.local_path = Some(path.display().to_string());
     info.file_size_bytes = Some(meta.len());
-    info.sha256 = Some(sha256_cached_in(
-        path,
-        settings.digest_cache_dir.as_deref(),
-    )?);
+    info.sha256 = Some(sha256_cached_in(path, settings.digest_cache_dir.as_deref())?);
     Ok(())
 }
 
@@ -306,18 +286,12 @@ mod tests {
                 None
             )
         );
-        assert_eq!(
-            parse("hf://a/b/c.pth@v1").unwrap(),
-            hub("a/b", "c.pth", Some("v1"))
-        );
+        assert_eq!(parse("hf://a/b/c.pth@v1").unwrap(), hub("a/b", "c.pth", Some("v1")));
         assert_eq!(
             parse("hf://a/b/d/c.pth@refs/pr/3").unwrap(),
             hub("a/b", "d/c.pth", Some("refs/pr/3"))
         );
-        assert_eq!(
-            parse("model.pth").unwrap(),
-            WeightsRef::Local("model.pth".into())
-        );
+        assert_eq!(parse("model.pth").unwrap(), WeightsRef::Local("model.pth".into()));
         assert_eq!(
             parse("/x/y.safetensors").unwrap(),
             WeightsRef::Local("/x/y.safetensors".into())

@@ -36,9 +36,7 @@ pub fn cache_dir_from(lookup: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf
     if let Some(xdg) = nonempty("XDG_CACHE_HOME") {
         return Some(PathBuf::from(xdg).join("wan-vae-bench"));
     }
-    let home = nonempty("HOME")
-        .map(PathBuf::from)
-        .or_else(std::env::home_dir)?;
+    let home = nonempty("HOME").map(PathBuf::from).or_else(std::env::home_dir)?;
     Some(home.join(".cache").join("wan-vae-bench"))
 }
 
@@ -54,10 +52,8 @@ pub fn sha256_cached(path: &Path) -> anyhow::Result<String> {
 
 /// SHA-256 (lowercase hex) of `path`, cached in `cache_dir` (no caching when `None`).
 pub fn sha256_cached_in(path: &Path, cache_dir: Option<&Path>) -> anyhow::Result<String> {
-    let canonical =
-        std::fs::canonicalize(path).with_context(|| format!("cannot open {}", path.display()))?;
-    let meta =
-        std::fs::metadata(&canonical).with_context(|| format!("cannot stat {}", path.display()))?;
+    let canonical = std::fs::canonicalize(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let meta = std::fs::metadata(&canonical).with_context(|| format!("cannot stat {}", path.display()))?;
     let size = meta.len();
     let mtime_ns = meta
         .modified()
@@ -92,8 +88,7 @@ pub fn sha256_cached_in(path: &Path, cache_dir: Option<&Path>) -> anyhow::Result
 
 /// SHA-256 (lowercase hex) of a file, no caching.
 pub fn sha256_file(path: &Path) -> anyhow::Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
+    let mut file = std::fs::File::open(path).with_context(|| format!("cannot open {}", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -148,17 +143,11 @@ mod tests {
         assert!(cache.join(CACHE_FILE).exists());
 
         // A hit is served from the sidecar: poison the entry and see it come back.
-        let key = std::fs::canonicalize(&file)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
+        let key = std::fs::canonicalize(&file).unwrap().to_string_lossy().into_owned();
         let mut map = read_cache(&cache.join(CACHE_FILE));
         map.get_mut(&key).unwrap().sha256 = "0".repeat(64);
         write_cache(&cache, &cache.join(CACHE_FILE), &map).unwrap();
-        assert_eq!(
-            sha256_cached_in(&file, Some(&cache)).unwrap(),
-            "0".repeat(64)
-        );
+        assert_eq!(sha256_cached_in(&file, Some(&cache)).unwrap(), "0".repeat(64));
 
         // A size change invalidates it.
         std::fs::write(&file, b"abcd").unwrap();
@@ -180,12 +169,7 @@ mod tests {
     #[test]
     fn cache_dir_lookup_order() {
         let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |k: &str| {
-                pairs
-                    .iter()
-                    .find(|(n, _)| *n == k)
-                    .map(|(_, v)| v.to_string())
-            }
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
         };
         let f = env(&[
             ("WAN_VAE_BENCH_CACHE_DIR", "/a"),
@@ -196,9 +180,6 @@ mod tests {
         let f = env(&[("XDG_CACHE_HOME", "/x"), ("HOME", "/h")]);
         assert_eq!(cache_dir_from(&f), Some(PathBuf::from("/x/wan-vae-bench")));
         let f = env(&[("HOME", "/h")]);
-        assert_eq!(
-            cache_dir_from(&f),
-            Some(PathBuf::from("/h/.cache/wan-vae-bench"))
-        );
+        assert_eq!(cache_dir_from(&f), Some(PathBuf::from("/h/.cache/wan-vae-bench")));
     }
 }

@@ -94,10 +94,7 @@ impl HubSettings {
         let (token, token_origin) = if let Some(t) = get("HF_TOKEN") {
             (Some(t.trim().to_string()), Some("HF_TOKEN".to_string()))
         } else if let Some(t) = get("HUGGING_FACE_HUB_TOKEN") {
-            (
-                Some(t.trim().to_string()),
-                Some("HUGGING_FACE_HUB_TOKEN".to_string()),
-            )
+            (Some(t.trim().to_string()), Some("HUGGING_FACE_HUB_TOKEN".to_string()))
         } else {
             let path = get("HF_TOKEN_PATH")
                 .map(&expand)
@@ -152,10 +149,7 @@ impl HubSettings {
 
 /// Python's truthiness of an environment flag (`1`, `true`, `yes`, `on`, any case).
 pub fn is_truthy(value: &str) -> bool {
-    matches!(
-        value.trim().to_ascii_uppercase().as_str(),
-        "1" | "TRUE" | "YES" | "ON"
-    )
+    matches!(value.trim().to_ascii_uppercase().as_str(), "1" | "TRUE" | "YES" | "ON")
 }
 
 /// True for a full 40-hex git commit sha.
@@ -200,10 +194,7 @@ pub fn lookup_cache(cache_dir: &Path, hub: &HubRef) -> Result<CacheHit, String> 
                         others.join(", ")
                     )
                 };
-                return Err(format!(
-                    "no ref {} for revision {revision:?}{hint}",
-                    ref_path.display()
-                ));
+                return Err(format!("no ref {} for revision {revision:?}{hint}", ref_path.display()));
             }
         }
     };
@@ -218,10 +209,7 @@ pub fn lookup_cache(cache_dir: &Path, hub: &HubRef) -> Result<CacheHit, String> 
         ));
     }
     if path.symlink_metadata().is_ok() {
-        return Err(format!(
-            "{} is a broken link (its blob is missing)",
-            path.display()
-        ));
+        return Err(format!("{} is a broken link (its blob is missing)", path.display()));
     }
     Err(format!(
         "revision {revision:?} is commit {commit}, but {} is missing",
@@ -339,11 +327,7 @@ pub fn download(hub: &HubRef, settings: &HubSettings) -> anyhow::Result<CacheHit
         .with_retries(0)
         .build()
         .map_err(|e| anyhow::anyhow!("cannot set up the Hugging Face client: {e}"))?;
-    let repo = api.repo(Repo::with_revision(
-        hub.repo.clone(),
-        RepoType::Model,
-        revision,
-    ));
+    let repo = api.repo(Repo::with_revision(hub.repo.clone(), RepoType::Model, revision));
 
     let target = if settings.progress {
         ProgressDrawTarget::stderr()
@@ -444,13 +428,7 @@ pub fn download(hub: &HubRef, settings: &HubSettings) -> anyhow::Result<CacheHit
         .ok()
         .and_then(|rel| rel.components().next())
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .ok_or_else(|| {
-            anyhow::anyhow!(
-                "hf-hub returned {} outside {}",
-                path.display(),
-                snapshots.display()
-            )
-        })?;
+        .ok_or_else(|| anyhow::anyhow!("hf-hub returned {} outside {}", path.display(), snapshots.display()))?;
     Ok(CacheHit { path, commit })
 }
 
@@ -473,7 +451,10 @@ fn api_error(err: ApiError, hub: &HubRef, settings: &HubSettings) -> UserError {
                 Some(resp) => {
                     let status = resp.status();
                     let code = resp.header("x-error-code").unwrap_or("").to_string();
-                    let server_msg = resp.header("x-error-message").map(|m| format!(": {m}")).unwrap_or_default();
+                    let server_msg = resp
+                        .header("x-error-message")
+                        .map(|m| format!(": {m}"))
+                        .unwrap_or_default();
                     match (status, code.as_str()) {
                         (_, "GatedRepo") => (
                             format!("the repo is gated (HTTP {status}){server_msg}"),
@@ -481,7 +462,9 @@ fn api_error(err: ApiError, hub: &HubRef, settings: &HubSettings) -> UserError {
                         ),
                         (_, "RepoNotFound") | (401, _) => (
                             format!("repository not found, or private and not accessible (HTTP {status}){server_msg}"),
-                            format!("check the repo name (see `inspect --list-presets`); if it is private, {token_hint}"),
+                            format!(
+                                "check the repo name (see `inspect --list-presets`); if it is private, {token_hint}"
+                            ),
                         ),
                         (_, "RevisionNotFound") => (
                             format!("revision {rev:?} not found (HTTP {status}){server_msg}"),
@@ -496,7 +479,9 @@ fn api_error(err: ApiError, hub: &HubRef, settings: &HubSettings) -> UserError {
                             format!("the repo may be gated: accept its conditions at {page}; {token_hint}"),
                         ),
                         (404, _) => (
-                            format!("not found (HTTP 404){server_msg}: the repo, the revision or the file does not exist"),
+                            format!(
+                                "not found (HTTP 404){server_msg}: the repo, the revision or the file does not exist"
+                            ),
                             format!("check the reference against {page}"),
                         ),
                         (429, _) => (
@@ -507,7 +492,10 @@ fn api_error(err: ApiError, hub: &HubRef, settings: &HubSettings) -> UserError {
                             format!("the Hub failed (HTTP {s}){server_msg}"),
                             format!("try again later, or `{dl}`, or pass a local file"),
                         ),
-                        (s, _) => (format!("unexpected HTTP {s}{server_msg}"), format!("try `{dl}`, or pass a local file")),
+                        (s, _) => (
+                            format!("unexpected HTTP {s}{server_msg}"),
+                            format!("try `{dl}`, or pass a local file"),
+                        ),
                     }
                 }
                 None => (
