@@ -215,8 +215,9 @@ pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, tol: Toleranc
 
 pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     let device = crate::device::parse(&args.device)?;
-    let source = crate::weights::resolve_reference(&args.weights)?;
+    // Cases first: a bad cases file must not start a 508 MB download.
     let cases = read_cases(&args.cases)?;
+    let source = crate::weights::source::resolve(&args.weights)?.source;
     let weights = crate::weights::load(&source)?;
     let vae = WanVae::with_conv_impl(&weights, args.precision, &device, args.conv)?;
     let opts = RunOptions {
