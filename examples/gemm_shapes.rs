@@ -1,57 +1,44 @@
-//! gemm throughput for one conv-shaped product in several memory layouts, next to a square
-//! 2048 matmul in the same process.
+//! gemm throughput on a conv-shaped product (patches read transposed, as conv.rs does):
+//! one call with gemm's own threading vs one single-threaded call per thread on half the
+//! columns; a square 2048 matmul in the same process for reference.
 use std::time::Instant;
-/// dst[m,n] = lhs[m,k] @ rhs[k,n] with the given (cs, rs) strides.
-fn run(m: usize, n: usize, k: usize, dst_t: bool, rhs_t: bool, lhs_t: bool) -> f64 {
-    let a = vec![0.5f32; m * k];
-    let b = vec![0.25f32; k * n];
-    let mut c = vec![0f32; m * n];
-    let (dcs, drs) = if dst_t { (m, 1) } else { (1, n) };
-    let (bcs, brs) = if rhs_t { (k, 1) } else { (1, n) };
-    let (acs, ars) = if lhs_t { (m, 1) } else { (1, k) };
-    let t = Instant::now();
-    let reps = 3;
-    for _ in 0..reps {
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                c.as_mut_ptr(),
-                dcs as isize,
-                drs as isize,
-                true,
-                a.as_ptr(),
-                acs as isize,
-                ars as isize,
-                b.as_ptr(),
-                bcs as isize,
-                brs as isize,
-                1.0,
-                1.0,
-                false,
-                false,
-                false,
-                gemm::Parallelism::Rayon(2),
-            );
-        }
+
+fn gemm_call(m: usize, n: usize, k: usize, dst: &mut [f32], dst_rs: usize, a: &[f32], b: &[f32], par: gemm::Parallelism) {
+    unsafe {
+        gemm::gemm(m, n, k, dst.as_mut_ptr(), 1, dst_rs as isize, true, a.as_ptr(), 1, k as isize, b.as_ptr(), k as isize, 1, 1.0, 1.0, false, false, false, par);
     }
-    2.0 * (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9
 }
+
 fn main() {
+    let reps = 3;
     for _ in 0..2 {
-        println!("square 2048: {:.1} GFLOP/s", run(2048, 2048, 2048, false, false, false));
-        for (m, n, k) in [(96, 16384, 2592), (384, 256, 10368)] {
-            for dst_t in [false, true] {
-                for rhs_t in [false, true] {
-                    for lhs_t in [false, true] {
-                        println!(
-                            "m={m} n={n} k={k} dst_t={dst_t} rhs_t={rhs_t} lhs_t={lhs_t}: {:.1} GFLOP/s",
-                            run(m, n, k, dst_t, rhs_t, lhs_t)
-                        );
-                    }
-                }
+        let n = 2048;
+        let a = vec![0.5f32; n * n];
+        let mut c = vec![0f32; n * n];
+        let t = Instant::now();
+        for _ in 0..reps { gemm_call(n, n, n, &mut c, n, &a, &a, gemm::Parallelism::Rayon(2)); }
+        println!("square 2048: {:.1} GFLOP/s", 2.0 * (n * n * n * reps) as f64 / t.elapsed().as_secs_f64() / 1e9);
+        for (m, n, k) in [(96, 16384, 2592), (192, 4096, 5184), (384, 1024, 10368)] {
+            let a = vec![0.5f32; m * k];
+            let b = vec![0.25f32; k * n];
+            let mut c = vec![0f32; m * n];
+            let t = Instant::now();
+            for _ in 0..reps { gemm_call(m, n, k, &mut c, n, &a, &b, gemm::Parallelism::Rayon(2)); }
+            let one = 2.0 * (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9;
+            // Two halves of the columns, each single-threaded, in parallel.
+            let half = n / 2;
+            let t = Instant::now();
+            for _ in 0..reps {
+                let (b0, b1) = b.split_at(half * k);
+                let mut c0 = vec![0f32; m * half];
+                let mut c1 = vec![0f32; m * half];
+                rayon::join(
+                    || gemm_call(m, half, k, &mut c0, half, &a, b0, gemm::Parallelism::None),
+                    || gemm_call(m, half, k, &mut c1, half, &a, b1, gemm::Parallelism::None),
+                );
             }
+            let two = 2.0 * (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9;
+            println!("m={m} n={n} k={k}: one call Rayon(2) {one:.1} GFLOP/s, two single-threaded halves {two:.1} GFLOP/s");
         }
     }
 }

@@ -79,6 +79,11 @@ impl WanVae {
         &self.device
     }
 
+    /// The convolution implementation in use.
+    pub fn conv_impl(&self) -> ConvImpl {
+        self.conv_impl
+    }
+
     /// What really computes: the storage dtype, and where ops run in another dtype.
     pub fn compute_dtype(&self) -> String {
         let dt = match self.precision {
