@@ -195,7 +195,6 @@ fn fake(spec: &WorkerSpec) -> WorkerResult {
         encode: Some(encode),
         decode: Some(decode),
         load_s: Some(0.0),
-        model: Some(WorkerModel { format: "fake".into(), on_disk_dtype: "f32".into(), ..Default::default() }),
         ..WorkerResult::empty(CaseStatus::Ok, None, BTreeMap::new())
     }
 }
