@@ -19,6 +19,9 @@ pub enum UserError {
         value: String,
         expected: String,
     },
+    /// A setting this build or device cannot run (reported as `unsupported`, not `failed`).
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     #[error("{0}")]
     Other(String),
 }

@@ -1,6 +1,106 @@
-//! `inspect`: a checkpoint's format, dtypes, tensors, parameters and inferred config.
+//! `inspect`: a checkpoint's format, on-disk dtype(s), tensor and parameter counts and the
+//! inferred config; `--json` adds every tensor's name, shape and dtype.
+use serde::Serialize;
+
+use crate::weights::Weights;
+
+/// Arguments of `wan-vae-bench inspect`.
 #[derive(Debug, clap::Args)]
-pub struct InspectArgs {}
-pub fn command(_args: InspectArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("inspect: not implemented yet")
+pub struct InspectArgs {
+    /// Weights: `synthetic`, a `.safetensors`/`.pth` path, `hf://OWNER/REPO/FILE[@REV]` or a preset.
+    #[arg(long, required_unless_present = "list_presets")]
+    pub weights: Option<String>,
+    /// Print one JSON object (with every tensor) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// List the weight presets (`--weights NAME`) and exit.
+    #[arg(long)]
+    pub list_presets: bool,
+}
+
+/// One tensor of the checkpoint.
+#[derive(Debug, Serialize)]
+pub struct TensorInfo {
+    pub name: String,
+    pub shape: Vec<usize>,
+    pub dtype: String,
+}
+
+/// What `inspect --json` prints.
+#[derive(Debug, Serialize)]
+pub struct Inspection {
+    /// The reference as given.
+    pub weights: String,
+    /// `safetensors`, `pth` or `synthetic`.
+    pub format: String,
+    /// Distinct on-disk dtypes.
+    pub on_disk_dtypes: Vec<String>,
+    pub tensor_count: usize,
+    pub params: u64,
+    pub dim: usize,
+    pub z_dim: usize,
+    /// Tensors in state-dict order.
+    pub tensors: Vec<TensorInfo>,
+}
+
+pub fn inspection(reference: &str, w: &Weights) -> Inspection {
+    let tensors = w
+        .ordered()
+        .into_iter()
+        .map(|(name, t)| TensorInfo {
+            name: name.to_string(),
+            shape: t.dims().to_vec(),
+            dtype: t.dtype().as_str().to_string(),
+        })
+        .collect::<Vec<_>>();
+    Inspection {
+        weights: reference.to_string(),
+        format: w.format.clone(),
+        on_disk_dtypes: w.on_disk_dtypes.iter().map(|d| d.as_str().to_string()).collect(),
+        tensor_count: tensors.len(),
+        params: w.params,
+        dim: w.config.dim,
+        z_dim: w.config.z_dim,
+        tensors,
+    }
+}
+
+pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
+    if args.list_presets {
+        print!("{}", crate::weights::presets_text());
+        return Ok(0);
+    }
+    let reference = args.weights.expect("clap requires --weights");
+    let source = crate::weights::resolve_reference(&reference)?;
+    let w = crate::weights::load(&source)?;
+    let info = inspection(&reference, &w);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+        return Ok(0);
+    }
+    println!("weights:        {}", info.weights);
+    println!("format:         {}", info.format);
+    println!("on-disk dtype:  {}", info.on_disk_dtypes.join(", "));
+    println!("tensors:        {}", info.tensor_count);
+    println!("parameters:     {} ({:.1} M)", info.params, info.params as f64 / 1e6);
+    println!(
+        "config:         dim={} z_dim={} dim_mult=[1,2,4,4] num_res_blocks=2 temperal_downsample=[false,true,true]",
+        info.dim, info.z_dim
+    );
+    let enc: u64 = count(&info.tensors, "encoder.");
+    let dec: u64 = count(&info.tensors, "decoder.");
+    println!(
+        "                encoder {:.1} M, decoder {:.1} M parameters",
+        enc as f64 / 1e6,
+        dec as f64 / 1e6
+    );
+    Ok(0)
+}
+
+fn count(tensors: &[TensorInfo], prefix: &str) -> u64 {
+    tensors
+        .iter()
+        .filter(|t| t.name.starts_with(prefix))
+        .map(|t| t.shape.iter().product::<usize>() as u64)
+        .sum()
 }

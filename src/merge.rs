@@ -1,12 +1,142 @@
 //! `merge A.json B.json ... -o ALL.json`: one report from several runs or machines.
+//!
+//! Every case keeps its own machine context (`CaseRecord.system`, set from its input's
+//! `system` unless it already has one); the top-level `system`, `model`, `run`, `tool` and
+//! `created_at` are the first input's. A case id already taken gets a suffix: `@HOST` (the
+//! case's host name), else `@inputN` (1-based input position), plus `-2`, `-3`, ... if still
+//! taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use crate::compare::compat::incompatibilities;
+use crate::error::UserError;
+use crate::report::Report;
+
 #[derive(Debug, clap::Args)]
 pub struct MergeArgs {
     /// Reports to merge.
-    pub inputs: Vec<std::path::PathBuf>,
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
     /// Output report.
     #[arg(short, long)]
-    pub output: std::path::PathBuf,
+    pub output: PathBuf,
+    /// Merge even with different schema versions or model weights.
+    #[arg(long)]
+    pub force: bool,
 }
-pub fn command(_args: MergeArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("merge: not implemented yet")
+
+/// A case id renamed while merging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    /// 0-based position of the input report.
+    pub input: usize,
+    /// The id in that input.
+    pub from: String,
+    /// The id in the merged report.
+    pub to: String,
+}
+
+/// Merge loaded reports (at least one). Returns the merged report and the renames.
+pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
+    let mut iter = reports.into_iter().enumerate();
+    let (_, first) = iter.next().expect("merge needs at least one report");
+    let mut merged = Report {
+        cases: Vec::new(),
+        ..first.clone()
+    };
+    let mut taken = BTreeSet::new();
+    let mut renames = Vec::new();
+    for (index, report) in std::iter::once((0, first)).chain(iter) {
+        let mut map = BTreeMap::new();
+        let mut cases = report.cases;
+        for case in &mut cases {
+            if case.system.is_none() {
+                case.system = Some(report.system.clone());
+            }
+            let new_id = free_id(&case.id, case_host(case), index, &taken);
+            taken.insert(new_id.clone());
+            if new_id != case.id {
+                renames.push(Rename {
+                    input: index,
+                    from: case.id.clone(),
+                    to: new_id.clone(),
+                });
+                map.insert(case.id.clone(), new_id.clone());
+                case.id = new_id;
+            }
+        }
+        for case in &mut cases {
+            if let Some(q) = &mut case.quality {
+                if let Some(to) = map.get(&q.reference_id) {
+                    q.reference_id = to.clone();
+                }
+            }
+        }
+        merged.cases.extend(cases);
+    }
+    (merged, renames)
+}
+
+fn case_host(case: &crate::report::CaseRecord) -> Option<String> {
+    case.system
+        .as_ref()
+        .and_then(|s| s.hostname.clone())
+        .filter(|h| !h.is_empty())
+}
+
+/// First id not yet taken: `id`, `id@host`, `id@inputN`, then numbered suffixes.
+fn free_id(id: &str, host: Option<String>, index: usize, taken: &BTreeSet<String>) -> String {
+    let mut candidates = vec![id.to_string()];
+    if let Some(h) = host {
+        candidates.push(format!("{id}@{h}"));
+    }
+    let by_index = format!("{id}@input{}", index + 1);
+    candidates.push(by_index.clone());
+    if let Some(free) = candidates.into_iter().find(|c| !taken.contains(c)) {
+        return free;
+    }
+    (2..)
+        .map(|n| format!("{by_index}-{n}"))
+        .find(|c| !taken.contains(c))
+        .expect("an unbounded range always has a free id")
+}
+
+pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
+    let mut reports = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        reports.push(Report::load(path)?);
+    }
+    for (path, report) in args.inputs.iter().zip(&reports).skip(1) {
+        let problems = incompatibilities(&reports[0], report);
+        if problems.is_empty() {
+            continue;
+        }
+        let msg = format!(
+            "{} vs {}: {}",
+            args.inputs[0].display(),
+            path.display(),
+            problems.join("; ")
+        );
+        if !args.force {
+            return Err(UserError::Other(format!("refusing to merge {msg}; pass --force to merge anyway")).into());
+        }
+        eprintln!("warning: {msg} (merged anyway: --force)");
+    }
+    let (merged, renames) = merge(reports);
+    for r in &renames {
+        eprintln!(
+            "note: duplicate case id {:?} from {} renamed to {:?}",
+            r.from,
+            args.inputs[r.input].display(),
+            r.to
+        );
+    }
+    merged.save_atomic(&args.output)?;
+    eprintln!(
+        "merged {} case(s) from {} report(s) into {}",
+        merged.cases.len(),
+        args.inputs.len(),
+        args.output.display()
+    );
+    Ok(0)
 }

@@ -211,8 +211,7 @@ pub struct Quality {
 impl Report {
     /// Read and parse a report, naming the file on any error.
     pub fn load(path: &Path) -> anyhow::Result<Report> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read report {}", path.display()))?;
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read report {}", path.display()))?;
         serde_json::from_str(&text)
             .map_err(|e| crate::error::UserError::file(path, format!("not a valid wan-vae-bench report: {e}")).into())
     }
@@ -226,7 +225,8 @@ impl Report {
         let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
         let text = serde_json::to_string_pretty(self)?;
         std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
         Ok(())
     }
 }

@@ -16,7 +16,10 @@ struct Builder(Vec<TensorSpec>);
 
 impl Builder {
     fn push(&mut self, name: String, shape: &[usize]) {
-        self.0.push(TensorSpec { name, shape: shape.to_vec() });
+        self.0.push(TensorSpec {
+            name,
+            shape: shape.to_vec(),
+        });
     }
     fn conv3d(&mut self, p: &str, out: usize, inp: usize, k: [usize; 3]) {
         self.push(format!("{p}.weight"), &[out, inp, k[0], k[1], k[2]]);
@@ -115,16 +118,22 @@ pub fn param_count(specs: &[TensorSpec]) -> u64 {
 /// Infer `dim` and `z_dim` from two shapes: `encoder.conv1.weight` `[dim,3,3,3,3]` and
 /// `conv2.weight` `[z,z,1,1,1]`. Returns a message naming the key on failure.
 pub fn infer_config(shape_of: impl Fn(&str) -> Option<Vec<usize>>) -> Result<VaeConfig, String> {
-    let conv1 = shape_of("encoder.conv1.weight")
-        .ok_or("missing key encoder.conv1.weight (needed to infer dim)")?;
+    let conv1 = shape_of("encoder.conv1.weight").ok_or("missing key encoder.conv1.weight (needed to infer dim)")?;
     let conv2 = shape_of("conv2.weight").ok_or("missing key conv2.weight (needed to infer z_dim)")?;
     if conv1.len() != 5 || conv1[1..] != [3, 3, 3, 3] || conv1[0] == 0 {
-        return Err(format!("encoder.conv1.weight has shape {conv1:?}, expected [dim, 3, 3, 3, 3]"));
+        return Err(format!(
+            "encoder.conv1.weight has shape {conv1:?}, expected [dim, 3, 3, 3, 3]"
+        ));
     }
     if conv2.len() != 5 || conv2[0] != conv2[1] || conv2[2..] != [1, 1, 1] || conv2[0] == 0 {
-        return Err(format!("conv2.weight has shape {conv2:?}, expected [z_dim, z_dim, 1, 1, 1]"));
+        return Err(format!(
+            "conv2.weight has shape {conv2:?}, expected [z_dim, z_dim, 1, 1, 1]"
+        ));
     }
-    Ok(VaeConfig { dim: conv1[0], z_dim: conv2[0] })
+    Ok(VaeConfig {
+        dim: conv1[0],
+        z_dim: conv2[0],
+    })
 }
 
 #[cfg(test)]
@@ -133,13 +142,18 @@ mod tests {
 
     #[test]
     fn real_layout_matches_key_list() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wan21_vae_keys.json")).unwrap();
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/wan21_vae_keys.json"
+        ))
+        .unwrap();
         let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
         let specs = expected_tensors(&REAL_CONFIG);
         assert_eq!(specs.len(), 194);
         assert_eq!(keys.len(), 194);
         for s in &specs {
-            let want: Vec<usize> = serde_json::from_value(keys[&s.name].clone()).unwrap_or_else(|_| panic!("{}", s.name));
+            let want: Vec<usize> =
+                serde_json::from_value(keys[&s.name].clone()).unwrap_or_else(|_| panic!("{}", s.name));
             assert_eq!(want, s.shape, "{}", s.name);
         }
         assert_eq!(param_count(&specs), 126_892_531);

@@ -1,0 +1,101 @@
+//! `compare BASELINE CURRENT`: per-case timing ratios, Welch's t-test, quality drops.
+//!
+//! Exit 0: no regression; 1: a regression (slower pass, PSNR drop, or a case no longer ok);
+//! 2: unusable input (unreadable or invalid report, incompatible reports without `--force`).
+//! The decision rules are documented in [`verdict`].
+pub mod compat;
+pub mod render;
+pub mod verdict;
+pub mod welch;
+
+use std::path::PathBuf;
+
+use crate::error::UserError;
+use crate::report::Report;
+
+#[derive(Debug, clap::Args)]
+pub struct CompareArgs {
+    /// Baseline report.
+    pub baseline: PathBuf,
+    /// Current report.
+    pub current: PathBuf,
+    /// Slowdown a pass must exceed to be a regression, percent (`5` or `5%`).
+    #[arg(long, default_value = "5", value_parser = parse_percent)]
+    pub threshold: f64,
+    /// Significance level of Welch's t-test.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// PSNR drop (dB) of the latent, decoded or round-trip output that is a regression.
+    #[arg(long, default_value_t = 1.0)]
+    pub psnr_drop: f64,
+    /// PSNR (dB) treated as numerically lossless: values above it (and identical outputs,
+    /// PSNR +inf) are clamped to it before comparing.
+    #[arg(long, default_value_t = 100.0)]
+    pub psnr_ceiling: f64,
+    /// Compare even with different schema versions or model weights.
+    #[arg(long)]
+    pub force: bool,
+    /// Print the comparison as JSON (see `compare::verdict::Comparison`).
+    #[arg(long, conflicts_with = "markdown")]
+    pub json: bool,
+    /// Print the comparison as Markdown (for a PR comment).
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+/// Parse `5`, `5%` or `2.5 %` as a fraction (0.05, 0.025).
+fn parse_percent(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .trim()
+        .parse()
+        .map_err(|e| format!("expected a percentage such as 5 or 5%: {e}"))?;
+    if !(v.is_finite() && v >= 0.0) {
+        return Err("the threshold must be a non-negative percentage".into());
+    }
+    Ok(v / 100.0)
+}
+
+pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
+    }
+    if args.psnr_drop.is_nan() || args.psnr_drop < 0.0 {
+        return Err(UserError::invalid("--psnr-drop", args.psnr_drop.to_string(), "a non-negative dB value").into());
+    }
+    let baseline = Report::load(&args.baseline)?;
+    let current = Report::load(&args.current)?;
+    let problems = compat::incompatibilities(&baseline, &current);
+    if !problems.is_empty() && !args.force {
+        return Err(UserError::Other(format!(
+            "refusing to compare {} and {}: {}; pass --force to compare anyway",
+            args.baseline.display(),
+            args.current.display(),
+            problems.join("; ")
+        ))
+        .into());
+    }
+    let rules = verdict::Rules {
+        threshold: args.threshold,
+        alpha: args.alpha,
+        psnr_drop_db: args.psnr_drop,
+        psnr_ceiling_db: args.psnr_ceiling,
+    };
+    let mut cmp = verdict::compare(&baseline, &current, rules);
+    cmp.baseline = args.baseline.display().to_string();
+    cmp.current = args.current.display().to_string();
+    for p in problems {
+        eprintln!("warning: {p} (compared anyway: --force)");
+        cmp.warnings.push(format!("{p} (compared anyway: --force)"));
+    }
+    let out = if args.json {
+        render::json(&cmp)?
+    } else if args.markdown {
+        render::markdown(&cmp)
+    } else {
+        render::text(&cmp)
+    };
+    print!("{out}");
+    Ok(i32::from(cmp.regression))
+}

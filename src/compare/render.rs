@@ -1,0 +1,215 @@
+//! Render a [`Comparison`] as terminal text, a Markdown PR comment, or JSON.
+use std::fmt::Write;
+
+use super::verdict::{status_word, CaseComparison, Comparison, PassComparison, Verdict};
+
+/// Seconds with about four significant digits.
+pub fn secs(x: f64) -> String {
+    if !x.is_finite() {
+        "n/a".into()
+    } else if x >= 100.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+fn p_text(p: &PassComparison) -> String {
+    match p.p_value {
+        Some(v) if v < 1e-4 => "<0.0001".into(),
+        Some(v) => format!("{v:.4}"),
+        None => "n<2".into(),
+    }
+}
+
+fn verdict_text(p: &PassComparison) -> &'static str {
+    match (p.verdict, p.test) {
+        (Verdict::Slower, _) => "REGRESSION",
+        (Verdict::Faster, _) => "faster",
+        (Verdict::NoChange, super::verdict::Test::InsufficientSamples) => "no change (insufficient samples)",
+        (Verdict::NoChange, _) => "no change",
+    }
+}
+
+fn psnr(v: Option<f64>) -> String {
+    v.map_or("inf".into(), |v| format!("{v:.2}"))
+}
+
+fn header(c: &Comparison) -> String {
+    format!(
+        "threshold {:.1}%, alpha {}, PSNR drop {} dB (ceiling {} dB)",
+        c.rules.threshold * 100.0,
+        c.rules.alpha,
+        c.rules.psnr_drop_db,
+        c.rules.psnr_ceiling_db
+    )
+}
+
+fn summary(c: &Comparison) -> String {
+    if c.regression {
+        format!(
+            "REGRESSION in {} of {} compared case(s)",
+            c.regressed_cases,
+            c.cases.len()
+        )
+    } else {
+        format!("no regression in {} compared case(s)", c.cases.len())
+    }
+}
+
+/// Plain text for a terminal.
+pub fn text(c: &Comparison) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "compare {} (baseline) -> {} (current)", c.baseline, c.current);
+    let _ = writeln!(o, "{}", header(c));
+    for w in &c.warnings {
+        let _ = writeln!(o, "warning: {w}");
+    }
+    for case in &c.cases {
+        let _ = writeln!(o, "\n{}{}", case.id, status_suffix(case));
+        for p in &case.passes {
+            let _ = writeln!(
+                o,
+                "  {:<7} {:>9} s -> {:>9} s  {:<14} p={:<8} {}",
+                p.pass,
+                secs(p.baseline_median_s),
+                secs(p.current_median_s),
+                p.change,
+                p_text(p),
+                verdict_text(p)
+            );
+        }
+        for q in &case.quality {
+            let _ = writeln!(
+                o,
+                "  {:<9} PSNR {} dB -> {} dB ({:+.2} dB after clamping){}",
+                q.output,
+                psnr(q.baseline_psnr_db),
+                psnr(q.current_psnr_db),
+                -q.drop_db,
+                if q.regression { "  REGRESSION" } else { "" }
+            );
+        }
+        for n in &case.notes {
+            let _ = writeln!(o, "  note: {n}");
+        }
+    }
+    if !c.only_in_baseline.is_empty() {
+        let _ = writeln!(o, "\nonly in baseline: {}", c.only_in_baseline.join(", "));
+    }
+    if !c.only_in_current.is_empty() {
+        let _ = writeln!(o, "\nonly in current: {}", c.only_in_current.join(", "));
+    }
+    let _ = writeln!(o, "\n{}", summary(c));
+    o
+}
+
+fn status_suffix(case: &CaseComparison) -> String {
+    if case.baseline_status == case.current_status {
+        String::new()
+    } else {
+        format!(
+            "  [status {} -> {}]{}",
+            status_word(case.baseline_status),
+            status_word(case.current_status),
+            if case.status_regression { " REGRESSION" } else { "" }
+        )
+    }
+}
+
+/// Escape text for a Markdown table cell.
+pub fn md_cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Markdown for a PR comment.
+pub fn markdown(c: &Comparison) -> String {
+    let mut o = String::new();
+    let icon = if c.regression { "❌" } else { "✅" };
+    let _ = writeln!(o, "### {icon} Benchmark comparison: {}\n", summary(c));
+    let _ = writeln!(
+        o,
+        "Baseline `{}`, current `{}`; {}.\n",
+        c.baseline,
+        c.current,
+        header(c)
+    );
+    for w in &c.warnings {
+        let _ = writeln!(o, "> **Warning:** {}\n", md_cell(w));
+    }
+    let _ = writeln!(o, "| case | pass | baseline [s] | current [s] | change | p | verdict |");
+    let _ = writeln!(o, "|:---|:---|---:|---:|---:|---:|:---|");
+    for case in &c.cases {
+        for p in &case.passes {
+            let v = verdict_text(p);
+            let v = if p.verdict == Verdict::Slower {
+                format!("**{v}**")
+            } else {
+                v.to_string()
+            };
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {} | {} | {} |",
+                md_cell(&case.id),
+                p.pass,
+                secs(p.baseline_median_s),
+                secs(p.current_median_s),
+                p.change,
+                p_text(p),
+                v
+            );
+        }
+    }
+    let quality: Vec<_> = c
+        .cases
+        .iter()
+        .flat_map(|k| k.quality.iter().map(move |q| (k, q)))
+        .collect();
+    if !quality.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n| case | output | baseline PSNR [dB] | current PSNR [dB] | drop [dB] | verdict |"
+        );
+        let _ = writeln!(o, "|:---|:---|---:|---:|---:|:---|");
+        for (k, q) in quality {
+            let v = if q.regression { "**REGRESSION**" } else { "ok" };
+            let _ = writeln!(
+                o,
+                "| `{}` | {} | {} | {} | {:.2} | {v} |",
+                md_cell(&k.id),
+                q.output,
+                psnr(q.baseline_psnr_db),
+                psnr(q.current_psnr_db),
+                q.drop_db
+            );
+        }
+    }
+    let notes: Vec<_> = c
+        .cases
+        .iter()
+        .flat_map(|k| k.notes.iter().map(move |n| (k, n)))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(o, "\n**Notes**\n");
+        for (k, n) in notes {
+            let _ = writeln!(o, "- `{}`: {}", md_cell(&k.id), md_cell(n));
+        }
+    }
+    for (label, ids) in [
+        ("Only in baseline", &c.only_in_baseline),
+        ("Only in current", &c.only_in_current),
+    ] {
+        if !ids.is_empty() {
+            let list: Vec<String> = ids.iter().map(|i| format!("`{}`", md_cell(i))).collect();
+            let _ = writeln!(o, "\n**{label}:** {}", list.join(", "));
+        }
+    }
+    o
+}
+
+/// Pretty JSON.
+pub fn json(c: &Comparison) -> anyhow::Result<String> {
+    Ok(serde_json::to_string_pretty(c)? + "\n")
+}

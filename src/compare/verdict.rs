@@ -1,0 +1,352 @@
+//! The comparison itself: per-case status, timing and quality verdicts, as serde records
+//! (the `--json` output; every field is documented here).
+//!
+//! Timing rule, per pass (encode, decode), with `ratio = current median / baseline median`:
+//! - both sides have ≥ 2 samples: Welch's t-test on the samples. `slower` (a regression)
+//!   when `ratio > 1 + threshold`, p < alpha and the current mean is the larger; `faster`
+//!   when `baseline/current > 1 + threshold`, p < alpha and the current mean is the smaller;
+//!   otherwise `no-change`.
+//! - either side has < 2 samples (`test: insufficient-samples`): `slower` only when every
+//!   current sample exceeds every baseline sample by more than the threshold
+//!   (`min(current) > max(baseline) · (1 + threshold)`), `faster` symmetrically.
+//!
+//! Quality rule: PSNR values are clamped to `psnr_ceiling_db` (identical = +inf, so
+//! clamped too) and a drop of more than `psnr_drop_db` is a regression.
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::welch::welch_t_test;
+use crate::report::{CaseRecord, CaseStatus, ErrorStats, PassStats, Report};
+
+/// Knobs of the comparison.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Rules {
+    /// Relative change a pass must exceed to be slower/faster, as a fraction (0.05 = 5%).
+    pub threshold: f64,
+    /// Significance level of Welch's t-test.
+    pub alpha: f64,
+    /// PSNR drop (dB) beyond which quality counts as a regression.
+    pub psnr_drop_db: f64,
+    /// PSNR (dB) above which differences are numerical noise; values are clamped to it.
+    pub psnr_ceiling_db: f64,
+}
+
+/// The whole comparison (the `--json` document).
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    /// Path of the baseline report.
+    pub baseline: String,
+    /// Path of the current report.
+    pub current: String,
+    /// The rules applied.
+    pub rules: Rules,
+    /// True when any case regressed (exit code 1).
+    pub regression: bool,
+    /// Number of cases with at least one regression.
+    pub regressed_cases: usize,
+    /// One record per case id present in both reports, in the current report's order.
+    pub cases: Vec<CaseComparison>,
+    /// Case ids only the baseline has.
+    pub only_in_baseline: Vec<String>,
+    /// Case ids only the current report has.
+    pub only_in_current: Vec<String>,
+    /// Incompatibilities overridden with `--force`, and other warnings.
+    pub warnings: Vec<String>,
+}
+
+/// One case present in both reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseComparison {
+    /// Case id.
+    pub id: String,
+    /// Status in the baseline.
+    pub baseline_status: CaseStatus,
+    /// Status in the current report.
+    pub current_status: CaseStatus,
+    /// True when the case was `ok` in the baseline and is not in the current report.
+    pub status_regression: bool,
+    /// Timing comparison of each pass both sides measured.
+    pub passes: Vec<PassComparison>,
+    /// Quality comparison of each output both sides measured.
+    pub quality: Vec<QualityComparison>,
+    /// True when the status, a pass or a quality value regressed.
+    pub regression: bool,
+    /// Human-readable notes: why it regressed, passes or quality measured on one side only.
+    pub notes: Vec<String>,
+}
+
+/// Verdict of one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Significantly slower beyond the threshold: a regression.
+    Slower,
+    /// Significantly faster beyond the threshold.
+    Faster,
+    /// Within the threshold, or not significant.
+    NoChange,
+}
+
+/// How significance was decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Test {
+    /// Welch's t-test on the samples.
+    Welch,
+    /// Fewer than two samples on a side: decided by the no-overlap rule.
+    InsufficientSamples,
+}
+
+/// Timing comparison of one pass.
+#[derive(Debug, Clone, Serialize)]
+pub struct PassComparison {
+    /// `encode` or `decode`.
+    pub pass: String,
+    /// Baseline median, seconds.
+    pub baseline_median_s: f64,
+    /// Current median, seconds.
+    pub current_median_s: f64,
+    /// `current_median_s / baseline_median_s` (> 1 is slower).
+    pub ratio: f64,
+    /// The ratio in words: `1.23x slower`, `1.10x faster`, `same`.
+    pub change: String,
+    /// Baseline sample count.
+    pub baseline_samples: usize,
+    /// Current sample count.
+    pub current_samples: usize,
+    /// How significance was decided.
+    pub test: Test,
+    /// Two-sided Welch p-value (null for `insufficient-samples`).
+    pub p_value: Option<f64>,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// Quality comparison of one output.
+#[derive(Debug, Clone, Serialize)]
+pub struct QualityComparison {
+    /// `latent`, `decoded` or `roundtrip`.
+    pub output: String,
+    /// Baseline PSNR, dB (null: identical to the reference, +inf).
+    pub baseline_psnr_db: Option<f64>,
+    /// Current PSNR, dB (null: identical to the reference, +inf).
+    pub current_psnr_db: Option<f64>,
+    /// Drop after clamping both to the ceiling, dB (positive = worse).
+    pub drop_db: f64,
+    /// True when `drop_db > psnr_drop_db`.
+    pub regression: bool,
+}
+
+/// Compare two loaded reports.
+pub fn compare(baseline: &Report, current: &Report, rules: Rules) -> Comparison {
+    let base: BTreeMap<&str, &CaseRecord> = baseline.cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    let cur_ids: std::collections::BTreeSet<&str> = current.cases.iter().map(|c| c.id.as_str()).collect();
+    let cases: Vec<CaseComparison> = current
+        .cases
+        .iter()
+        .filter_map(|c| base.get(c.id.as_str()).map(|b| compare_case(b, c, &rules)))
+        .collect();
+    let only_in_baseline = baseline
+        .cases
+        .iter()
+        .filter(|c| !cur_ids.contains(c.id.as_str()))
+        .map(|c| c.id.clone())
+        .collect();
+    let only_in_current = current
+        .cases
+        .iter()
+        .filter(|c| !base.contains_key(c.id.as_str()))
+        .map(|c| c.id.clone())
+        .collect();
+    let regressed_cases = cases.iter().filter(|c| c.regression).count();
+    Comparison {
+        baseline: String::new(),
+        current: String::new(),
+        rules,
+        regression: regressed_cases > 0,
+        regressed_cases,
+        cases,
+        only_in_baseline,
+        only_in_current,
+        warnings: Vec::new(),
+    }
+}
+
+fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison {
+    let mut notes = Vec::new();
+    let status_regression = b.status == CaseStatus::Ok && c.status != CaseStatus::Ok;
+    if status_regression {
+        let why = c
+            .error
+            .as_deref()
+            .and_then(|e| e.lines().next())
+            .unwrap_or("no error message");
+        notes.push(format!("status ok -> {}: {why}", status_word(c.status)));
+    } else if b.status != CaseStatus::Ok && c.status == CaseStatus::Ok {
+        notes.push(format!("fixed: was {} in the baseline", status_word(b.status)));
+    } else if b.status != CaseStatus::Ok {
+        notes.push(format!(
+            "not ok in either report ({} -> {})",
+            status_word(b.status),
+            status_word(c.status)
+        ));
+    }
+    let mut passes = Vec::new();
+    for (name, bp, cp) in [("encode", &b.encode, &c.encode), ("decode", &b.decode, &c.decode)] {
+        match (bp, cp) {
+            (Some(bp), Some(cp)) => passes.push(compare_pass(name, bp, cp, rules)),
+            (Some(_), None) if !status_regression => notes.push(format!("{name}: measured in the baseline only")),
+            (None, Some(_)) => notes.push(format!("{name}: measured in the current report only")),
+            _ => {}
+        }
+    }
+    let quality = compare_quality(b, c, rules);
+    let slow: Vec<&str> = passes
+        .iter()
+        .filter(|p| p.verdict == Verdict::Slower)
+        .map(|p| p.pass.as_str())
+        .collect();
+    if !slow.is_empty() {
+        notes.push(format!("slower: {}", slow.join(", ")));
+    }
+    for q in quality.iter().filter(|q| q.regression) {
+        notes.push(format!("{} PSNR dropped by {:.2} dB", q.output, q.drop_db));
+    }
+    let regression = status_regression || !slow.is_empty() || quality.iter().any(|q| q.regression);
+    CaseComparison {
+        id: c.id.clone(),
+        baseline_status: b.status,
+        current_status: c.status,
+        status_regression,
+        passes,
+        quality,
+        regression,
+        notes,
+    }
+}
+
+/// Lowercase name of a status, as in the JSON.
+pub fn status_word(s: CaseStatus) -> &'static str {
+    match s {
+        CaseStatus::Ok => "ok",
+        CaseStatus::Failed => "failed",
+        CaseStatus::Timeout => "timeout",
+        CaseStatus::Oom => "oom",
+        CaseStatus::Unsupported => "unsupported",
+    }
+}
+
+/// Timing samples of a pass; the median alone when no samples were recorded.
+fn samples(p: &PassStats) -> Vec<f64> {
+    if p.samples_s.is_empty() {
+        vec![p.median_s]
+    } else {
+        p.samples_s.clone()
+    }
+}
+
+/// Apply the timing rule (module docs) to one pass.
+pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> PassComparison {
+    let (bs, cs) = (samples(b), samples(c));
+    let ratio = c.median_s / b.median_s;
+    let limit = 1.0 + rules.threshold;
+    let slower_beyond = ratio > limit;
+    let faster_beyond = ratio > 0.0 && 1.0 / ratio > limit;
+    let (test, p_value, verdict) = match welch_t_test(&cs, &bs) {
+        Some(w) => {
+            let significant = w.p_value < rules.alpha;
+            let verdict = if slower_beyond && significant && w.t > 0.0 {
+                Verdict::Slower
+            } else if faster_beyond && significant && w.t < 0.0 {
+                Verdict::Faster
+            } else {
+                Verdict::NoChange
+            };
+            (Test::Welch, Some(w.p_value), verdict)
+        }
+        None => {
+            let (bmin, bmax) = min_max(&bs);
+            let (cmin, cmax) = min_max(&cs);
+            let verdict = if slower_beyond && cmin > bmax * limit {
+                Verdict::Slower
+            } else if faster_beyond && cmax * limit < bmin {
+                Verdict::Faster
+            } else {
+                Verdict::NoChange
+            };
+            (Test::InsufficientSamples, None, verdict)
+        }
+    };
+    PassComparison {
+        pass: name.to_string(),
+        baseline_median_s: b.median_s,
+        current_median_s: c.median_s,
+        ratio,
+        change: change_words(ratio),
+        baseline_samples: bs.len(),
+        current_samples: cs.len(),
+        test,
+        p_value,
+        verdict,
+    }
+}
+
+fn min_max(x: &[f64]) -> (f64, f64) {
+    x.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+        (lo.min(v), hi.max(v))
+    })
+}
+
+/// `1.23x slower`, `1.10x faster`, or `same` when both round to 1.00.
+pub fn change_words(ratio: f64) -> String {
+    if !ratio.is_finite() || ratio <= 0.0 {
+        return "n/a".to_string();
+    }
+    if ratio >= 1.0 {
+        let s = format!("{ratio:.2}");
+        if s == "1.00" {
+            "same".into()
+        } else {
+            format!("{s}x slower")
+        }
+    } else {
+        let s = format!("{:.2}", 1.0 / ratio);
+        if s == "1.00" {
+            "same".into()
+        } else {
+            format!("{s}x faster")
+        }
+    }
+}
+
+fn compare_quality(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> Vec<QualityComparison> {
+    let (Some(bq), Some(cq)) = (&b.quality, &c.quality) else {
+        return Vec::new();
+    };
+    let psnr = |e: &Option<ErrorStats>| e.as_ref().map(|e| e.psnr_db);
+    let pairs = [
+        ("latent", psnr(&bq.latent), psnr(&cq.latent)),
+        ("decoded", psnr(&bq.decoded), psnr(&cq.decoded)),
+        (
+            "roundtrip",
+            bq.roundtrip_psnr_db.map(Some),
+            cq.roundtrip_psnr_db.map(Some),
+        ),
+    ];
+    pairs
+        .into_iter()
+        .filter_map(|(output, bv, cv)| {
+            let (bv, cv) = (bv?, cv?);
+            let clamp = |v: Option<f64>| v.unwrap_or(f64::INFINITY).min(rules.psnr_ceiling_db);
+            let drop_db = clamp(bv) - clamp(cv);
+            Some(QualityComparison {
+                output: output.to_string(),
+                baseline_psnr_db: bv,
+                current_psnr_db: cv,
+                drop_db,
+                regression: drop_db > rules.psnr_drop_db,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,93 @@
+//! The results table in Markdown (`run --export-markdown FILE`), one row per case.
+//!
+//! Columns: case, encode and decode median ± stddev [s], encode and decode GFLOP/s,
+//! relative (the case's encode+decode median total over the fastest ok case's total),
+//! status, and PSNR [dB] of the decoded and latent output when any case has quality.
+use std::collections::BTreeSet;
+use std::fmt::Write;
+
+use crate::compare::render::{md_cell, secs};
+use crate::compare::verdict::status_word;
+use crate::report::{CaseRecord, CaseStatus, ErrorStats, PassStats, Report};
+
+fn time_cell(p: Option<&PassStats>) -> String {
+    p.map_or("–".into(), |p| format!("{} ± {}", secs(p.median_s), secs(p.stddev_s)))
+}
+
+fn gflops_cell(p: Option<&PassStats>) -> String {
+    p.filter(|p| p.gflop_per_s > 0.0)
+        .map_or("–".into(), |p| format!("{:.1}", p.gflop_per_s))
+}
+
+/// Sum of the measured passes' medians (None when nothing was measured or not ok).
+fn total(case: &CaseRecord) -> Option<f64> {
+    if case.status != CaseStatus::Ok {
+        return None;
+    }
+    let ps: Vec<f64> = super::passes(case)
+        .iter()
+        .filter_map(|(_, p)| p.map(|p| p.median_s))
+        .collect();
+    (!ps.is_empty()).then(|| ps.iter().sum())
+}
+
+fn psnr_text(e: &Option<ErrorStats>) -> String {
+    match e {
+        None => "–".into(),
+        Some(e) => e.psnr_db.map_or("∞".into(), |v| format!("{v:.2}")),
+    }
+}
+
+fn quality_cell(case: &CaseRecord, references: &BTreeSet<&str>) -> String {
+    match &case.quality {
+        Some(q) => format!("{} / {}", psnr_text(&q.decoded), psnr_text(&q.latent)),
+        None if references.contains(case.id.as_str()) => "reference".into(),
+        None => "–".into(),
+    }
+}
+
+/// Render the report's cases as a Markdown table (ends with a newline).
+pub fn markdown_table(report: &Report) -> String {
+    let fastest = report.cases.iter().filter_map(total).fold(f64::INFINITY, f64::min);
+    let has_quality = report.cases.iter().any(|c| c.quality.is_some());
+    let references: BTreeSet<&str> = report
+        .cases
+        .iter()
+        .filter_map(|c| c.quality.as_ref())
+        .map(|q| q.reference_id.as_str())
+        .collect();
+    let mut o = String::new();
+    o.push_str("| case | encode [s] | decode [s] | encode GFLOP/s | decode GFLOP/s | relative | status |");
+    o.push_str(if has_quality {
+        " PSNR [dB] decoded / latent |\n"
+    } else {
+        "\n"
+    });
+    o.push_str("|:---|---:|---:|---:|---:|---:|:---|");
+    o.push_str(if has_quality { "---:|\n" } else { "\n" });
+    for case in &report.cases {
+        let relative = total(case)
+            .filter(|_| fastest > 0.0)
+            .map_or("–".into(), |t| format!("{:.2}", t / fastest));
+        let mut status = status_word(case.status).to_string();
+        if case.added_as_reference {
+            status.push_str(" (added as reference)");
+        }
+        let _ = write!(
+            o,
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            md_cell(&case.id),
+            time_cell(case.encode.as_ref()),
+            time_cell(case.decode.as_ref()),
+            gflops_cell(case.encode.as_ref()),
+            gflops_cell(case.decode.as_ref()),
+            relative,
+            status
+        );
+        if has_quality {
+            let _ = write!(o, " {} |", quality_cell(case, &references));
+        }
+        o.push('\n');
+    }
+    o
+}

@@ -1,0 +1,185 @@
+//! SVG bar chart of a report (`plot`, `run --export-svg`): one row per case with its median
+//! encode and decode time as horizontal bars and min–max whiskers, rows grouped by size
+//! (width x height, frames). Cases that were not measured keep a labelled empty row.
+//! Drawn with plotters' SVG backend only: text is emitted as SVG `<text>`, no system fonts.
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::compare::verdict::status_word;
+use crate::report::{CaseRecord, CaseStatus, PassStats, Report};
+
+const ROW_PX: u32 = 30;
+const PLOT_PX: u32 = 720;
+const TOP_PX: u32 = 70;
+const BOTTOM_PX: u32 = 50;
+const ENCODE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
+const DECODE: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+
+/// A row of the chart, top to bottom.
+enum Row<'a> {
+    Group(String),
+    Case(&'a CaseRecord),
+}
+
+/// Cases grouped by (pixels, width, height, frames), original order within a group.
+fn rows(report: &Report) -> Vec<Row<'_>> {
+    let mut cases: Vec<&CaseRecord> = report.cases.iter().collect();
+    let key = |c: &CaseRecord| (c.width * c.height, c.width, c.height, c.frames);
+    cases.sort_by_key(|c| key(c));
+    let mut out = Vec::new();
+    let mut last = None;
+    for c in cases {
+        if last != Some(key(c)) {
+            last = Some(key(c));
+            out.push(Row::Group(format!("{}x{}, {} frames", c.width, c.height, c.frames)));
+        }
+        out.push(Row::Case(c));
+    }
+    out
+}
+
+fn case_label(c: &CaseRecord) -> String {
+    if c.added_as_reference {
+        format!("{} (reference)", c.id)
+    } else {
+        c.id.clone()
+    }
+}
+
+/// Render the chart as an SVG document.
+pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
+    let rows = rows(report);
+    let n = rows.len().max(1);
+    let label_chars = rows
+        .iter()
+        .map(|r| match r {
+            Row::Group(g) => g.chars().count(),
+            Row::Case(c) => case_label(c).chars().count(),
+        })
+        .max()
+        .unwrap_or(10);
+    let label_px = (label_chars as u32 * 7 + 24).clamp(120, 900);
+    let size = (label_px + PLOT_PX + 30, TOP_PX + BOTTOM_PX + n as u32 * ROW_PX);
+    let measured = || report.cases.iter().filter(|c| c.status == CaseStatus::Ok);
+    let xmax = measured()
+        .flat_map(|c| {
+            super::passes(c)
+                .into_iter()
+                .filter_map(|(_, p)| p.map(|p| p.max_s.max(p.median_s)))
+        })
+        .fold(0.0f64, f64::max);
+    let xmax = if xmax > 0.0 && xmax.is_finite() {
+        xmax * 1.08
+    } else {
+        1.0
+    };
+
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_err)?;
+        let title = format!("wan-vae-bench: median time per case ({})", report.run.device);
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(label_px)
+            .build_cartesian_2d(0f64..xmax, 0f64..n as f64)
+            .map_err(plot_err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(0)
+            .x_desc("seconds (bar: median, whiskers: min–max)")
+            .draw()
+            .map_err(plot_err)?;
+
+        let label_style = TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
+        let group_style = TextStyle::from(("sans-serif", 14).into_font().style(FontStyle::Bold))
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        let note_style = ("sans-serif", 12)
+            .into_font()
+            .style(FontStyle::Italic)
+            .color(&RGBColor(0x80, 0x80, 0x80))
+            .pos(Pos::new(HPos::Left, VPos::Center));
+        let mut bars: [Vec<Rectangle<(f64, f64)>>; 2] = [Vec::new(), Vec::new()];
+        let mut whiskers = Vec::new();
+        for (i, row) in rows.iter().enumerate() {
+            let top = (n - i) as f64;
+            let (lx, ly) = chart.backend_coord(&(0.0, top - 0.5));
+            match row {
+                Row::Group(g) => {
+                    root.draw(&Text::new(g.clone(), (10, ly), group_style.clone()))
+                        .map_err(plot_err)?;
+                }
+                Row::Case(c) => {
+                    root.draw(&Text::new(case_label(c), (lx - 8, ly), label_style.clone()))
+                        .map_err(plot_err)?;
+                    let measured = c.status == CaseStatus::Ok && (c.encode.is_some() || c.decode.is_some());
+                    if !measured {
+                        let note = format!("not measured: {}", status_word(c.status));
+                        chart
+                            .draw_series(std::iter::once(Text::new(
+                                note,
+                                (xmax * 0.01, top - 0.5),
+                                note_style.clone(),
+                            )))
+                            .map_err(plot_err)?;
+                        continue;
+                    }
+                    for (k, (_, p)) in super::passes(c).into_iter().enumerate() {
+                        if let Some(p) = p {
+                            let (y0, y1) = (top - 0.12 - 0.38 * k as f64, top - 0.48 - 0.38 * k as f64);
+                            let color = if k == 0 { ENCODE } else { DECODE };
+                            bars[k].push(Rectangle::new([(0.0, y0), (p.median_s, y1)], color.filled()));
+                            whiskers.extend(whisker(p, (y0 + y1) / 2.0, 0.12));
+                        }
+                    }
+                }
+            }
+        }
+        let [enc, dec] = bars;
+        chart
+            .draw_series(enc)
+            .map_err(plot_err)?
+            .label("encode")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], ENCODE.filled()));
+        chart
+            .draw_series(dec)
+            .map_err(plot_err)?
+            .label("decode")
+            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], DECODE.filled()));
+        chart.draw_series(whiskers).map_err(plot_err)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(plot_err)?;
+        if report.cases.is_empty() {
+            root.draw(&Text::new(
+                "no cases in this report",
+                (label_px as i32, TOP_PX as i32),
+                note_style,
+            ))
+            .map_err(plot_err)?;
+        }
+        root.present().map_err(plot_err)?;
+    }
+    Ok(buf)
+}
+
+/// Min–max whisker at height `y` with end caps of half-height `cap`.
+fn whisker(p: &PassStats, y: f64, cap: f64) -> [PathElement<(f64, f64)>; 3] {
+    let style = ShapeStyle::from(&BLACK).stroke_width(1);
+    [
+        PathElement::new(vec![(p.min_s, y), (p.max_s, y)], style),
+        PathElement::new(vec![(p.min_s, y - cap), (p.min_s, y + cap)], style),
+        PathElement::new(vec![(p.max_s, y - cap), (p.max_s, y + cap)], style),
+    ]
+}
+
+fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
+    anyhow::anyhow!("cannot draw the SVG chart: {e}")
+}

@@ -1,0 +1,413 @@
+//! 3-D convolution (and 2-D as its `kt = 1` case) for candle, which has no conv3d.
+//!
+//! Two implementations of the same arithmetic:
+//! - [`ConvImpl::Im2colGemm`] (CPU): one im2col matrix per slab of output rows over all
+//!   frames of the chunk, multiplied by the `[out, in*kt*kh*kw]` weight matrix in a single
+//!   large `gemm` call that writes straight into the channels-first output. Padding is
+//!   implicit (no padded copy of the input). This is where the speed is: the time goes into
+//!   large matmuls with `K = in*27`.
+//! - [`ConvImpl::Candle`] (any device): the `kt` time taps are stacked along channels and one
+//!   `Tensor::conv2d` runs over all output frames; 16-bit types on the CPU compute in f32
+//!   because candle's CPU conv2d has no bf16 kernel.
+use candle_core::{DType, Device, Tensor, D};
+use candle_nn::VarBuilder;
+use rayon::prelude::*;
+
+/// Which convolution implementation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConvImpl {
+    /// Im2col + gemm on the CPU, candle's conv2d elsewhere.
+    #[default]
+    Auto,
+    /// Always candle's conv2d (time taps stacked along channels).
+    Candle,
+}
+
+/// Zero padding of a conv input: time only in front (causal), space on both sides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pad {
+    pub t_front: usize,
+    pub top: usize,
+    pub bottom: usize,
+    pub left: usize,
+    pub right: usize,
+}
+
+/// Convolution weights `[out, in, kt, kh, kw]` plus bias, with a CPU f32 copy for gemm.
+pub struct Conv3d {
+    weight: Tensor,
+    bias: Tensor,
+    out_ch: usize,
+    in_ch: usize,
+    kernel: [usize; 3],
+    /// `[out, in*kt*kh*kw]` row-major f32 weights and f32 bias, when the im2col path runs.
+    cpu: Option<(Vec<f32>, Vec<f32>)>,
+}
+
+/// Floats of im2col buffer per slab (64 MiB): bounds memory at any resolution.
+const SLAB_FLOATS: usize = 16 << 20;
+
+impl Conv3d {
+    /// Load `weight` `[out, in, kt, kh, kw]` and `bias` `[out]` from `vb`.
+    pub fn new(
+        vb: VarBuilder,
+        in_ch: usize,
+        out_ch: usize,
+        kernel: [usize; 3],
+        imp: ConvImpl,
+    ) -> candle_core::Result<Self> {
+        let weight = vb.get((out_ch, in_ch, kernel[0], kernel[1], kernel[2]), "weight")?;
+        let bias = vb.get(out_ch, "bias")?;
+        Self::from_tensors(weight, bias, imp)
+    }
+
+    /// Load a conv2d (`weight` `[out, in, kh, kw]`) as a conv3d with `kt = 1`.
+    pub fn new_2d(vb: VarBuilder, in_ch: usize, out_ch: usize, k: usize, imp: ConvImpl) -> candle_core::Result<Self> {
+        let weight = vb.get((out_ch, in_ch, k, k), "weight")?.unsqueeze(2)?;
+        let bias = vb.get(out_ch, "bias")?;
+        Self::from_tensors(weight, bias, imp)
+    }
+
+    fn from_tensors(weight: Tensor, bias: Tensor, imp: ConvImpl) -> candle_core::Result<Self> {
+        let (out_ch, in_ch, kt, kh, kw) = weight.dims5()?;
+        let cpu = if imp == ConvImpl::Auto && weight.device().is_cpu() {
+            // Values as rounded to the model dtype, held in f32 for the gemm.
+            // [out, in, kt, kh, kw] -> [out, kt, kh, kw, in], the patch order of the im2col.
+            let w = weight
+                .to_dtype(DType::F32)?
+                .permute((0, 2, 3, 4, 1))?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            let b = bias.to_dtype(DType::F32)?.to_vec1::<f32>()?;
+            Some((w, b))
+        } else {
+            None
+        };
+        Ok(Conv3d {
+            weight,
+            bias,
+            out_ch,
+            in_ch,
+            kernel: [kt, kh, kw],
+            cpu,
+        })
+    }
+
+    pub fn out_channels(&self) -> usize {
+        self.out_ch
+    }
+
+    /// Convolve `x` `[B, C, T, H, W]` with `stride` and implicit zero `pad`.
+    pub fn forward(&self, x: &Tensor, stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
+        let (_, c, _, _, _) = x.dims5()?;
+        if c != self.in_ch {
+            candle_core::bail!("conv expects {} input channels, got {c}", self.in_ch);
+        }
+        match &self.cpu {
+            Some((w, b)) => self.forward_im2col(x, w, b, stride, pad),
+            None => self.forward_candle(x, stride, pad),
+        }
+    }
+
+    fn out_dims(&self, t: usize, h: usize, w: usize, stride: [usize; 3], pad: Pad) -> candle_core::Result<[usize; 3]> {
+        let [kt, kh, kw] = self.kernel;
+        let (tp, hp, wp) = (t + pad.t_front, h + pad.top + pad.bottom, w + pad.left + pad.right);
+        if tp < kt || hp < kh || wp < kw {
+            candle_core::bail!("conv input {t}x{h}x{w} (padded {tp}x{hp}x{wp}) smaller than kernel {kt}x{kh}x{kw}");
+        }
+        Ok([
+            (tp - kt) / stride[0] + 1,
+            (hp - kh) / stride[1] + 1,
+            (wp - kw) / stride[2] + 1,
+        ])
+    }
+
+    fn forward_im2col(
+        &self,
+        x: &Tensor,
+        w: &[f32],
+        bias: &[f32],
+        stride: [usize; 3],
+        pad: Pad,
+    ) -> candle_core::Result<Tensor> {
+        let dtype = x.dtype();
+        let (b, c, t, h, wd) = x.dims5()?;
+        let [to, ho, wo] = self.out_dims(t, h, wd, stride, pad)?;
+        let xf = x.to_dtype(DType::F32)?.contiguous()?;
+        let in_len = c * t * h * wd;
+        let n = to * ho * wo;
+        let geom = Geometry {
+            c,
+            t,
+            h,
+            w: wd,
+            to,
+            ho,
+            wo,
+            kernel: self.kernel,
+            stride,
+            pad,
+        };
+        let out = with_cpu_slice(&xf, |src| {
+            let mut out = Vec::with_capacity(b * self.out_ch * n);
+            for bi in 0..b {
+                conv_f32(
+                    &src[bi * in_len..(bi + 1) * in_len],
+                    &geom,
+                    w,
+                    bias,
+                    self.out_ch,
+                    &mut out,
+                );
+            }
+            out
+        })?;
+        Tensor::from_vec(out, (b, self.out_ch, to, ho, wo), &Device::Cpu)?.to_dtype(dtype)
+    }
+
+    fn forward_candle(&self, x: &Tensor, stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
+        let dtype = x.dtype();
+        // candle's CPU conv2d has no bf16 kernel: compute 16-bit types in f32 there.
+        let cdt = if x.device().is_cpu() && dtype != DType::F32 {
+            DType::F32
+        } else {
+            dtype
+        };
+        let [kt, kh, kw] = self.kernel;
+        if stride[1] != stride[2] || kh != kw {
+            candle_core::bail!("conv2d path needs equal spatial kernel and stride");
+        }
+        let (b, c, t, h, w) = x.dims5()?;
+        let [to, ho, wo] = self.out_dims(t, h, w, stride, pad)?;
+        let mut x = x.to_dtype(cdt)?;
+        if pad.t_front > 0 {
+            let zeros = Tensor::zeros((b, c, pad.t_front, h, w), cdt, x.device())?;
+            x = Tensor::cat(&[&zeros, &x], 2)?;
+        }
+        let x = x
+            .pad_with_zeros(3, pad.top, pad.bottom)?
+            .pad_with_zeros(4, pad.left, pad.right)?;
+        let (hp, wp) = (x.dim(3)?, x.dim(4)?);
+        // One [B*To, kt*C, Hp, Wp] input: tap dt holds frames dt, dt+st, ...
+        let mut taps = Vec::with_capacity(kt);
+        for dt in 0..kt {
+            let frames = if stride[0] == 1 {
+                x.narrow(2, dt, to)?
+            } else {
+                let idx: Vec<u32> = (0..to).map(|o| (o * stride[0] + dt) as u32).collect();
+                x.index_select(&Tensor::new(idx, x.device())?, 2)?
+            };
+            taps.push(frames.permute((0, 2, 1, 3, 4))?.reshape((b * to, c, hp, wp))?);
+        }
+        let stacked = Tensor::cat(&taps, 1)?;
+        let weight = self
+            .weight
+            .to_dtype(cdt)?
+            .permute((0, 2, 1, 3, 4))?
+            .reshape((self.out_ch, kt * c, kh, kw))?;
+        let y = stacked.conv2d(&weight, 0, stride[1], 1, 1)?;
+        let y = y.broadcast_add(&self.bias.to_dtype(cdt)?.reshape((1, self.out_ch, 1, 1))?)?;
+        debug_assert_eq!(y.dims(), &[b * to, self.out_ch, ho, wo]);
+        y.reshape((b, to, self.out_ch, ho, wo))?
+            .permute((0, 2, 1, 3, 4))?
+            .contiguous()?
+            .to_dtype(dtype)
+    }
+}
+
+struct Geometry {
+    c: usize,
+    t: usize,
+    h: usize,
+    w: usize,
+    to: usize,
+    ho: usize,
+    wo: usize,
+    kernel: [usize; 3],
+    stride: [usize; 3],
+    pad: Pad,
+}
+
+thread_local! {
+    /// im2col buffer reused across calls: a fresh multi-MiB allocation per conv costs
+    /// page faults on every call.
+    static COLS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Run `f` on the f32 data of a contiguous CPU tensor.
+pub fn with_cpu_slice<R>(x: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
+    if !x.is_contiguous() {
+        candle_core::bail!("with_cpu_slice needs a contiguous tensor");
+    }
+    let (storage, layout) = x.storage_and_layout();
+    let data = match &*storage {
+        candle_core::Storage::Cpu(cpu) => cpu.as_slice::<f32>()?,
+        _ => candle_core::bail!("with_cpu_slice needs a CPU tensor"),
+    };
+    let start = layout.start_offset();
+    Ok(f(&data[start..start + x.elem_count()]))
+}
+
+/// Append `bias + W[out, K] @ patches(src)^T` (channels-first `[out, to*ho*wo]`) to `out`.
+///
+/// The input is first transposed to channels-last, so each patch row (one output pixel,
+/// `K = kt*kh*kw*C` values in `(dt, dh, dw, ci)` order, matching the reordered weights) is
+/// `kt*kh*kw` contiguous copies of `C` floats. gemm reads the `[N, K]` patch matrix
+/// transposed, the layout it runs fastest on for these shapes (2-3x the channels-first
+/// im2col layout, measured with `examples/gemm_shapes.rs`).
+fn conv_f32(src: &[f32], g: &Geometry, w: &[f32], bias: &[f32], out_ch: usize, out: &mut Vec<f32>) {
+    let [kt, kh, kw] = g.kernel;
+    let k = g.c * kt * kh * kw;
+    let n = g.to * g.ho * g.wo;
+    let start = out.len();
+    for &b in bias.iter().take(out_ch) {
+        out.extend(std::iter::repeat_n(b, n));
+    }
+    let dst = &mut out[start..];
+    let threads = rayon::current_num_threads();
+    let par = if threads > 1 {
+        gemm::Parallelism::Rayon(threads)
+    } else {
+        gemm::Parallelism::None
+    };
+    let x_cl = to_channels_last(src, g.c, g.t * g.h * g.w);
+    let pointwise = k == g.c && g.stride == [1, 1, 1] && g.pad == Pad::default();
+    if pointwise {
+        // 1x1x1: the channels-last input already is the [N, C] patch matrix.
+        unsafe { gemm_acc(out_ch, n, k, dst.as_mut_ptr(), n, w, x_cl.as_ptr(), par) };
+        return;
+    }
+    let rows = g.to * g.ho; // output rows of `wo` pixels
+    let slab_rows = (SLAB_FLOATS / (k * g.wo)).clamp(1, rows);
+    COLS.with_borrow_mut(|cols| {
+        if cols.len() < k * slab_rows * g.wo {
+            cols.resize(k * slab_rows * g.wo, 0.0);
+        }
+        let mut row0 = 0;
+        while row0 < rows {
+            let nrows = slab_rows.min(rows - row0);
+            let ncols = nrows * g.wo;
+            let cols = &mut cols[..k * ncols];
+            cols.par_chunks_mut(g.wo * k)
+                .enumerate()
+                .for_each(|(q, patches)| fill_patch_row(&x_cl, g, row0 + q, patches));
+            unsafe {
+                gemm_acc(
+                    out_ch,
+                    ncols,
+                    k,
+                    dst.as_mut_ptr().add(row0 * g.wo),
+                    n,
+                    w,
+                    cols.as_ptr(),
+                    par,
+                )
+            };
+            row0 += nrows;
+        }
+    });
+}
+
+/// `[C, S]` -> `[S, C]`, in cache-friendly tiles.
+fn to_channels_last(src: &[f32], c: usize, s: usize) -> Vec<f32> {
+    const TILE: usize = 64;
+    let mut out = vec![0f32; c * s];
+    out.par_chunks_mut(TILE * c).enumerate().for_each(|(blk, dst)| {
+        let p0 = blk * TILE;
+        let len = dst.len() / c;
+        for ci in 0..c {
+            let plane = &src[ci * s + p0..ci * s + p0 + len];
+            for (p, &v) in plane.iter().enumerate() {
+                dst[p * c + ci] = v;
+            }
+        }
+    });
+    out
+}
+
+/// Patches of the `wo` pixels of output row `orow` (= `ot*ho + oh`): for each pixel, the
+/// `kt*kh*kw` taps of `C` channels, zeros where a tap falls in the padding.
+fn fill_patch_row(x_cl: &[f32], g: &Geometry, orow: usize, patches: &mut [f32]) {
+    let [kt, kh, kw] = g.kernel;
+    let [st, sh, sw] = g.stride;
+    let c = g.c;
+    let k = c * kt * kh * kw;
+    let (ot, oh) = (orow / g.ho, orow % g.ho);
+    for ow in 0..g.wo {
+        let patch = &mut patches[ow * k..(ow + 1) * k];
+        let mut tap = 0;
+        for dt in 0..kt {
+            let it = (ot * st + dt) as isize - g.pad.t_front as isize;
+            for dh in 0..kh {
+                let ih = (oh * sh + dh) as isize - g.pad.top as isize;
+                for dw in 0..kw {
+                    let iw = (ow * sw + dw) as isize - g.pad.left as isize;
+                    let dst = &mut patch[tap * c..(tap + 1) * c];
+                    let inside = (0..g.t as isize).contains(&it)
+                        && (0..g.h as isize).contains(&ih)
+                        && (0..g.w as isize).contains(&iw);
+                    if inside {
+                        let pix = (it as usize * g.h + ih as usize) * g.w + iw as usize;
+                        dst.copy_from_slice(&x_cl[pix * c..(pix + 1) * c]);
+                    } else {
+                        dst.fill(0.0);
+                    }
+                    tap += 1;
+                }
+            }
+        }
+    }
+}
+
+/// `dst[m, n] (row stride dst_rs) += lhs[m, k] @ patches[n, k]^T`.
+///
+/// # Safety
+/// `dst` must be valid for `m` rows of `dst_rs` floats with `n` used per row; `lhs` holds
+/// `m*k` floats; `patches` holds `n*k` floats.
+#[allow(clippy::too_many_arguments)]
+unsafe fn gemm_acc(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: *mut f32,
+    dst_rs: usize,
+    lhs: &[f32],
+    patches: *const f32,
+    par: gemm::Parallelism,
+) {
+    debug_assert!(lhs.len() >= m * k);
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        1,
+        dst_rs as isize,
+        true,
+        lhs.as_ptr(),
+        1,
+        k as isize,
+        patches,
+        k as isize,
+        1,
+        1.0,
+        1.0,
+        false,
+        false,
+        false,
+        par,
+    );
+}
+
+/// Last `n` entries of dimension `dim` (fewer if the tensor is shorter), as a compact copy
+/// so that caching a few frames does not keep a whole chunk's buffer alive.
+pub fn tail(x: &Tensor, dim: usize, n: usize) -> candle_core::Result<Tensor> {
+    let len = x.dim(dim)?;
+    let n = n.min(len);
+    x.narrow(dim, len - n, n)?.contiguous()
+}
+
+/// Softmax over the last dimension (kept here so the model has one numeric toolbox).
+pub fn softmax_last(x: &Tensor) -> candle_core::Result<Tensor> {
+    candle_nn::ops::softmax(x, D::Minus1)
+}

@@ -1,0 +1,201 @@
+//! `WanVae`: the whole model (encoder, decoder, the two 1x1 convs, latent normalization)
+//! and the reference's time handling: first frame alone, then chunks.
+use anyhow::{bail, Context};
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+
+use super::blocks::{CausalConv3d, FeatCache};
+use super::coder::{Decoder, Encoder};
+use super::conv::ConvImpl;
+use super::{check_size, frames_used, tiling, Precision, RunOptions, VaeConfig, LATENT_MEAN, LATENT_STD};
+use crate::weights::Weights;
+
+/// The loaded VAE.
+pub struct WanVae {
+    cfg: VaeConfig,
+    precision: Precision,
+    device: Device,
+    conv_impl: ConvImpl,
+    encoder: Encoder,
+    decoder: Decoder,
+    conv1: CausalConv3d,
+    conv2: CausalConv3d,
+    /// `[1, z, 1, 1, 1]` f32 (`z_dim` may differ from 16 in test models: padded/truncated).
+    mean: Tensor,
+    inv_std: Tensor,
+}
+
+impl WanVae {
+    /// Build the model from loaded weights, converting them to `precision` on `device`.
+    pub fn new(weights: &Weights, precision: Precision, device: &Device) -> anyhow::Result<Self> {
+        Self::with_conv_impl(weights, precision, device, ConvImpl::Auto)
+    }
+
+    /// As [`WanVae::new`], choosing the convolution implementation.
+    pub fn with_conv_impl(
+        weights: &Weights,
+        precision: Precision,
+        device: &Device,
+        conv_impl: ConvImpl,
+    ) -> anyhow::Result<Self> {
+        let cfg = weights.config;
+        let vb = VarBuilder::from_tensors(weights.tensors.clone(), precision.dtype(), device);
+        let build = || -> candle_core::Result<_> {
+            Ok((
+                Encoder::new(vb.pp("encoder"), &cfg, conv_impl)?,
+                Decoder::new(vb.pp("decoder"), &cfg, conv_impl)?,
+                CausalConv3d::cube(vb.pp("conv1"), 2 * cfg.z_dim, 2 * cfg.z_dim, 1, 0, conv_impl)?,
+                CausalConv3d::cube(vb.pp("conv2"), cfg.z_dim, cfg.z_dim, 1, 0, conv_impl)?,
+            ))
+        };
+        let (encoder, decoder, conv1, conv2) =
+            build().with_context(|| format!("building the model in {precision} on {device:?}"))?;
+        let z = cfg.z_dim;
+        let stat = |v: &[f32], fill: f32| -> candle_core::Result<Tensor> {
+            let vals: Vec<f32> = (0..z).map(|i| v.get(i).copied().unwrap_or(fill)).collect();
+            Tensor::from_vec(vals, (1, z, 1, 1, 1), device)
+        };
+        let mean = stat(&LATENT_MEAN, 0.0)?;
+        let inv_std = stat(&LATENT_STD, 1.0)?.recip()?;
+        Ok(WanVae {
+            cfg,
+            precision,
+            device: device.clone(),
+            conv_impl,
+            encoder,
+            decoder,
+            conv1,
+            conv2,
+            mean,
+            inv_std,
+        })
+    }
+
+    pub fn config(&self) -> &VaeConfig {
+        &self.cfg
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// What really computes: the storage dtype, and where ops run in another dtype.
+    pub fn compute_dtype(&self) -> String {
+        let dt = match self.precision {
+            Precision::Fp32 => return "f32".to_string(),
+            Precision::Bf16 => "bf16",
+            Precision::Fp16 => "f16",
+        };
+        if self.device.is_cpu() {
+            // Both conv paths compute 16-bit types in f32 on the CPU; candle's CPU matmul
+            // has no bf16, so bf16 attention runs in f32 too.
+            let what = if self.precision == Precision::Bf16 {
+                "conv, attention and norms in f32"
+            } else {
+                "conv and norms in f32"
+            };
+            format!("{dt} ({what})")
+        } else {
+            format!("{dt} (norms in f32)")
+        }
+    }
+
+    /// `video` `[1,3,T,H,W]` in [-1,1] (any float dtype) -> normalized latent
+    /// `[1, z, 1+(T-1)/4, H/8, W/8]` in the model dtype. Frames past `1+4k` are ignored,
+    /// with a warning, as the reference does.
+    pub fn encode(&self, video: &Tensor, opts: &RunOptions) -> anyhow::Result<Tensor> {
+        let (_, c, t, h, w) = video
+            .dims5()
+            .context("video must be [batch, 3, frames, height, width]")?;
+        if c != 3 {
+            bail!("video has {c} channels, expected 3 (RGB)");
+        }
+        check_size(w, h)?;
+        let used = frames_used(t)?;
+        if used != t {
+            eprintln!("warning: {t} frames is not 1+4k: encoding the first {used} frames, ignoring the last {} (as the reference does)", t - used);
+        }
+        check_chunk(opts.chunk)?;
+        let x = video
+            .narrow(2, 0, used)?
+            .to_device(&self.device)?
+            .to_dtype(self.precision.dtype())?;
+        let moments = match opts.tiling {
+            Some(tl) if h > tl.tile_px || w > tl.tile_px => {
+                tiling::tiled_encode(&x, tl, |tile| self.encode_moments(tile, opts.chunk))?
+            }
+            _ => self.encode_moments(&x, opts.chunk)?,
+        };
+        let mu = moments.narrow(1, 0, self.cfg.z_dim)?.to_dtype(DType::F32)?;
+        let z = mu.broadcast_sub(&self.mean)?.broadcast_mul(&self.inv_std)?;
+        Ok(z.to_dtype(self.precision.dtype())?)
+    }
+
+    /// Normalized latent `[1, z, t, h, w]` -> video `[1, 3, 1+4(t-1), 8h, 8w]` (not clamped).
+    pub fn decode(&self, latent: &Tensor, opts: &RunOptions) -> anyhow::Result<Tensor> {
+        let (_, c, t, h, w) = latent
+            .dims5()
+            .context("latent must be [batch, z_dim, frames, height, width]")?;
+        if c != self.cfg.z_dim {
+            bail!("latent has {c} channels, the model's z_dim is {}", self.cfg.z_dim);
+        }
+        if t == 0 || h == 0 || w == 0 {
+            bail!("latent has an empty dimension: {:?}", latent.dims());
+        }
+        check_chunk(opts.chunk)?;
+        let z = latent.to_device(&self.device)?.to_dtype(DType::F32)?;
+        let z = z
+            .broadcast_div(&self.inv_std)?
+            .broadcast_add(&self.mean)?
+            .to_dtype(self.precision.dtype())?;
+        let x = self.conv2.forward(&z, None)?;
+        let out = match opts.tiling {
+            Some(tl) if 8 * h > tl.tile_px || 8 * w > tl.tile_px => {
+                tiling::tiled_decode(&x, tl, |tile| self.decode_frames(tile, opts.chunk))?
+            }
+            _ => self.decode_frames(&x, opts.chunk)?,
+        };
+        Ok(out)
+    }
+
+    /// Encoder over frame chunks (`[0]`, then `4*chunk` frames per call), then `conv1`:
+    /// `[1, 2z, t, H/8, W/8]`.
+    fn encode_moments(&self, x: &Tensor, chunk: usize) -> candle_core::Result<Tensor> {
+        let t = x.dim(2)?;
+        let mut cache = FeatCache::default();
+        let mut outs = vec![self.encoder.forward(&x.narrow(2, 0, 1)?, &mut cache)?];
+        let mut t0 = 1;
+        while t0 < t {
+            let n = (4 * chunk).min(t - t0);
+            outs.push(self.encoder.forward(&x.narrow(2, t0, n)?, &mut cache)?);
+            t0 += n;
+        }
+        let out = Tensor::cat(&outs, 2)?;
+        self.conv1.forward(&out, None)
+    }
+
+    /// Decoder over latent chunks (`[0]`, then `chunk` frames per call), after `conv2`.
+    fn decode_frames(&self, x: &Tensor, chunk: usize) -> candle_core::Result<Tensor> {
+        let t = x.dim(2)?;
+        let mut cache = FeatCache::default();
+        let mut outs = vec![self.decoder.forward(&x.narrow(2, 0, 1)?, &mut cache)?];
+        let mut t0 = 1;
+        while t0 < t {
+            let n = chunk.min(t - t0);
+            outs.push(self.decoder.forward(&x.narrow(2, t0, n)?, &mut cache)?);
+            t0 += n;
+        }
+        Tensor::cat(&outs, 2)
+    }
+}
+
+fn check_chunk(chunk: usize) -> Result<(), crate::error::UserError> {
+    if chunk == 0 {
+        return Err(crate::error::UserError::invalid(
+            "chunk",
+            "0",
+            "a positive number of latent frames per call (1 = reference)",
+        ));
+    }
+    Ok(())
+}

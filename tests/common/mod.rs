@@ -1,0 +1,158 @@
+//! Shared helpers of the report-level CLI tests: crafted reports, temp files, running the
+//! binary.
+#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wan_vae_bench::report::{
+    CaseRecord, CaseStatus, ErrorStats, ModelInfo, PassStats, Quality, Report, RunSettings, SCHEMA_VERSION,
+};
+use wan_vae_bench::system::SystemInfo;
+
+/// Pass statistics computed from samples (sample stddev, upper-middle median for even n).
+pub fn pass(samples: &[f64]) -> PassStats {
+    let n = samples.len() as f64;
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let median = if sorted.len() % 2 == 1 {
+        sorted[sorted.len() / 2]
+    } else {
+        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0
+    };
+    let mean = samples.iter().sum::<f64>() / n;
+    let var = if samples.len() > 1 {
+        samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    PassStats {
+        samples_s: samples.to_vec(),
+        min_s: sorted[0],
+        median_s: median,
+        mean_s: mean,
+        stddev_s: var.sqrt(),
+        max_s: *sorted.last().unwrap(),
+        warmup_s: vec![median * 2.0],
+        frames_per_s: 5.0 / median,
+        gflop: 10.0,
+        gflop_per_s: 10.0 / median,
+        outliers: 0,
+    }
+}
+
+/// An ok case (5 frames 64x64) with the given encode and decode samples.
+pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
+    CaseRecord {
+        id: id.to_string(),
+        added_as_reference: false,
+        precision: "fp32".into(),
+        compute_dtype: Some("f32".into()),
+        chunk: 1,
+        tile_px: None,
+        overlap_px: None,
+        frames: 5,
+        width: 64,
+        height: 64,
+        env_variant: "default".into(),
+        env: Default::default(),
+        status: CaseStatus::Ok,
+        error: None,
+        encode: Some(pass(encode)),
+        decode: Some(pass(decode)),
+        load_s: Some(0.1),
+        peak_rss_bytes: Some(1 << 20),
+        device_memory_bytes: None,
+        quality: None,
+        system: None,
+    }
+}
+
+/// A case that did not run to completion.
+pub fn failed_case(id: &str, status: CaseStatus) -> CaseRecord {
+    CaseRecord {
+        status,
+        error: Some("worker exited with signal 9\nmore stderr".into()),
+        encode: None,
+        decode: None,
+        compute_dtype: None,
+        ..case(id, &[1.0], &[1.0])
+    }
+}
+
+/// Quality against `reference` with the given decoded and latent PSNR (None = identical).
+pub fn quality(reference: &str, decoded: Option<f64>, latent: Option<f64>) -> Quality {
+    let stats = |p: Option<f64>| ErrorStats {
+        psnr_db: p,
+        max_abs: if p.is_some() { 0.01 } else { 0.0 },
+        mean_abs: if p.is_some() { 0.001 } else { 0.0 },
+        identical: p.is_none(),
+    };
+    Quality {
+        reference_id: reference.into(),
+        latent: Some(stats(latent)),
+        decoded: Some(stats(decoded)),
+        roundtrip_psnr_db: None,
+    }
+}
+
+/// A report of synthetic weights on host `host` with these cases.
+pub fn report(host: &str, cases: Vec<CaseRecord>) -> Report {
+    Report {
+        schema_version: SCHEMA_VERSION,
+        tool: wan_vae_bench::report::this_tool(),
+        created_at: "2025-01-01T00:00:00Z".into(),
+        system: SystemInfo {
+            hostname: Some(host.into()),
+            ..Default::default()
+        },
+        model: ModelInfo {
+            source: "synthetic".into(),
+            on_disk_dtype: "f32".into(),
+            params: 1234,
+            dim: 8,
+            z_dim: 4,
+            ..Default::default()
+        },
+        run: RunSettings {
+            device: "cpu".into(),
+            warmup: 1,
+            runs: 5,
+            timeout_s: 60.0,
+            order: "as-written".into(),
+            ..Default::default()
+        },
+        cases,
+    }
+}
+
+/// Save `report` as `dir/name`.
+pub fn save(dir: &Path, name: &str, report: &Report) -> PathBuf {
+    let path = dir.join(name);
+    report.save_atomic(&path).unwrap();
+    path
+}
+
+/// Output of one run of the binary.
+pub struct Out {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Run `wan-vae-bench ARGS...`.
+pub fn bench<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_wan-vae-bench"))
+        .args(args)
+        .output()
+        .unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Samples around 1 s with 2% spread (consistent), scaled by `factor`.
+pub fn steady(factor: f64) -> Vec<f64> {
+    [1.00, 1.01, 0.99, 1.02, 0.98].iter().map(|x| x * factor).collect()
+}

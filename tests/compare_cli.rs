@@ -1,0 +1,210 @@
+//! `compare` on crafted reports: exit codes 0/1/2 and what the output says.
+mod common;
+
+use common::*;
+use wan_vae_bench::report::CaseStatus;
+
+/// Save baseline and current reports and run `compare` with `extra` arguments.
+fn compare(base: &wan_vae_bench::report::Report, cur: &wan_vae_bench::report::Report, extra: &[&str]) -> Out {
+    let dir = tempfile::tempdir().unwrap();
+    let b = save(dir.path(), "baseline.json", base);
+    let c = save(dir.path(), "current.json", cur);
+    let mut args = vec!["compare".to_string(), b.display().to_string(), c.display().to_string()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    bench(&args)
+}
+
+fn one_case(enc: &[f64], dec: &[f64]) -> wan_vae_bench::report::Report {
+    report("host-a", vec![case("fp32-64x64-f5", enc, dec)])
+}
+
+#[test]
+fn identical_reports_exit_0() {
+    let r = one_case(&steady(1.0), &steady(2.0));
+    let out = compare(&r, &r, &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("no regression"), "{}", out.stdout);
+}
+
+#[test]
+fn fifty_percent_slower_with_consistent_samples_exits_1() {
+    let out = compare(
+        &one_case(&steady(1.0), &steady(2.0)),
+        &one_case(&steady(1.0), &steady(3.0)),
+        &[],
+    );
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("1.50x slower"), "{}", out.stdout);
+    assert!(out.stdout.contains("REGRESSION"), "{}", out.stdout);
+}
+
+#[test]
+fn three_percent_slower_exits_0() {
+    let out = compare(
+        &one_case(&steady(1.0), &steady(2.0)),
+        &one_case(&steady(1.03), &steady(2.06)),
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("1.03x slower"), "{}", out.stdout);
+}
+
+#[test]
+fn noisy_overlapping_samples_ten_percent_apart_exit_0() {
+    let base = [1.0, 1.4, 0.7, 1.3, 0.8];
+    let cur = [1.1, 1.5, 0.75, 1.35, 0.9];
+    let out = compare(&one_case(&base, &base), &one_case(&cur, &cur), &[]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("1.10x slower"), "{}", out.stdout);
+    assert!(out.stdout.contains("no change"), "{}", out.stdout);
+}
+
+#[test]
+fn significantly_faster_is_not_a_regression() {
+    let out = compare(
+        &one_case(&steady(1.0), &steady(2.0)),
+        &one_case(&steady(0.5), &steady(2.0)),
+        &[],
+    );
+    assert_eq!(out.code, 0);
+    assert!(
+        out.stdout.contains("2.00x faster") && out.stdout.contains("faster"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn single_samples_use_the_no_overlap_rule() {
+    let out = compare(&one_case(&[1.0], &[1.0]), &one_case(&[1.5], &[1.04]), &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("n<2"), "{}", out.stdout);
+    let out = compare(&one_case(&[1.0], &[1.0]), &one_case(&[1.04], &[1.04]), &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    assert!(out.stdout.contains("insufficient samples"), "{}", out.stdout);
+}
+
+#[test]
+fn truncated_or_missing_file_exits_2_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = save(dir.path(), "good.json", &one_case(&steady(1.0), &steady(1.0)));
+    let text = std::fs::read_to_string(&good).unwrap();
+    let cut = dir.path().join("truncated.json");
+    std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
+    let out = bench(&["compare".as_ref(), good.as_os_str(), cut.as_os_str()]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("truncated.json"), "{}", out.stderr);
+    let missing = dir.path().join("missing.json");
+    let out = bench(&["compare".as_ref(), missing.as_os_str(), good.as_os_str()]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("missing.json"), "{}", out.stderr);
+}
+
+#[test]
+fn case_no_longer_ok_is_a_regression() {
+    let base = report("h", vec![case("a", &steady(1.0), &steady(1.0))]);
+    let cur = report("h", vec![failed_case("a", CaseStatus::Oom)]);
+    let out = compare(&base, &cur, &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("status ok -> oom"), "{}", out.stdout);
+}
+
+#[test]
+fn psnr_drop_is_a_regression_and_noise_level_is_not() {
+    let with_q = |dec: Option<f64>, lat: Option<f64>| {
+        let mut c = case("bf16", &steady(1.0), &steady(1.0));
+        c.quality = Some(quality("fp32", dec, lat));
+        report("h", vec![case("fp32", &steady(1.0), &steady(1.0)), c])
+    };
+    let out = compare(&with_q(Some(40.0), Some(50.0)), &with_q(Some(38.5), Some(50.0)), &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("decoded PSNR dropped by 1.50 dB"), "{}", out.stdout);
+    let out = compare(&with_q(Some(40.0), Some(50.0)), &with_q(Some(39.5), Some(50.0)), &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    // Identical (+inf) -> 140 dB is numerical noise (ceiling 100 dB); -> 60 dB is a drop.
+    let out = compare(&with_q(None, None), &with_q(Some(140.0), None), &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let out = compare(&with_q(None, None), &with_q(Some(60.0), None), &[]);
+    assert_eq!(out.code, 1, "{}", out.stdout);
+}
+
+#[test]
+fn cases_in_one_report_only_are_listed() {
+    let base = report(
+        "h",
+        vec![
+            case("a", &steady(1.0), &steady(1.0)),
+            case("gone", &steady(1.0), &steady(1.0)),
+        ],
+    );
+    let cur = report(
+        "h",
+        vec![
+            case("a", &steady(1.0), &steady(1.0)),
+            case("new", &steady(1.0), &steady(1.0)),
+        ],
+    );
+    let out = compare(&base, &cur, &[]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.contains("only in baseline: gone"), "{}", out.stdout);
+    assert!(out.stdout.contains("only in current: new"), "{}", out.stdout);
+}
+
+#[test]
+fn different_weights_or_schema_refused_unless_forced() {
+    let base = one_case(&steady(1.0), &steady(1.0));
+    let mut other = base.clone();
+    other.model.params += 1;
+    let out = compare(&base, &other, &[]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("different model weights"), "{}", out.stderr);
+    let out = compare(&base, &other, &["--force"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("warning: different model weights"),
+        "{}",
+        out.stdout
+    );
+
+    let mut sha_a = base.clone();
+    sha_a.model.sha256 = Some("aa".repeat(32));
+    let mut sha_b = base.clone();
+    sha_b.model.sha256 = Some("bb".repeat(32));
+    assert_eq!(compare(&sha_a, &sha_b, &[]).code, 2);
+
+    let mut newer = base.clone();
+    newer.schema_version += 1;
+    let out = compare(&base, &newer, &[]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("schema version"), "{}", out.stderr);
+}
+
+#[test]
+fn json_and_markdown_outputs() {
+    let base = one_case(&steady(1.0), &steady(2.0));
+    let cur = one_case(&steady(1.0), &steady(3.0));
+    let out = compare(&base, &cur, &["--json"]);
+    assert_eq!(out.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["regression"], true);
+    let decode = &v["cases"][0]["passes"][1];
+    assert_eq!(decode["pass"], "decode");
+    assert_eq!(decode["verdict"], "slower");
+    assert_eq!(decode["test"], "welch");
+    assert!(decode["p_value"].as_f64().unwrap() < 0.05);
+    assert_eq!(v["cases"][0]["passes"][0]["verdict"], "no-change");
+
+    let out = compare(&base, &cur, &["--markdown"]);
+    assert_eq!(out.code, 1);
+    assert!(out.stdout.contains("| case | pass |"), "{}", out.stdout);
+    assert!(out.stdout.contains("**REGRESSION**"), "{}", out.stdout);
+}
+
+#[test]
+fn threshold_is_configurable() {
+    let base = one_case(&steady(1.0), &steady(1.0));
+    let cur = one_case(&steady(1.08), &steady(1.0));
+    assert_eq!(compare(&base, &cur, &[]).code, 1);
+    assert_eq!(compare(&base, &cur, &["--threshold", "10%"]).code, 0);
+    assert_eq!(compare(&base, &cur, &["--threshold", "abc"]).code, 2);
+}
