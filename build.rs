@@ -32,7 +32,11 @@ fn locked_version(package: &str) -> Option<String> {
     while let Some(line) = lines.next() {
         if line.trim() == format!("name = \"{package}\"") {
             let next = lines.next()?;
-            return next.trim().strip_prefix("version = \"")?.strip_suffix('"').map(str::to_string);
+            return next
+                .trim()
+                .strip_prefix("version = \"")?
+                .strip_suffix('"')
+                .map(str::to_string);
         }
     }
     None

@@ -73,7 +73,10 @@ pub fn modified_zscores(xs: &[f64]) -> Vec<f64> {
 
 /// Number of samples whose modified Z-score exceeds [`OUTLIER_THRESHOLD`] in magnitude.
 pub fn count_outliers(xs: &[f64]) -> usize {
-    modified_zscores(xs).iter().filter(|z| z.abs() > OUTLIER_THRESHOLD).count()
+    modified_zscores(xs)
+        .iter()
+        .filter(|z| z.abs() > OUTLIER_THRESHOLD)
+        .count()
 }
 
 #[cfg(test)]

@@ -75,7 +75,9 @@ pub struct SystemArgs {
 
 /// Root under which `/sys` is read: `WAN_VAE_BENCH_SYSFS_ROOT`, or `/`.
 pub fn sysfs_root() -> PathBuf {
-    std::env::var_os("WAN_VAE_BENCH_SYSFS_ROOT").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/"))
+    std::env::var_os("WAN_VAE_BENCH_SYSFS_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
 }
 
 /// Read a `/sys/...` path through [`sysfs_root`], trimmed; `None` when missing or empty.
@@ -97,7 +99,11 @@ pub fn collect() -> SystemInfo {
             .with_memory(sysinfo::MemoryRefreshKind::nothing().with_ram()),
     );
     sys.refresh_memory();
-    let cpu_model = sys.cpus().first().map(|c| c.brand().trim().to_string()).filter(|s| !s.is_empty());
+    let cpu_model = sys
+        .cpus()
+        .first()
+        .map(|c| c.brand().trim().to_string())
+        .filter(|s| !s.is_empty());
     let threads = std::thread::available_parallelism().ok().map(|n| n.get());
     let mut gpus = amd_gpus();
     let (nvidia, nvidia_driver_version) = nvidia_gpus();
@@ -119,25 +125,10 @@ pub fn collect() -> SystemInfo {
         nvidia_driver_version,
         rustc_version: option_env!("WAN_VAE_BENCH_RUSTC_VERSION").map(str::to_string),
         candle_version: option_env!("WAN_VAE_BENCH_CANDLE_VERSION").map(str::to_string),
-        cargo_features: cargo_features(),
+        cargo_features: crate::device::compiled_features(),
         tool_version: Some(tool.version),
         git_commit: tool.git_commit,
     }
-}
-
-/// Cargo features compiled in.
-pub fn cargo_features() -> Vec<String> {
-    let mut f = Vec::new();
-    if cfg!(feature = "cuda") {
-        f.push("cuda".to_string());
-    }
-    if cfg!(feature = "cudnn") {
-        f.push("cudnn".to_string());
-    }
-    if cfg!(feature = "metal") {
-        f.push("metal".to_string());
-    }
-    f
 }
 
 /// SIMD features relevant to candle's CPU kernels that this CPU has.
@@ -149,7 +140,18 @@ pub fn simd_features() -> Vec<String> {
         macro_rules! check {
             ($($f:tt),*) => { $( if std::arch::is_x86_feature_detected!($f) { out.push($f); } )* };
         }
-        check!("sse4.2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512vnni", "avx512bf16");
+        check!(
+            "sse4.2",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512vnni",
+            "avx512bf16"
+        );
     }
     #[cfg(target_arch = "aarch64")]
     {
@@ -184,7 +186,9 @@ fn kfd_properties(text: &str) -> std::collections::HashMap<String, u64> {
 fn amd_gpus() -> Vec<GpuInfo> {
     let root = sysfs_root();
     let nodes_dir = root.join("sys/class/kfd/kfd/topology/nodes");
-    let Ok(entries) = std::fs::read_dir(&nodes_dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(&nodes_dir) else {
+        return Vec::new();
+    };
     let mut nodes: Vec<(u64, PathBuf)> = entries
         .flatten()
         .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
@@ -194,9 +198,13 @@ fn amd_gpus() -> Vec<GpuInfo> {
     let driver_version = sys_read("sys/module/amdgpu/version");
     let mut gpus = Vec::new();
     for (_, node) in nodes {
-        let Some(text) = read_trimmed(&node.join("properties")) else { continue };
+        let Some(text) = read_trimmed(&node.join("properties")) else {
+            continue;
+        };
         let props = kfd_properties(&text);
-        let Some(gfx_target) = props.get("gfx_target_version").copied().and_then(gfx_target_name) else { continue };
+        let Some(gfx_target) = props.get("gfx_target_version").copied().and_then(gfx_target_name) else {
+            continue;
+        };
         let compute_units = match (props.get("simd_count"), props.get("simd_per_cu")) {
             (Some(&simds), Some(&per_cu)) if per_cu > 0 && simds > 0 => Some(simds / per_cu),
             _ => None,
@@ -205,7 +213,11 @@ fn amd_gpus() -> Vec<GpuInfo> {
             .get("drm_render_minor")
             .and_then(|m| drm_device_dir(&root, &format!("renderD{m}")))
             .or_else(|| cards.get(gpus.len()).cloned());
-        let mem = |name: &str| card.as_ref().and_then(|c| read_trimmed(&c.join(name))).and_then(|s| s.parse().ok());
+        let mem = |name: &str| {
+            card.as_ref()
+                .and_then(|c| read_trimmed(&c.join(name)))
+                .and_then(|s| s.parse().ok())
+        };
         let name = read_trimmed(&node.join("name"))
             .or_else(|| card.as_ref().and_then(|c| read_trimmed(&c.join("product_name"))));
         gpus.push(GpuInfo {
@@ -229,7 +241,9 @@ fn drm_device_dir(root: &Path, name: &str) -> Option<PathBuf> {
 
 /// `card*` DRM devices with memory info, in card-number order.
 fn drm_cards(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root.join("sys/class/drm")) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(root.join("sys/class/drm")) else {
+        return Vec::new();
+    };
     let mut cards: Vec<(u64, String)> = entries
         .flatten()
         .filter_map(|e| {
@@ -238,22 +252,32 @@ fn drm_cards(root: &Path) -> Vec<PathBuf> {
         })
         .collect();
     cards.sort();
-    cards.into_iter().filter_map(|(_, n)| drm_device_dir(root, &n)).collect()
+    cards
+        .into_iter()
+        .filter_map(|(_, n)| drm_device_dir(root, &n))
+        .collect()
 }
 
 /// ROCm version from `$ROCM_PATH/.info/version` (default `/opt/rocm`).
 fn rocm_version() -> Option<String> {
-    let base = std::env::var_os("ROCM_PATH").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/opt/rocm"));
+    let base = std::env::var_os("ROCM_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/rocm"));
     read_trimmed(&base.join(".info/version"))
 }
 
 /// NVIDIA GPUs and driver version via `nvidia-smi`, when it is installed.
 fn nvidia_gpus() -> (Vec<GpuInfo>, Option<String>) {
     let out = std::process::Command::new("nvidia-smi")
-        .args(["--query-gpu=name,memory.total,driver_version", "--format=csv,noheader,nounits"])
+        .args([
+            "--query-gpu=name,memory.total,driver_version",
+            "--format=csv,noheader,nounits",
+        ])
         .stderr(std::process::Stdio::null())
         .output();
-    let Some(out) = out.ok().filter(|o| o.status.success()) else { return (Vec::new(), None) };
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        return (Vec::new(), None);
+    };
     let mut driver = None;
     let gpus = String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -281,7 +305,8 @@ pub fn render_text(info: &SystemInfo) -> String {
         v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "unknown".into())
     }
     fn gib(b: Option<u64>) -> String {
-        b.map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)).unwrap_or_else(|| "unknown".into())
+        b.map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
+            .unwrap_or_else(|| "unknown".into())
     }
     let mut s = String::new();
     let mut line = |k: &str, v: String| s.push_str(&format!("{k:<14} {v}\n"));
@@ -289,7 +314,10 @@ pub fn render_text(info: &SystemInfo) -> String {
     line("kernel", opt(&info.kernel));
     line("hostname", opt(&info.hostname));
     line("cpu", opt(&info.cpu_model));
-    line("cores/threads", format!("{} / {}", opt(&info.cpu_cores), opt(&info.cpu_threads)));
+    line(
+        "cores/threads",
+        format!("{} / {}", opt(&info.cpu_cores), opt(&info.cpu_threads)),
+    );
     line("simd", info.cpu_simd.join(" "));
     line("governor", opt(&info.cpu_governor));
     line("memory", gib(info.memory_total_bytes));
@@ -315,8 +343,18 @@ pub fn render_text(info: &SystemInfo) -> String {
     line("nvidia driver", opt(&info.nvidia_driver_version));
     line("rustc", opt(&info.rustc_version));
     line("candle", opt(&info.candle_version));
-    line("features", if info.cargo_features.is_empty() { "(none)".into() } else { info.cargo_features.join(",") });
-    line("tool", format!("{} ({})", opt(&info.tool_version), opt(&info.git_commit)));
+    line(
+        "features",
+        if info.cargo_features.is_empty() {
+            "(none)".into()
+        } else {
+            info.cargo_features.join(",")
+        },
+    );
+    line(
+        "tool",
+        format!("{} ({})", opt(&info.tool_version), opt(&info.git_commit)),
+    );
     s
 }
 

@@ -59,15 +59,35 @@ fn shipped_configs_parse() {
 fn python_flag_spellings_are_accepted() {
     use clap::Parser;
     let cli = wan_vae_bench::cli::Cli::try_parse_from([
-        "wan-vae-bench", "run", "--frames", "9", "--size", "128*96", "--tile_px", "64", "--warmup", "2",
-        "--chunk", "1,2,4", "--precision", "fp32,bf16",
+        "wan-vae-bench",
+        "run",
+        "--frames",
+        "9",
+        "--size",
+        "128*96",
+        "--tile_px",
+        "64",
+        "--warmup",
+        "2",
+        "--chunk",
+        "1,2,4",
+        "--precision",
+        "fp32,bf16",
     ])
     .unwrap();
-    let wan_vae_bench::cli::Command::Run(args) = cli.command else { panic!("not run") };
+    let wan_vae_bench::cli::Command::Run(args) = cli.command else {
+        panic!("not run")
+    };
     let o = wan_vae_bench::bench::options_from_args(&args).unwrap();
     assert_eq!(o.axes.frames, vec![9]);
     assert_eq!(o.axes.sizes, vec![(128, 96)]);
-    assert_eq!(o.axes.tiles, vec![Some(wan_vae_bench::model::Tiling { tile_px: 64, overlap_px: 16 })]);
+    assert_eq!(
+        o.axes.tiles,
+        vec![Some(wan_vae_bench::model::Tiling {
+            tile_px: 64,
+            overlap_px: 16
+        })]
+    );
     assert_eq!(o.warmup, 2);
     assert_eq!(o.axes.chunks, vec![1, 2, 4]);
     assert_eq!(o.case_count(), 6);

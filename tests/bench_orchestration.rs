@@ -65,7 +65,10 @@ fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
     let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
     assert!(ids.contains(&"fp32-chunk1-untiled-5x32x32-tuned"), "{ids:?}");
     let table = stdout(&out);
-    assert!(table.contains("bf16-chunk1-untiled-5x32x32-tuned") && table.contains("1.00x"), "{table}");
+    assert!(
+        table.contains("bf16-chunk1-untiled-5x32x32-tuned") && table.contains("1.00x"),
+        "{table}"
+    );
     assert!(table.contains("report: "), "{table}");
 }
 
@@ -136,7 +139,10 @@ WAN_VAE_BENCH_FAULT = "oom"
 #[test]
 fn a_device_this_build_lacks_is_unsupported() {
     let dir = scratch();
-    let (out, report) = run(dir.path(), &["--device", "cuda:7", "--precision", "fp32", "--runs", "1"]);
+    let (out, report) = run(
+        dir.path(),
+        &["--device", "cuda:7", "--precision", "fp32", "--runs", "1"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = load(&report);
     assert_eq!(r.run.device, "cuda:7");

@@ -12,7 +12,10 @@ fn fake_strix_halo(root: &std::path::Path) {
         std::fs::write(p, text).unwrap();
     };
     let nodes = "sys/class/kfd/kfd/topology/nodes";
-    mk(&format!("{nodes}/0/properties"), "cpu_cores_count 32\nsimd_count 0\ngfx_target_version 0\n");
+    mk(
+        &format!("{nodes}/0/properties"),
+        "cpu_cores_count 32\nsimd_count 0\ngfx_target_version 0\n",
+    );
     mk(
         &format!("{nodes}/1/properties"),
         "cpu_cores_count 0\nsimd_count 80\nsimd_per_cu 2\ngfx_target_version 110501\ndrm_render_minor 128\n",
@@ -55,7 +58,11 @@ fn fake_gfx1151_tree_is_reported() {
     assert!(info.rustc_version.as_deref().unwrap_or("").starts_with("rustc "));
     assert_eq!(info.candle_version.as_deref(), Some("0.11.1"));
 
-    let text = bench().arg("system").env("WAN_VAE_BENCH_SYSFS_ROOT", dir.path()).output().unwrap();
+    let text = bench()
+        .arg("system")
+        .env("WAN_VAE_BENCH_SYSFS_ROOT", dir.path())
+        .output()
+        .unwrap();
     assert!(stdout(&text).contains("gfx1151"), "{}", stdout(&text));
 }
 

@@ -56,8 +56,8 @@ struct MatrixSection {
 
 /// Read and parse a matrix file; errors name the file and the culprit.
 pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| UserError::file(path, format!("cannot read matrix file: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| UserError::file(path, format!("cannot read matrix file: {e}")))?;
     let mut opts = parse(&text).map_err(|e| UserError::file(path, format!("{e:#}")))?;
     opts.config_path = Some(path.to_path_buf());
     Ok(opts)
@@ -142,7 +142,9 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
 fn axis<T>(name: &str, values: Option<Vec<T>>, default: Vec<T>) -> anyhow::Result<Vec<T>> {
     match values {
         None => Ok(default),
-        Some(v) if v.is_empty() => Err(UserError::Other(format!("matrix.{name} is empty: give at least one value")).into()),
+        Some(v) if v.is_empty() => {
+            Err(UserError::Other(format!("matrix.{name} is empty: give at least one value")).into())
+        }
         Some(v) => Ok(v),
     }
 }

@@ -42,7 +42,12 @@ impl Executor {
 
     /// Run one case; `on_phase` receives the worker's phase markers. Never fails: spawn
     /// errors, crashes and timeouts become a result with the matching status.
-    pub fn run(&self, spec: &WorkerSpec, vars: &BTreeMap<String, String>, on_phase: &mut dyn FnMut(&str)) -> WorkerResult {
+    pub fn run(
+        &self,
+        spec: &WorkerSpec,
+        vars: &BTreeMap<String, String>,
+        on_phase: &mut dyn FnMut(&str),
+    ) -> WorkerResult {
         let result_path = self.scratch.join(format!("{}.result.json", sanitize(&spec.id)));
         let _ = std::fs::remove_file(&result_path);
         let spec_json = serde_json::to_string(spec).expect("spec serializes");
@@ -110,7 +115,11 @@ impl Executor {
         let tail_text = tail.join("\n");
 
         if timed_out {
-            let msg = format!("timed out after {:.0} s; worker killed{}", self.timeout.as_secs_f64(), stderr_suffix(&tail_text));
+            let msg = format!(
+                "timed out after {:.0} s; worker killed{}",
+                self.timeout.as_secs_f64(),
+                stderr_suffix(&tail_text)
+            );
             return WorkerResult::empty(CaseStatus::Timeout, Some(msg), vars.clone());
         }
         if let Some(mut result) = read_result(&result_path) {
@@ -122,7 +131,11 @@ impl Executor {
             return result;
         }
         let (status, why) = classify_death(status, &tail_text);
-        WorkerResult::empty(status, Some(format!("{why}{}", stderr_suffix(&tail_text))), vars.clone())
+        WorkerResult::empty(
+            status,
+            Some(format!("{why}{}", stderr_suffix(&tail_text))),
+            vars.clone(),
+        )
     }
 }
 
@@ -145,7 +158,9 @@ fn read_result(path: &std::path::Path) -> Option<WorkerResult> {
 }
 
 fn sanitize(id: &str) -> String {
-    id.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect()
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .collect()
 }
 
 /// Status and message for a worker that exited without writing a result: out-of-memory

@@ -37,7 +37,10 @@ pub fn case_id(
         None => "untiled".to_string(),
         Some(t) => format!("tile{}o{}", t.tile_px, t.overlap_px),
     };
-    format!("{}-chunk{chunk}-{tile}-{frames}x{width}x{height}-{env_variant}", precision_name(precision))
+    format!(
+        "{}-chunk{chunk}-{tile}-{frames}x{width}x{height}-{env_variant}",
+        precision_name(precision)
+    )
 }
 
 /// All cases in matrix order (frames, size, precision, tile, chunk, env; the last varies fastest).
@@ -83,7 +86,9 @@ mod tests {
         let cases = expand(&o);
         assert_eq!(cases.len(), 16);
         assert_eq!(cases[0].id, "fp32-chunk1-untiled-5x64x64-baseline");
-        assert!(cases.iter().any(|c| c.id == "bf16-chunk2-tile256o64-5x64x64-f" && c.env_vars["A"] == "1"));
+        assert!(cases
+            .iter()
+            .any(|c| c.id == "bf16-chunk2-tile256o64-5x64x64-f" && c.env_vars["A"] == "1"));
         let ids: std::collections::BTreeSet<_> = cases.iter().map(|c| &c.id).collect();
         assert_eq!(ids.len(), 16);
     }

@@ -4,13 +4,14 @@
 //! Sub-modules: [`options`] typed options, [`config`] the TOML matrix file, [`matrix`] case
 //! expansion and ids, [`scheduler`] order, [`executor`] worker processes, [`worker`] the
 //! in-process measurement, [`progress`] the progress bar, [`table`] the summary table.
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::error::UserError;
 use crate::report::{CaseRecord, CaseStatus, ModelInfo, Report, RunSettings};
+use crate::weights::WeightsSource;
 
 pub mod config;
 pub mod executor;
@@ -143,34 +144,51 @@ pub struct ResolvedRef {
     pub info: ModelInfo,
 }
 
-/// Resolve a weights reference. Local stand-in for the hub resolver
-/// (`crate::weights::source::resolve`): `synthetic`, or an existing local file.
+/// Resolve a weights reference once, in the parent. Stand-in for the hub resolver
+/// (`crate::weights::source::resolve`, issue 4): `synthetic`, or an existing local file.
 pub fn resolve_weights(reference: &str) -> anyhow::Result<ResolvedRef> {
-    let mut info = ModelInfo { source: reference.to_string(), ..Default::default() };
-    if reference == "synthetic" {
-        return Ok(ResolvedRef { worker_ref: "synthetic".into(), info });
-    }
-    let path = Path::new(reference);
-    let meta = std::fs::metadata(path).map_err(|e| {
-        UserError::invalid("weights", reference, format!("`synthetic` or an existing weights file ({e})"))
-    })?;
+    let mut info = ModelInfo {
+        source: reference.to_string(),
+        ..Default::default()
+    };
+    let path = match crate::weights::resolve_reference(reference)? {
+        WeightsSource::Synthetic { .. } => {
+            return Ok(ResolvedRef {
+                worker_ref: "synthetic".into(),
+                info,
+            })
+        }
+        WeightsSource::File(path) => path,
+    };
+    let meta = std::fs::metadata(&path).map_err(|e| UserError::file(&path, format!("cannot read: {e}")))?;
     if !meta.is_file() {
-        return Err(UserError::invalid("weights", reference, "`synthetic` or a weights file, not a directory").into());
+        return Err(UserError::file(&path, "not a weights file (a directory?)").into());
     }
-    let abs = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let abs = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
     info.local_path = Some(abs.display().to_string());
     info.file_size_bytes = Some(meta.len());
-    Ok(ResolvedRef { worker_ref: abs.display().to_string(), info })
+    Ok(ResolvedRef {
+        worker_ref: abs.display().to_string(),
+        info,
+    })
 }
 
 /// `results/<UTC time>-<host>.json`.
 pub fn default_output(host: Option<&str>) -> PathBuf {
     let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
-    let stamp = time::OffsetDateTime::now_utc().format(&fmt).unwrap_or_else(|_| "unknown-time".into());
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(&fmt)
+        .unwrap_or_else(|_| "unknown-time".into());
     let host: String = host
         .unwrap_or("unknown-host")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     PathBuf::from("results").join(format!("{stamp}-{host}.json"))
 }
@@ -182,7 +200,10 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let mut cases = matrix::expand(&opts);
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
     let system = crate::system::collect();
-    let output = opts.output.clone().unwrap_or_else(|| default_output(system.hostname.as_deref()));
+    let output = opts
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(system.hostname.as_deref()));
     let created_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -203,7 +224,9 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         },
         cases: Vec::new(),
     };
-    report.save_atomic(&output).with_context(|| format!("cannot write the report {}", output.display()))?;
+    report
+        .save_atomic(&output)
+        .with_context(|| format!("cannot write the report {}", output.display()))?;
 
     let executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     let mut progress = progress::Progress::new(cases.len(), opts.quiet);
@@ -294,7 +317,10 @@ fn case_line(c: &CaseRecord) -> String {
             table::fmt_s(d.stddev_s)
         ),
         _ => {
-            let status = serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let status = serde_json::to_value(c.status)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default();
             let first = c.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
             format!("{status:<8} {}  {first}", c.id)
         }
@@ -303,8 +329,8 @@ fn case_line(c: &CaseRecord) -> String {
 
 /// `wan-vae-bench worker` (hidden): run one case, write its result JSON.
 pub fn worker_command(args: WorkerArgs) -> anyhow::Result<i32> {
-    let spec: worker::WorkerSpec =
-        serde_json::from_str(&args.case_json).map_err(|e| UserError::invalid("--case-json", &args.case_json, e.to_string()))?;
+    let spec: worker::WorkerSpec = serde_json::from_str(&args.case_json)
+        .map_err(|e| UserError::invalid("--case-json", &args.case_json, e.to_string()))?;
     let result = worker::run(&spec);
     let tmp = args.result.with_extension("json.tmp");
     std::fs::write(&tmp, serde_json::to_string_pretty(&result)?)

@@ -86,14 +86,25 @@ impl BenchOptions {
             self.axes.frames = check_frames("--frames", o.frames)?;
         }
         if !o.sizes.is_empty() {
-            self.axes.sizes = o.sizes.iter().map(|s| parse_size("--size", s)).collect::<Result<_, _>>()?;
+            self.axes.sizes = o
+                .sizes
+                .iter()
+                .map(|s| parse_size("--size", s))
+                .collect::<Result<_, _>>()?;
         }
         if !o.tiles.is_empty() {
-            self.axes.tiles = o.tiles.iter().map(|s| parse_tile("--tile", s)).collect::<Result<_, _>>()?;
+            self.axes.tiles = o
+                .tiles
+                .iter()
+                .map(|s| parse_tile("--tile", s))
+                .collect::<Result<_, _>>()?;
         }
         if !o.precisions.is_empty() {
-            self.axes.precisions =
-                o.precisions.iter().map(|s| parse_precision("--precision", s)).collect::<Result<_, _>>()?;
+            self.axes.precisions = o
+                .precisions
+                .iter()
+                .map(|s| parse_precision("--precision", s))
+                .collect::<Result<_, _>>()?;
         }
         if !o.chunks.is_empty() {
             self.axes.chunks = check_chunks("--chunk", o.chunks)?;
@@ -132,11 +143,14 @@ impl BenchOptions {
     /// Checks that span several settings: run counts, timeout, env variants exist,
     /// no duplicate axis values.
     pub fn validate(&self) -> anyhow::Result<()> {
+        check_device("device", &self.device)?;
         if self.runs == 0 {
             return Err(UserError::invalid("runs", "0", "at least 1 timed run").into());
         }
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
-            return Err(UserError::invalid("timeout_s", self.timeout_s.to_string(), "a positive number of seconds").into());
+            return Err(
+                UserError::invalid("timeout_s", self.timeout_s.to_string(), "a positive number of seconds").into(),
+            );
         }
         for name in &self.axes.envs {
             if !self.variants.contains_key(name) {
@@ -200,7 +214,11 @@ pub fn parse_size(what: &str, s: &str) -> Result<(usize, usize), UserError> {
         _ => None,
     };
     let Some((w, h)) = parsed else {
-        return Err(UserError::invalid(what, s, "WIDTHxHEIGHT (or WIDTH*HEIGHT), e.g. 832x480"));
+        return Err(UserError::invalid(
+            what,
+            s,
+            "WIDTHxHEIGHT (or WIDTH*HEIGHT), e.g. 832x480",
+        ));
     };
     if w % 8 == 0 && h % 8 == 0 && w > 0 && h > 0 {
         return Ok((w, h));
@@ -215,53 +233,49 @@ pub fn parse_size(what: &str, s: &str) -> Result<(usize, usize), UserError> {
     Err(UserError::invalid(
         what,
         s,
-        format!("width and height must be positive multiples of 8 (nearest valid: {})", near.join(" or ")),
+        format!(
+            "width and height must be positive multiples of 8 (nearest valid: {})",
+            near.join(" or ")
+        ),
     ))
 }
 
-/// `none`, `TILE` or `TILE:OVERLAP` in pixels; the overlap defaults to [`default_overlap`].
+/// `none`, `TILE` or `TILE:OVERLAP` in pixels (the model's rules: multiples of 8, overlap <
+/// tile, overlap defaulting to a quarter of the tile rounded down to 8).
 pub fn parse_tile(what: &str, s: &str) -> Result<Option<Tiling>, UserError> {
     let s = s.trim();
     if s.eq_ignore_ascii_case("none") || s == "0" {
         return Ok(None);
     }
-    let expected = "`none`, TILE or TILE:OVERLAP in pixels (multiples of 8, overlap < tile), e.g. 256:64";
-    let (tile, overlap) = match s.split_once(':') {
-        Some((t, o)) => (t.trim().parse::<usize>().ok(), o.trim().parse::<usize>().ok()),
-        None => {
-            let t = s.parse::<usize>().ok();
-            (t, t.map(default_overlap))
-        }
-    };
-    match (tile, overlap) {
-        (Some(t), Some(o)) if t > 0 && t % 8 == 0 && o % 8 == 0 && o < t => {
-            Ok(Some(Tiling { tile_px: t, overlap_px: o }))
-        }
-        _ => Err(UserError::invalid(what, s, expected)),
-    }
-}
-
-/// Overlap used when only a tile size is given: a quarter of the tile, down to a multiple of 8.
-pub fn default_overlap(tile_px: usize) -> usize {
-    tile_px / 4 / 8 * 8
+    s.parse::<Tiling>().map(Some).map_err(|_| {
+        UserError::invalid(
+            what,
+            s,
+            "`none`, TILE or TILE:OVERLAP in pixels (multiples of 8, overlap < tile), e.g. 256:64",
+        )
+    })
 }
 
 /// `fp32`, `bf16` or `fp16` (also `f32`, `float32`, ...).
 pub fn parse_precision(what: &str, s: &str) -> Result<Precision, UserError> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "fp32" | "f32" | "float32" => Ok(Precision::Fp32),
-        "bf16" | "bfloat16" => Ok(Precision::Bf16),
-        "fp16" | "f16" | "float16" | "half" => Ok(Precision::Fp16),
-        _ => Err(UserError::invalid(what, s, "fp32, bf16 or fp16")),
-    }
+    s.parse::<Precision>()
+        .map_err(|_| UserError::invalid(what, s, "fp32, bf16 or fp16"))
 }
 
 /// Canonical name of a precision (`fp32`, `bf16`, `fp16`).
 pub fn precision_name(p: Precision) -> &'static str {
-    match p {
-        Precision::Fp32 => "fp32",
-        Precision::Bf16 => "bf16",
-        Precision::Fp16 => "fp16",
+    p.name()
+}
+
+/// `cpu`, `cuda[:N]` or `metal[:N]` (syntax only: whether this build and machine have it is
+/// the worker's to find out, reported as `unsupported`).
+pub fn check_device(what: &str, s: &str) -> Result<(), UserError> {
+    let spec = s.trim().to_ascii_lowercase();
+    let (kind, index) = spec.split_once(':').unwrap_or((spec.as_str(), "0"));
+    if matches!(kind, "cpu" | "cuda" | "metal") && index.parse::<usize>().is_ok() {
+        Ok(())
+    } else {
+        Err(UserError::invalid(what, s, "cpu, cuda:N or metal:N"))
     }
 }
 
@@ -290,9 +304,27 @@ mod tests {
     #[test]
     fn tiles() {
         assert_eq!(parse_tile("t", "none").unwrap(), None);
-        assert_eq!(parse_tile("t", "256:64").unwrap(), Some(Tiling { tile_px: 256, overlap_px: 64 }));
-        assert_eq!(parse_tile("t", "256").unwrap(), Some(Tiling { tile_px: 256, overlap_px: 64 }));
-        assert_eq!(parse_tile("t", "64").unwrap(), Some(Tiling { tile_px: 64, overlap_px: 16 }));
+        assert_eq!(
+            parse_tile("t", "256:64").unwrap(),
+            Some(Tiling {
+                tile_px: 256,
+                overlap_px: 64
+            })
+        );
+        assert_eq!(
+            parse_tile("t", "256").unwrap(),
+            Some(Tiling {
+                tile_px: 256,
+                overlap_px: 64
+            })
+        );
+        assert_eq!(
+            parse_tile("t", "64").unwrap(),
+            Some(Tiling {
+                tile_px: 64,
+                overlap_px: 16
+            })
+        );
         assert!(parse_tile("t", "64:64").is_err());
         assert!(parse_tile("t", "60:8").is_err());
         assert!(parse_tile("t", "big").is_err());

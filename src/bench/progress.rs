@@ -20,7 +20,11 @@ impl Progress {
         let visible = !quiet && std::io::stderr().is_terminal();
         let bar = ProgressBar::with_draw_target(
             Some(total as u64),
-            if visible { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
+            if visible {
+                ProgressDrawTarget::stderr()
+            } else {
+                ProgressDrawTarget::hidden()
+            },
         );
         bar.set_style(
             ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:24} {pos}/{len} cases, ETA {eta} | {msg}")
@@ -29,7 +33,12 @@ impl Progress {
         if visible {
             bar.enable_steady_tick(Duration::from_millis(200));
         }
-        Progress { bar, visible, quiet, case: String::new() }
+        Progress {
+            bar,
+            visible,
+            quiet,
+            case: String::new(),
+        }
     }
 
     /// A case starts.

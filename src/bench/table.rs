@@ -32,12 +32,22 @@ pub fn render_table(report: &Report) -> String {
     };
     let enc_best = fastest(|c| c.encode.as_ref());
     let dec_best = fastest(|c| c.decode.as_ref());
-    let header = ["case", "status", "encode median ± stddev", "vs fastest", "decode median ± stddev", "vs fastest"];
+    let header = [
+        "case",
+        "status",
+        "encode median ± stddev",
+        "vs fastest",
+        "decode median ± stddev",
+        "vs fastest",
+    ];
     let mut rows: Vec<[String; 6]> = vec![header.map(str::to_string)];
     for c in &report.cases {
         let (e, er) = cell(c.encode.as_ref(), enc_best);
         let (d, dr) = cell(c.decode.as_ref(), dec_best);
-        let status = serde_json::to_value(c.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let status = serde_json::to_value(c.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
         rows.push([c.id.clone(), status, e, er, d, dr]);
     }
     let mut widths = [0usize; 6];
@@ -52,7 +62,13 @@ pub fn render_table(report: &Report) -> String {
             .iter()
             .zip(widths)
             .enumerate()
-            .map(|(k, (cell, w))| if k >= 2 { format!("{cell:>w$}") } else { format!("{cell:<w$}") })
+            .map(|(k, (cell, w))| {
+                if k >= 2 {
+                    format!("{cell:>w$}")
+                } else {
+                    format!("{cell:<w$}")
+                }
+            })
             .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
@@ -68,7 +84,11 @@ fn cell(p: Option<&PassStats>, best: f64) -> (String, String) {
     match p {
         None => ("-".into(), "-".into()),
         Some(p) => {
-            let rel = if best.is_finite() && best > 0.0 { format!("{:.2}x", p.median_s / best) } else { "-".into() };
+            let rel = if best.is_finite() && best > 0.0 {
+                format!("{:.2}x", p.median_s / best)
+            } else {
+                "-".into()
+            };
             (format!("{} ± {}", fmt_s(p.median_s), fmt_s(p.stddev_s)), rel)
         }
     }

@@ -27,8 +27,20 @@ pub const FAULT_VAR: &str = "WAN_VAE_BENCH_FAULT";
 
 /// Prefixes of the variables a worker reports besides those its variant set.
 pub const REPORTED_ENV_PREFIXES: &[&str] = &[
-    "MIOPEN_", "HSA_", "HIP_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "PYTORCH_", "TORCH_", "CUDA_", "CUBLAS_", "CUDNN_",
-    "RAYON_", "OMP_", "CANDLE_",
+    "MIOPEN_",
+    "HSA_",
+    "HIP_",
+    "ROCM_",
+    "ROCBLAS_",
+    "HIPBLASLT_",
+    "PYTORCH_",
+    "TORCH_",
+    "CUDA_",
+    "CUBLAS_",
+    "CUDNN_",
+    "RAYON_",
+    "OMP_",
+    "CANDLE_",
 ];
 
 /// What the parent asks one worker to measure.
@@ -136,7 +148,9 @@ pub fn run(spec: &WorkerSpec) -> WorkerResult {
 pub fn seen_env(variant_vars: &[String]) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     for (k, v) in std::env::vars_os() {
-        let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else { continue };
+        let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else {
+            continue;
+        };
         if variant_vars.iter().any(|n| n == k) || REPORTED_ENV_PREFIXES.iter().any(|p| k.starts_with(p)) {
             env.insert(k.to_string(), v.to_string());
         }
@@ -164,7 +178,10 @@ fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
             }
         }
         "fail" => empty(CaseStatus::Failed, "injected failure (WAN_VAE_BENCH_FAULT=fail)"),
-        "unsupported" => empty(CaseStatus::Unsupported, "injected unsupported setting (WAN_VAE_BENCH_FAULT=unsupported)"),
+        "unsupported" => empty(
+            CaseStatus::Unsupported,
+            "injected unsupported setting (WAN_VAE_BENCH_FAULT=unsupported)",
+        ),
         "fake" => Some(fake(spec)),
         other => empty(
             CaseStatus::Failed,
@@ -208,12 +225,8 @@ fn timed(f: impl FnOnce()) -> f64 {
 /// Load, warm up and measure. Errors carry the status they should be recorded as.
 fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     phase("device");
-    let device = crate::device::parse(&spec.device)
-        .map_err(|e| Classified(CaseStatus::Unsupported, e.context(format!("device {:?}", spec.device))))?;
-    if device.is_cpu() && spec.device.trim() != "cpu" {
-        let msg = anyhow::anyhow!("device {:?} is not available in this build (it ran as cpu)", spec.device);
-        return Err(Classified(CaseStatus::Unsupported, msg));
-    }
+    // A device this build lacks, or one that cannot be opened, is `unsupported` here.
+    let device = crate::device::parse(&spec.device).map_err(|e| Classified(CaseStatus::Unsupported, e.into()))?;
     let source = if spec.weights == "synthetic" {
         WeightsSource::Synthetic { seed: 0 }
     } else {
@@ -229,7 +242,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     let cfg = weights.config;
     let model = WorkerModel {
         format: weights.format.clone(),
-        on_disk_dtype: weights.on_disk_dtypes.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("+"),
+        on_disk_dtype: weights.dtype_summary(),
         params: weights.params,
         dim: cfg.dim,
         z_dim: cfg.z_dim,
@@ -240,7 +253,10 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     let video = synthetic_video(spec.frames, spec.width, spec.height, &device).map_err(classify)?;
     let opts = RunOptions {
         chunk: spec.chunk,
-        tiling: spec.tile_px.map(|tile_px| Tiling { tile_px, overlap_px: spec.overlap_px.unwrap_or(0) }),
+        tiling: spec.tile_px.map(|tile_px| Tiling {
+            tile_px,
+            overlap_px: spec.overlap_px.unwrap_or(0),
+        }),
     };
     let (mut enc_warm, mut dec_warm, mut enc, mut dec) = (vec![], vec![], vec![], vec![]);
     let mut latent: Option<Tensor> = None;
@@ -277,9 +293,14 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     }
     drop(latent);
     let (f, w, h) = (spec.frames, spec.width, spec.height);
-    let out_frames = 1 + 4 * ((f.max(1) - 1) / 4);
+    let out_frames = crate::model::frames_used(f).map_err(|e| classify(e.into()))?;
     let encode = pass_stats(enc, enc_warm, f, crate::model::flops::encode_gflop(&cfg, f, w, h));
-    let decode = pass_stats(dec, dec_warm, out_frames, crate::model::flops::decode_gflop(&cfg, f, w, h));
+    let decode = pass_stats(
+        dec,
+        dec_warm,
+        out_frames,
+        crate::model::flops::decode_gflop(&cfg, f, w, h),
+    );
     Ok(WorkerResult {
         compute_dtype: Some(vae.compute_dtype()),
         encode: Some(encode),
