@@ -4,7 +4,7 @@
 #   scripts/sweep_env.sh MIOPEN_FIND_MODE 1 2 3 5 -- --config configs/gfx1151-miopen.toml --env baseline
 #
 # Every argument after `--` goes to `wan-vae-bench run`. The variable is exported to the run,
-# so every worker inherits it (and records it in its case's `env`). Reports are written to
+# so every worker inherits it and records it in its case's `env` (WAN_VAE_BENCH_RECORD_ENV). Reports are written to
 # results/<UTC time>-<VAR>=<value>.json; the script exits non-zero if any run did.
 # Set WAN_VAE_BENCH to the binary (default: target/release/wan-vae-bench, built if missing).
 set -euo pipefail
@@ -27,7 +27,7 @@ for value in "${values[@]}"; do
     out="results/${stamp}-${var}=${value}.json"
     echo "== ${var}=${value} -> ${out}" >&2
     rc=0
-    env "${var}=${value}" "$bin" run --output "$out" "$@" || rc=$?
+    env "${var}=${value}" "WAN_VAE_BENCH_RECORD_ENV=${var}" "$bin" run --output "$out" "$@" || rc=$?
     if [[ $rc -ge 2 ]]; then echo "run failed to start (exit $rc); stopping" >&2; exit "$rc"; fi
     [[ $rc -eq 0 ]] || status=1
 done

@@ -37,6 +37,8 @@ fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
         .arg(&report_path)
         .env("ROCBLAS_LAYER", "0") // inherited from the parent: a reported prefix
         .env("UNRELATED_VAR", "x") // inherited, not reported
+        .env("SWEPT_KNOB", "7") // inherited, reported because named in WAN_VAE_BENCH_RECORD_ENV
+        .env("WAN_VAE_BENCH_RECORD_ENV", "SWEPT_KNOB")
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -52,6 +54,7 @@ fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
         assert_eq!(c.env.get("MY_CUSTOM_KNOB").map(String::as_str), Some("hello"));
         assert_eq!(c.env.get("ROCBLAS_LAYER").map(String::as_str), Some("0"));
         assert!(!c.env.contains_key("UNRELATED_VAR"));
+        assert_eq!(c.env.get("SWEPT_KNOB").map(String::as_str), Some("7"));
         assert!(!c.env.contains_key("WAN_VAE_BENCH_ENV_PADDING"));
         let e = c.encode.as_ref().unwrap();
         assert_eq!(e.samples_s.len(), 3);

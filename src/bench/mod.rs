@@ -249,7 +249,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             height: case.height,
             warmup: opts.warmup,
             runs: opts.runs,
-            variant_vars: case.env_vars.keys().cloned().collect(),
+            variant_vars: case.env_vars.keys().cloned().chain(extra_recorded_vars()).collect(),
         };
         let result = executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
         if let (false, Some(m)) = (model_known, &result.model) {
@@ -279,6 +279,21 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
     Ok(if all_ok { 0 } else { 1 })
 }
+
+/// Extra variable names every worker records (`WAN_VAE_BENCH_RECORD_ENV`, comma-separated),
+/// e.g. the variable `scripts/sweep_env.sh` sweeps.
+fn extra_recorded_vars() -> Vec<String> {
+    std::env::var(RECORD_ENV_VAR)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Names extra variables for the workers to record in each case's `env`.
+pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";
 
 fn to_record(case: &matrix::Case, r: worker::WorkerResult) -> CaseRecord {
     CaseRecord {

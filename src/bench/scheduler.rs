@@ -37,7 +37,8 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
     match order {
         Order::AsWritten => None,
         Order::Shuffled => {
-            let seed = seed.unwrap_or_else(|| rand::thread_rng().gen());
+            // Drawn seeds stay below 2^53 so that JSON readers using doubles keep them exact.
+            let seed = seed.unwrap_or_else(|| rand::thread_rng().gen::<u64>() >> 11);
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             items.shuffle(&mut rng);
             Some(seed)
