@@ -67,18 +67,27 @@ pub fn inspection(reference: &str, w: &Weights) -> Inspection {
 
 pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
     if args.list_presets {
-        print!("{}", crate::weights::presets_text());
+        print!("{}", crate::weights::source::list_presets());
         return Ok(0);
     }
     let reference = args.weights.expect("clap requires --weights");
-    let source = crate::weights::resolve_reference(&reference)?;
-    let w = crate::weights::load(&source)?;
+    let resolved = crate::weights::source::resolve(&reference)?;
+    let w = crate::weights::load(&resolved.source)?;
     let info = inspection(&reference, &w);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(0);
     }
     println!("weights:        {}", info.weights);
+    let m = &resolved.info;
+    if let Some(repo) = &m.repo {
+        let rev = m.revision.as_deref().unwrap_or("?");
+        println!("hub:            {repo} / {} @ {rev}", m.file.as_deref().unwrap_or("?"));
+    }
+    if let Some(path) = &m.local_path {
+        println!("file:           {path} ({} bytes)", m.file_size_bytes.unwrap_or(0));
+        println!("sha256:         {}", m.sha256.as_deref().unwrap_or("?"));
+    }
     println!("format:         {}", info.format);
     println!("on-disk dtype:  {}", info.on_disk_dtypes.join(", "));
     println!("tensors:        {}", info.tensor_count);

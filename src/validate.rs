@@ -116,7 +116,7 @@ pub struct OutputCheck {
     pub psnr_db: Option<f64>,
     /// Largest |expected| value.
     pub max_abs_expected: f64,
-    /// Allowed max abs error.
+    /// Allowed value of the rule's metric (see `tolerance_rule`).
     pub tolerance: f64,
     pub pass: bool,
 }
@@ -141,28 +141,48 @@ struct ValidateReport {
     pass: bool,
 }
 
-/// Relative tolerance factor `r` in `max_abs_error <= r * max(1, max|expected|)`.
-///
-/// fp32 untiled (any chunk): 1e-4, rounding only. bf16: 1e-1 and fp16: 2e-2, the
-/// rounding of 8- and 11-bit mantissas through ~40 layers (measured on the fixtures:
-/// at most 0.054 and 0.0062 of max(1, max|expected|)). Tiling changes what each
-/// output pixel sees (tiles are encoded separately and blended), so it is bounded by the
-/// same rule with 0.5: it catches broken stitching, not the expected seam differences.
-pub fn tolerance_factor(precision: Precision, tiled: bool) -> f64 {
-    let p: f64 = match precision {
-        Precision::Fp32 => 1e-4,
-        Precision::Fp16 => 2e-2,
-        Precision::Bf16 => 1e-1,
-    };
-    if tiled {
-        p.max(0.5)
-    } else {
-        p
+/// The pass rule of one output: `metric <= factor * max(1, max|expected|)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// `max_abs_error` or `mean_abs_error`.
+    pub metric: &'static str,
+    pub factor: f64,
+}
+
+impl Tolerance {
+    /// - fp32 untiled (any chunk): max abs error, 1e-4: rounding only.
+    /// - bf16: max abs, 1e-1; fp16: max abs, 2e-2: rounding of 8- and 11-bit mantissas
+    ///   through ~40 layers (measured on the fixtures: at most 0.054 and 0.0062).
+    /// - tiled (any precision): mean abs error, 0.2. Tiles are encoded/decoded separately
+    ///   and blended, so every pixel near a seam sees less context than untiled: that is
+    ///   the method, not rounding (measured: tiles of 32-64 px on 96 px clips give
+    ///   PSNR 15-20 dB on the decoded video with random weights). The bound catches broken
+    ///   stitching, not seam differences; `tiling::tests` checks stitching exactly.
+    pub fn for_settings(precision: Precision, tiled: bool) -> Tolerance {
+        if tiled {
+            return Tolerance {
+                metric: "mean_abs_error",
+                factor: 0.2,
+            };
+        }
+        let factor = match precision {
+            Precision::Fp32 => 1e-4,
+            Precision::Fp16 => 2e-2,
+            Precision::Bf16 => 1e-1,
+        };
+        Tolerance {
+            metric: "max_abs_error",
+            factor,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        format!("{} <= {:e} x max(1, max|expected|)", self.metric, self.factor)
     }
 }
 
 /// Compare `got` with `expected` (same shape, f32).
-pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, factor: f64) -> anyhow::Result<OutputCheck> {
+pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, tol: Tolerance) -> anyhow::Result<OutputCheck> {
     if got.dims() != expected.dims() {
         anyhow::bail!(
             "{output}: computed shape {:?} differs from expected {:?}",
@@ -174,7 +194,12 @@ pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, factor: f64) 
     let e = expected.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
     let stats = crate::quality::error_stats(&e, &g);
     let max_abs_expected = e.iter().fold(0f64, |m, v| m.max(v.abs() as f64));
-    let tolerance = factor * max_abs_expected.max(1.0);
+    let tolerance = tol.factor * max_abs_expected.max(1.0);
+    let measured = if tol.metric == "mean_abs_error" {
+        stats.mean_abs
+    } else {
+        stats.max_abs
+    };
     let finite = g.iter().all(|v| v.is_finite());
     Ok(OutputCheck {
         output: output.to_string(),
@@ -184,21 +209,22 @@ pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, factor: f64) 
         psnr_db: stats.psnr_db,
         max_abs_expected,
         tolerance,
-        pass: finite && stats.max_abs <= tolerance,
+        pass: finite && measured <= tolerance,
     })
 }
 
 pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     let device = crate::device::parse(&args.device)?;
-    let source = crate::weights::resolve_reference(&args.weights)?;
+    // Cases first: a bad cases file must not start a 508 MB download.
     let cases = read_cases(&args.cases)?;
+    let source = crate::weights::source::resolve(&args.weights)?.source;
     let weights = crate::weights::load(&source)?;
     let vae = WanVae::with_conv_impl(&weights, args.precision, &device, args.conv)?;
     let opts = RunOptions {
         chunk: args.chunk,
         tiling: args.tile,
     };
-    let factor = tolerance_factor(args.precision, args.tile.is_some());
+    let tol = Tolerance::for_settings(args.precision, args.tile.is_some());
     let mut saved: Vec<(String, Tensor)> = Vec::new();
     let mut reports = Vec::new();
     for case in &cases {
@@ -208,7 +234,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
                 let latent = vae
                     .encode(&case.input, &opts)
                     .with_context(|| format!("case {}: encode", case.name))?;
-                outputs.push(check_output("latent", &latent, expected_latent, factor)?);
+                outputs.push(check_output("latent", &latent, expected_latent, tol)?);
                 saved.push((
                     format!("{}.latent", case.name),
                     latent.to_dtype(DType::F32)?.to_device(&Device::Cpu)?,
@@ -220,7 +246,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
         let decoded = vae
             .decode(&decode_input, &opts)
             .with_context(|| format!("case {}: decode", case.name))?;
-        outputs.push(check_output("decoded", &decoded, &case.decoded, factor)?);
+        outputs.push(check_output("decoded", &decoded, &case.decoded, tol)?);
         saved.push((
             format!("{}.decoded", case.name),
             decoded.to_dtype(DType::F32)?.to_device(&Device::Cpu)?,
@@ -243,7 +269,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
         tile: args.tile.map(|t| format!("{}:{}", t.tile_px, t.overlap_px)),
         device: args.device.clone(),
         conv: format!("{:?}", args.conv).to_lowercase(),
-        tolerance_rule: format!("max_abs_error <= {factor:e} x max(1, max|expected|)"),
+        tolerance_rule: tol.describe(),
         cases: reports,
         pass,
     };

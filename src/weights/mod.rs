@@ -12,6 +12,7 @@ use crate::error::UserError;
 use crate::model::VaeConfig;
 
 pub mod layout;
+pub mod source;
 pub mod synthetic;
 
 /// Where weights come from once a reference is resolved to something local.
@@ -183,24 +184,4 @@ fn read_pth(path: &Path) -> Result<HashMap<String, Tensor>, UserError> {
         entries = candle_core::pickle::read_all_with_key(path, Some(key)).unwrap_or_default();
     }
     Ok(entries.into_iter().collect())
-}
-
-/// Resolve a `--weights` reference to a local source: `synthetic` or an existing path.
-pub fn resolve_reference(reference: &str) -> Result<WeightsSource, UserError> {
-    if reference == "synthetic" {
-        return Ok(WeightsSource::Synthetic { seed: 0 });
-    }
-    let path = PathBuf::from(reference);
-    if !path.exists() {
-        return Err(UserError::file(
-            path,
-            "weights file not found (or use --weights synthetic)",
-        ));
-    }
-    Ok(WeightsSource::File(path))
-}
-
-/// The `--weights` presets, as text (replaced by the hub resolver's list when it lands).
-pub fn presets_text() -> String {
-    "synthetic  built-in synthetic weights of the real layout (dim 96, z_dim 16)\n".to_string()
 }
