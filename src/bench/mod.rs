@@ -144,32 +144,19 @@ pub struct ResolvedRef {
     pub info: ModelInfo,
 }
 
-/// Resolve a weights reference once, in the parent. Stand-in for the hub resolver
-/// (`crate::weights::source::resolve`, issue 4): `synthetic`, or an existing local file.
+/// Resolve a weights reference once, in the parent, through the hub resolver
+/// ([`crate::weights::source::resolve`]: `synthetic`, a local file, a hub reference or a
+/// preset); workers then get the local path (or `synthetic`).
 pub fn resolve_weights(reference: &str) -> anyhow::Result<ResolvedRef> {
-    let mut info = ModelInfo {
-        source: reference.to_string(),
-        ..Default::default()
+    let resolved = crate::weights::source::resolve(reference)?;
+    let worker_ref = match &resolved.source {
+        WeightsSource::Synthetic { .. } => "synthetic".to_string(),
+        // Already absolute; kept as is (a hub cache symlink keeps its file extension).
+        WeightsSource::File(path) => path.display().to_string(),
     };
-    let path = match crate::weights::resolve_reference(reference)? {
-        WeightsSource::Synthetic { .. } => {
-            return Ok(ResolvedRef {
-                worker_ref: "synthetic".into(),
-                info,
-            })
-        }
-        WeightsSource::File(path) => path,
-    };
-    let meta = std::fs::metadata(&path).map_err(|e| UserError::file(&path, format!("cannot read: {e}")))?;
-    if !meta.is_file() {
-        return Err(UserError::file(&path, "not a weights file (a directory?)").into());
-    }
-    let abs = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-    info.local_path = Some(abs.display().to_string());
-    info.file_size_bytes = Some(meta.len());
     Ok(ResolvedRef {
-        worker_ref: abs.display().to_string(),
-        info,
+        worker_ref,
+        info: resolved.info,
     })
 }
 
