@@ -178,7 +178,7 @@ pub struct PassStats {
     pub gflop: f64,
     /// `gflop / median_s`.
     pub gflop_per_s: f64,
-    /// Number of samples flagged as outliers by the MAD rule (|x - median| / (1.4826 MAD) > 3).
+    /// Number of samples flagged as outliers by hyperfine's MAD rule (|x - median| / MAD > 1.4826 * 10).
     pub outliers: usize,
 }
 

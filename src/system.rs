@@ -1,6 +1,8 @@
 //! System context: OS, CPU, memory, GPUs (AMD via KFD/DRM sysfs, NVIDIA via nvidia-smi),
 //! ROCm version, toolchain; and the `system` command. Missing pieces are `None`.
 //! All `/sys` reads go through [`sysfs_root`] (`WAN_VAE_BENCH_SYSFS_ROOT` replaces `/`).
+use std::path::{Path, PathBuf};
+
 use serde::{Deserialize, Serialize};
 
 /// Everything a report records about the machine and build.
@@ -71,11 +73,312 @@ pub struct SystemArgs {
     pub json: bool,
 }
 
-/// Collect the system context. Never fails: unknown pieces are `None`.
-pub fn collect() -> SystemInfo {
-    SystemInfo::default()
+/// Root under which `/sys` is read: `WAN_VAE_BENCH_SYSFS_ROOT`, or `/`.
+pub fn sysfs_root() -> PathBuf {
+    std::env::var_os("WAN_VAE_BENCH_SYSFS_ROOT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
 }
 
-pub fn command(_args: SystemArgs) -> anyhow::Result<i32> {
-    anyhow::bail!("system: not implemented yet")
+/// Read a `/sys/...` path through [`sysfs_root`], trimmed; `None` when missing or empty.
+fn sys_read(path: &str) -> Option<String> {
+    read_trimmed(&sysfs_root().join(path.trim_start_matches('/')))
+}
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Collect the system context. Never fails: unknown pieces are `None`.
+pub fn collect() -> SystemInfo {
+    let mut sys = sysinfo::System::new_with_specifics(
+        sysinfo::RefreshKind::nothing()
+            .with_cpu(sysinfo::CpuRefreshKind::nothing())
+            .with_memory(sysinfo::MemoryRefreshKind::nothing().with_ram()),
+    );
+    sys.refresh_memory();
+    let cpu_model = sys
+        .cpus()
+        .first()
+        .map(|c| c.brand().trim().to_string())
+        .filter(|s| !s.is_empty());
+    let threads = std::thread::available_parallelism().ok().map(|n| n.get());
+    let mut gpus = amd_gpus();
+    let (nvidia, nvidia_driver_version) = nvidia_gpus();
+    gpus.extend(nvidia);
+    let tool = crate::report::this_tool();
+    SystemInfo {
+        os: Some(std::env::consts::OS.to_string()),
+        distro: sysinfo::System::long_os_version().or_else(sysinfo::System::name),
+        kernel: sysinfo::System::kernel_version(),
+        hostname: sysinfo::System::host_name(),
+        cpu_model,
+        cpu_cores: sys.physical_core_count(),
+        cpu_threads: threads.or_else(|| (!sys.cpus().is_empty()).then(|| sys.cpus().len())),
+        cpu_simd: simd_features(),
+        cpu_governor: sys_read("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        memory_total_bytes: Some(sys.total_memory()).filter(|&m| m > 0),
+        gpus,
+        rocm_version: rocm_version(),
+        nvidia_driver_version,
+        rustc_version: option_env!("WAN_VAE_BENCH_RUSTC_VERSION").map(str::to_string),
+        candle_version: option_env!("WAN_VAE_BENCH_CANDLE_VERSION").map(str::to_string),
+        cargo_features: crate::device::compiled_features(),
+        tool_version: Some(tool.version),
+        git_commit: tool.git_commit,
+    }
+}
+
+/// SIMD features relevant to candle's CPU kernels that this CPU has.
+pub fn simd_features() -> Vec<String> {
+    #[allow(unused_mut)]
+    let mut out: Vec<&str> = Vec::new();
+    #[cfg(any(target_arch = "x86", target_arch = "x86_64"))]
+    {
+        macro_rules! check {
+            ($($f:tt),*) => { $( if std::arch::is_x86_feature_detected!($f) { out.push($f); } )* };
+        }
+        check!(
+            "sse4.2",
+            "avx",
+            "avx2",
+            "fma",
+            "f16c",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512vnni",
+            "avx512bf16"
+        );
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        macro_rules! check {
+            ($($f:tt),*) => { $( if std::arch::is_aarch64_feature_detected!($f) { out.push($f); } )* };
+        }
+        check!("neon", "fp16", "bf16", "i8mm", "dotprod", "sve", "sve2");
+    }
+    out.into_iter().map(str::to_string).collect()
+}
+
+/// `gfx_target_version` (e.g. 110501) as a gfx target name (`gfx1151`); 0 (a CPU) is `None`.
+pub fn gfx_target_name(version: u64) -> Option<String> {
+    if version == 0 {
+        return None;
+    }
+    let (major, minor, step) = (version / 10000, (version / 100) % 100, version % 100);
+    Some(format!("gfx{major}{minor:x}{step:x}"))
+}
+
+/// `key value` lines of a KFD `properties` file.
+fn kfd_properties(text: &str) -> std::collections::HashMap<String, u64> {
+    text.lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            Some((it.next()?.to_string(), it.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// AMD GPUs from the KFD topology, with VRAM/GTT from the matching DRM device.
+fn amd_gpus() -> Vec<GpuInfo> {
+    let root = sysfs_root();
+    let nodes_dir = root.join("sys/class/kfd/kfd/topology/nodes");
+    let Ok(entries) = std::fs::read_dir(&nodes_dir) else {
+        return Vec::new();
+    };
+    let mut nodes: Vec<(u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
+        .collect();
+    nodes.sort();
+    let cards = drm_cards(&root);
+    let driver_version = sys_read("sys/module/amdgpu/version");
+    let mut gpus = Vec::new();
+    for (_, node) in nodes {
+        let Some(text) = read_trimmed(&node.join("properties")) else {
+            continue;
+        };
+        let props = kfd_properties(&text);
+        let Some(gfx_target) = props.get("gfx_target_version").copied().and_then(gfx_target_name) else {
+            continue;
+        };
+        let compute_units = match (props.get("simd_count"), props.get("simd_per_cu")) {
+            (Some(&simds), Some(&per_cu)) if per_cu > 0 && simds > 0 => Some(simds / per_cu),
+            _ => None,
+        };
+        let card = props
+            .get("drm_render_minor")
+            .and_then(|m| drm_device_dir(&root, &format!("renderD{m}")))
+            .or_else(|| cards.get(gpus.len()).cloned());
+        let mem = |name: &str| {
+            card.as_ref()
+                .and_then(|c| read_trimmed(&c.join(name)))
+                .and_then(|s| s.parse().ok())
+        };
+        let name = read_trimmed(&node.join("name"))
+            .or_else(|| card.as_ref().and_then(|c| read_trimmed(&c.join("product_name"))));
+        gpus.push(GpuInfo {
+            vendor: "amd".to_string(),
+            name,
+            gfx_target: Some(gfx_target),
+            compute_units,
+            vram_total_bytes: mem("mem_info_vram_total"),
+            gtt_total_bytes: mem("mem_info_gtt_total"),
+            driver_version: driver_version.clone(),
+        });
+    }
+    gpus
+}
+
+/// `/sys/class/drm/<name>/device` when it has `mem_info_vram_total`.
+fn drm_device_dir(root: &Path, name: &str) -> Option<PathBuf> {
+    let dir = root.join("sys/class/drm").join(name).join("device");
+    dir.join("mem_info_vram_total").exists().then_some(dir)
+}
+
+/// `card*` DRM devices with memory info, in card-number order.
+fn drm_cards(root: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(root.join("sys/class/drm")) else {
+        return Vec::new();
+    };
+    let mut cards: Vec<(u64, String)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            Some((name.strip_prefix("card")?.parse().ok()?, name))
+        })
+        .collect();
+    cards.sort();
+    cards
+        .into_iter()
+        .filter_map(|(_, n)| drm_device_dir(root, &n))
+        .collect()
+}
+
+/// ROCm version from `$ROCM_PATH/.info/version` (default `/opt/rocm`).
+fn rocm_version() -> Option<String> {
+    let base = std::env::var_os("ROCM_PATH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/rocm"));
+    read_trimmed(&base.join(".info/version"))
+}
+
+/// NVIDIA GPUs and driver version via `nvidia-smi`, when it is installed.
+fn nvidia_gpus() -> (Vec<GpuInfo>, Option<String>) {
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=name,memory.total,driver_version",
+            "--format=csv,noheader,nounits",
+        ])
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+        return (Vec::new(), None);
+    };
+    let mut driver = None;
+    let gpus = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(',').map(str::trim).collect();
+            if f.len() < 3 {
+                return None;
+            }
+            driver = Some(f[2].to_string());
+            Some(GpuInfo {
+                vendor: "nvidia".to_string(),
+                name: Some(f[0].to_string()),
+                vram_total_bytes: f[1].parse::<u64>().ok().map(|mib| mib * 1024 * 1024),
+                driver_version: Some(f[2].to_string()),
+                ..Default::default()
+            })
+        })
+        .collect();
+    (gpus, driver)
+}
+
+/// Human-readable rendering of `info` for `wan-vae-bench system`.
+pub fn render_text(info: &SystemInfo) -> String {
+    fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+        v.as_ref().map(|x| x.to_string()).unwrap_or_else(|| "unknown".into())
+    }
+    fn gib(b: Option<u64>) -> String {
+        b.map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
+            .unwrap_or_else(|| "unknown".into())
+    }
+    let mut s = String::new();
+    let mut line = |k: &str, v: String| s.push_str(&format!("{k:<14} {v}\n"));
+    line("os", format!("{} ({})", opt(&info.os), opt(&info.distro)));
+    line("kernel", opt(&info.kernel));
+    line("hostname", opt(&info.hostname));
+    line("cpu", opt(&info.cpu_model));
+    line(
+        "cores/threads",
+        format!("{} / {}", opt(&info.cpu_cores), opt(&info.cpu_threads)),
+    );
+    line("simd", info.cpu_simd.join(" "));
+    line("governor", opt(&info.cpu_governor));
+    line("memory", gib(info.memory_total_bytes));
+    if info.gpus.is_empty() {
+        line("gpus", "none found".into());
+    }
+    for (i, g) in info.gpus.iter().enumerate() {
+        line(
+            &format!("gpu {i}"),
+            format!(
+                "{} {} {} CUs={} VRAM={} GTT={} driver={}",
+                g.vendor,
+                opt(&g.name),
+                opt(&g.gfx_target),
+                opt(&g.compute_units),
+                gib(g.vram_total_bytes),
+                gib(g.gtt_total_bytes),
+                opt(&g.driver_version)
+            ),
+        );
+    }
+    line("rocm", opt(&info.rocm_version));
+    line("nvidia driver", opt(&info.nvidia_driver_version));
+    line("rustc", opt(&info.rustc_version));
+    line("candle", opt(&info.candle_version));
+    line(
+        "features",
+        if info.cargo_features.is_empty() {
+            "(none)".into()
+        } else {
+            info.cargo_features.join(",")
+        },
+    );
+    line(
+        "tool",
+        format!("{} ({})", opt(&info.tool_version), opt(&info.git_commit)),
+    );
+    s
+}
+
+/// `wan-vae-bench system [--json]`.
+pub fn command(args: SystemArgs) -> anyhow::Result<i32> {
+    let info = collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&info)?);
+    } else {
+        print!("{}", render_text(&info));
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gfx_names() {
+        assert_eq!(gfx_target_name(110501).as_deref(), Some("gfx1151"));
+        assert_eq!(gfx_target_name(90010).as_deref(), Some("gfx90a"));
+        assert_eq!(gfx_target_name(110000).as_deref(), Some("gfx1100"));
+        assert_eq!(gfx_target_name(90402).as_deref(), Some("gfx942"));
+        assert_eq!(gfx_target_name(0), None);
+    }
 }

@@ -1,0 +1,217 @@
+//! The TOML matrix file: `[model]`, `[run]`, `[matrix]` and `[env.NAME]` tables, parsed
+//! strictly (an unknown key, an unknown env variant, an invalid value or an empty axis is an
+//! error naming it) into [`BenchOptions`]. Also the built-in smoke matrix.
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::options::{self, Axes, BenchOptions, BASELINE};
+use super::scheduler::Order;
+use crate::error::UserError;
+
+/// The built-in smoke matrix (`configs/smoke.toml`), run when no `--config` is given.
+pub const SMOKE_TOML: &str = include_str!("../../configs/smoke.toml");
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    model: ModelSection,
+    #[serde(default)]
+    run: RunSection,
+    #[serde(default)]
+    matrix: MatrixSection,
+    #[serde(default)]
+    env: BTreeMap<String, BTreeMap<String, toml::Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelSection {
+    weights: Option<String>,
+    device: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunSection {
+    warmup: Option<usize>,
+    runs: Option<usize>,
+    timeout_s: Option<f64>,
+    order: Option<String>,
+    seed: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MatrixSection {
+    frames: Option<Vec<usize>>,
+    size: Option<Vec<String>>,
+    precision: Option<Vec<String>>,
+    tile: Option<Vec<String>>,
+    chunk: Option<Vec<usize>>,
+    env: Option<Vec<String>>,
+}
+
+/// Read and parse a matrix file; errors name the file and the culprit.
+pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| UserError::file(path, format!("cannot read matrix file: {e}")))?;
+    let mut opts = parse(&text).map_err(|e| UserError::file(path, format!("{e:#}")))?;
+    opts.config_path = Some(path.to_path_buf());
+    Ok(opts)
+}
+
+/// The built-in smoke matrix.
+pub fn smoke() -> BenchOptions {
+    parse(SMOKE_TOML).expect("built-in smoke matrix is valid")
+}
+
+/// Parse matrix-file text. Missing sections and axes take defaults (synthetic weights on
+/// the CPU, warmup 1, runs 3, 900 s, 5 frames of 64x64, fp32, untiled, chunk 1, baseline);
+/// an axis that is present must not be empty.
+pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
+    let file: File = toml::from_str(text).map_err(|e| UserError::Other(format!("invalid matrix file: {e}")))?;
+    let m = file.matrix;
+    let axes = Axes {
+        frames: options::check_frames("matrix.frames", axis("frames", m.frames, vec![5])?)?,
+        sizes: axis("size", m.size, vec!["64x64".into()])?
+            .iter()
+            .map(|s| options::parse_size("matrix.size", s))
+            .collect::<Result<_, _>>()?,
+        precisions: axis("precision", m.precision, vec!["fp32".into()])?
+            .iter()
+            .map(|s| options::parse_precision("matrix.precision", s))
+            .collect::<Result<_, _>>()?,
+        tiles: axis("tile", m.tile, vec!["none".into()])?
+            .iter()
+            .map(|s| options::parse_tile("matrix.tile", s))
+            .collect::<Result<_, _>>()?,
+        chunks: options::check_chunks("matrix.chunk", axis("chunk", m.chunk, vec![1])?)?,
+        envs: axis("env", m.env, vec![BASELINE.into()])?,
+    };
+    let mut variants = BTreeMap::new();
+    variants.insert(BASELINE.to_string(), BTreeMap::new());
+    for (name, vars) in file.env {
+        let mut out = BTreeMap::new();
+        for (key, value) in vars {
+            if key.is_empty() || key.contains(['=', '\0']) {
+                return Err(UserError::invalid(format!("env.{name}"), key, "an environment variable name").into());
+            }
+            let value = match value {
+                toml::Value::String(s) => s,
+                toml::Value::Integer(i) => i.to_string(),
+                toml::Value::Float(f) => f.to_string(),
+                toml::Value::Boolean(b) => (if b { "1" } else { "0" }).to_string(),
+                other => {
+                    return Err(UserError::invalid(
+                        format!("env.{name}.{key}"),
+                        other.to_string(),
+                        "a string, number or boolean",
+                    )
+                    .into())
+                }
+            };
+            out.insert(key, value);
+        }
+        variants.insert(name, out);
+    }
+    let order = match &file.run.order {
+        Some(o) => Order::parse("run.order", o)?,
+        None => Order::Shuffled,
+    };
+    let opts = BenchOptions {
+        weights: file.model.weights.unwrap_or_else(|| "synthetic".into()),
+        device: file.model.device.unwrap_or_else(|| "cpu".into()),
+        warmup: file.run.warmup.unwrap_or(1),
+        runs: file.run.runs.unwrap_or(3),
+        timeout_s: file.run.timeout_s.unwrap_or(900.0),
+        order,
+        seed: file.run.seed,
+        output: None,
+        quiet: false,
+        config_path: None,
+        axes,
+        variants,
+    };
+    opts.validate()?;
+    Ok(opts)
+}
+
+fn axis<T>(name: &str, values: Option<Vec<T>>, default: Vec<T>) -> anyhow::Result<Vec<T>> {
+    match values {
+        None => Ok(default),
+        Some(v) if v.is_empty() => {
+            Err(UserError::Other(format!("matrix.{name} is empty: give at least one value")).into())
+        }
+        Some(v) => Ok(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(text: &str) -> String {
+        format!("{:#}", parse(text).unwrap_err())
+    }
+
+    #[test]
+    fn smoke_is_the_documented_default() {
+        let o = smoke();
+        assert_eq!(o.weights, "synthetic");
+        assert_eq!((o.warmup, o.runs), (1, 2));
+        assert_eq!(o.axes.sizes, vec![(64, 64)]);
+        assert_eq!(o.case_count(), 2);
+    }
+
+    #[test]
+    fn issue_example_parses() {
+        let o = parse(
+            r#"
+[model]
+weights = "synthetic"
+device = "cpu"
+[run]
+warmup = 1
+runs = 3
+timeout_s = 900
+[matrix]
+frames = [5]
+size = ["64x64"]
+precision = ["fp32", "bf16"]
+tile = ["none", "256:64"]
+chunk = [1, 2]
+env = ["baseline", "fastfind"]
+[env.baseline]
+[env.fastfind]
+MIOPEN_FIND_MODE = "2"
+"#,
+        )
+        .unwrap();
+        assert_eq!(o.case_count(), 16);
+        assert_eq!(o.variants["fastfind"]["MIOPEN_FIND_MODE"], "2");
+    }
+
+    #[test]
+    fn errors_name_the_culprit() {
+        assert!(err("[matrix]\nframez = [5]").contains("framez"));
+        assert!(err("[run]\nwarmup = 1\nbogus = 2").contains("bogus"));
+        assert!(err("[matrix]\nenv = [\"nope\"]").contains("nope"));
+        let e = err("[matrix]\nsize = [\"65x64\"]");
+        assert!(e.contains("65x64") && e.contains("64x64"), "{e}");
+        assert!(err("[matrix]\nchunk = []").contains("matrix.chunk is empty"));
+        assert!(err("[matrix]\nprecision = [\"int4\"]").contains("int4"));
+        assert!(err("[matrix]\ntile = [\"100:8\"]").contains("100:8"));
+        assert!(err("[run]\nruns = 0").contains("runs"));
+        assert!(err("[matrix]\nframes = [5, 5]").contains("duplicate"));
+    }
+
+    #[test]
+    fn numeric_env_values_become_strings() {
+        let o = parse("[matrix]\nenv = [\"x\"]\n[env.x]\nMIOPEN_FIND_MODE = 2\nFLAG = true").unwrap();
+        assert_eq!(o.variants["x"]["MIOPEN_FIND_MODE"], "2");
+        assert_eq!(o.variants["x"]["FLAG"], "1");
+    }
+}

@@ -1,0 +1,247 @@
+//! Spawning one worker process per case: the worker is this binary's hidden `worker`
+//! subcommand, started in its own process group with the variant's variables (plus a
+//! random-length padding variable, as hyperfine does) added to the environment. The executor
+//! enforces the per-case timeout (killing the whole group), keeps the tail of stderr,
+//! forwards phase markers, and classifies a worker that died without a result.
+use std::collections::{BTreeMap, VecDeque};
+use std::io::BufRead;
+use std::path::PathBuf;
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use super::worker::{WorkerResult, WorkerSpec, PHASE_MARKER};
+use crate::report::CaseStatus;
+
+/// Lines of worker stderr kept for the report.
+pub const STDERR_TAIL_LINES: usize = 40;
+
+/// Padding variable whose random length shifts the environment size between cases.
+pub const PADDING_VAR: &str = "WAN_VAE_BENCH_ENV_PADDING";
+
+/// Runs cases in worker processes.
+pub struct Executor {
+    /// The binary to re-invoke (normally this one).
+    pub exe: PathBuf,
+    /// Per-case limit.
+    pub timeout: Duration,
+    /// Directory for result files.
+    pub scratch: PathBuf,
+}
+
+impl Executor {
+    /// An executor re-invoking the current binary, with a fresh scratch directory.
+    pub fn new(timeout: Duration) -> anyhow::Result<Executor> {
+        let exe = std::env::current_exe()?;
+        let scratch = std::env::temp_dir().join(format!("wan-vae-bench-{}", std::process::id()));
+        std::fs::create_dir_all(&scratch)?;
+        Ok(Executor { exe, timeout, scratch })
+    }
+
+    /// Run one case; `on_phase` receives the worker's phase markers. Never fails: spawn
+    /// errors, crashes and timeouts become a result with the matching status.
+    pub fn run(
+        &self,
+        spec: &WorkerSpec,
+        vars: &BTreeMap<String, String>,
+        on_phase: &mut dyn FnMut(&str),
+    ) -> WorkerResult {
+        let result_path = self.scratch.join(format!("{}.result.json", sanitize(&spec.id)));
+        let _ = std::fs::remove_file(&result_path);
+        let spec_json = serde_json::to_string(spec).expect("spec serializes");
+        let padding = "X".repeat(rand::thread_rng().gen_range(0..4096));
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("worker")
+            .arg("--case-json")
+            .arg(&spec_json)
+            .arg("--result")
+            .arg(&result_path)
+            .envs(vars)
+            .env(PADDING_VAR, padding)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        isolate(&mut cmd);
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                let msg = format!("cannot start worker {}: {e}", self.exe.display());
+                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
+            }
+        };
+        let stderr = child.stderr.take().expect("stderr piped");
+        let (tx, rx) = mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            let mut tail = VecDeque::new();
+            let mut lines = std::io::BufReader::new(stderr);
+            let mut buf = Vec::new();
+            while matches!(lines.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+                let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+                buf.clear();
+                if let Some(p) = line.strip_prefix(PHASE_MARKER) {
+                    let _ = tx.send(p.to_string());
+                    continue;
+                }
+                if tail.len() == STDERR_TAIL_LINES {
+                    tail.pop_front();
+                }
+                tail.push_back(line);
+            }
+            tail.into_iter().collect::<Vec<_>>()
+        });
+
+        let deadline = Instant::now() + self.timeout;
+        let mut timed_out = false;
+        let status = loop {
+            while let Ok(p) = rx.try_recv() {
+                on_phase(&p);
+            }
+            match child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) => {}
+                Err(_) => break None,
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                kill_group(child.id());
+                let _ = child.kill();
+                break child.wait().ok();
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        };
+        let tail = reader.join().unwrap_or_default();
+        let tail_text = tail.join("\n");
+
+        if timed_out {
+            let msg = format!(
+                "timed out after {:.0} s; worker killed{}",
+                self.timeout.as_secs_f64(),
+                stderr_suffix(&tail_text)
+            );
+            return WorkerResult::empty(CaseStatus::Timeout, Some(msg), vars.clone());
+        }
+        if let Some(mut result) = read_result(&result_path) {
+            let _ = std::fs::remove_file(&result_path);
+            if result.status != CaseStatus::Ok && !tail_text.is_empty() {
+                let base = result.error.take().unwrap_or_default();
+                result.error = Some(format!("{base}{}", stderr_suffix(&tail_text)));
+            }
+            return result;
+        }
+        let (status, why) = classify_death(status, &tail_text);
+        WorkerResult::empty(
+            status,
+            Some(format!("{why}{}", stderr_suffix(&tail_text))),
+            vars.clone(),
+        )
+    }
+}
+
+impl Drop for Executor {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+fn stderr_suffix(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!("\n--- worker stderr (last {STDERR_TAIL_LINES} lines) ---\n{tail}")
+    }
+}
+
+fn read_result(path: &std::path::Path) -> Option<WorkerResult> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .collect()
+}
+
+/// Status and message for a worker that exited without writing a result: out-of-memory
+/// when stderr says so or the kernel's SIGKILL ended it (we did not: that is a timeout),
+/// otherwise failed.
+pub fn classify_death(status: Option<ExitStatus>, stderr_tail: &str) -> (CaseStatus, String) {
+    let lower = stderr_tail.to_ascii_lowercase();
+    let oom_text = lower.contains("memory allocation of") || lower.contains("out of memory");
+    let how = match status {
+        None => "worker vanished (no exit status)".to_string(),
+        Some(s) => describe_exit(s),
+    };
+    if oom_text {
+        return (CaseStatus::Oom, format!("out of memory: {how}"));
+    }
+    if signal_of(status) == Some(9) {
+        return (CaseStatus::Oom, format!("{how}; probably the out-of-memory killer"));
+    }
+    (CaseStatus::Failed, format!("{how} without writing a result"))
+}
+
+fn describe_exit(s: ExitStatus) -> String {
+    if let Some(code) = s.code() {
+        return format!("worker exited with code {code}");
+    }
+    match signal_of(Some(s)) {
+        Some(sig) => format!("worker killed by signal {sig} ({})", signal_name(sig)),
+        None => format!("worker ended: {s}"),
+    }
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        6 => "SIGABRT",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        15 => "SIGTERM",
+        4 => "SIGILL",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        _ => "signal",
+    }
+}
+
+#[cfg(unix)]
+fn signal_of(status: Option<ExitStatus>) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    status.and_then(|s| s.signal())
+}
+
+#[cfg(not(unix))]
+fn signal_of(_status: Option<ExitStatus>) -> Option<i32> {
+    None
+}
+
+/// Own process group (so a timeout kills everything the worker started), and on Linux
+/// die with the parent (so Ctrl-C or a kill of `run` leaves no worker behind).
+#[cfg(unix)]
+fn isolate(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    cmd.process_group(0);
+    #[cfg(target_os = "linux")]
+    unsafe {
+        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(unix))]
+fn isolate(_cmd: &mut Command) {}
+
+#[cfg(unix)]
+fn kill_group(pid: u32) {
+    // SAFETY: plain syscall; the group id is the worker's pid (process_group(0)).
+    unsafe {
+        libc::kill(-(pid as i32), libc::SIGKILL);
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pid: u32) {}

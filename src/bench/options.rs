@@ -1,0 +1,338 @@
+//! Typed benchmark options, independent of clap and of the TOML layout: the run settings,
+//! the matrix axes, the env variants, command-line [`Overrides`], and the value parsers
+//! (`WxH`, `TILE:OVERLAP`, precision names) shared by the config file and the flags.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::error::UserError;
+use crate::model::{Precision, Tiling};
+
+use super::scheduler::Order;
+
+/// Name of the env variant that exists even when no `[env.baseline]` table is written.
+pub const BASELINE: &str = "baseline";
+
+/// The axes of the matrix; every combination is one case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Axes {
+    /// Video frames.
+    pub frames: Vec<usize>,
+    /// `(width, height)` in pixels, multiples of 8.
+    pub sizes: Vec<(usize, usize)>,
+    /// Model precisions.
+    pub precisions: Vec<Precision>,
+    /// Spatial tilings; `None` = untiled.
+    pub tiles: Vec<Option<Tiling>>,
+    /// Latent frames per decoder call.
+    pub chunks: Vec<usize>,
+    /// Env variant names (keys of [`BenchOptions::variants`]).
+    pub envs: Vec<String>,
+}
+
+/// Everything a `run` needs, after the config file and the flags are merged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchOptions {
+    /// Weights reference (`synthetic`, a path, a hub reference or preset).
+    pub weights: String,
+    /// Device string (`cpu`, `cuda:0`, `metal`).
+    pub device: String,
+    /// Warmup passes per case.
+    pub warmup: usize,
+    /// Timed passes per case.
+    pub runs: usize,
+    /// Per-case time limit, seconds.
+    pub timeout_s: f64,
+    /// Case order.
+    pub order: Order,
+    /// Shuffle seed; drawn at random when `None`.
+    pub seed: Option<u64>,
+    /// Report path; `results/<UTC time>-<host>.json` when `None`.
+    pub output: Option<PathBuf>,
+    /// No progress bar, no per-case lines.
+    pub quiet: bool,
+    /// The matrix file, if any (`None` for the built-in smoke matrix).
+    pub config_path: Option<PathBuf>,
+    /// The matrix axes.
+    pub axes: Axes,
+    /// Env variants: name -> variables the worker gets on top of the parent's environment.
+    pub variants: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// Values given on the command line; each replaces the config's value when present
+/// (an empty list means "not given").
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    pub frames: Vec<usize>,
+    pub sizes: Vec<String>,
+    pub tiles: Vec<String>,
+    pub precisions: Vec<String>,
+    pub chunks: Vec<usize>,
+    pub envs: Vec<String>,
+    pub warmup: Option<usize>,
+    pub runs: Option<usize>,
+    pub timeout_s: Option<f64>,
+    pub weights: Option<String>,
+    pub device: Option<String>,
+    pub order: Option<String>,
+    pub seed: Option<u64>,
+    pub output: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+impl BenchOptions {
+    /// Apply command-line overrides, validating each value (errors name the flag).
+    pub fn apply(&mut self, o: Overrides) -> anyhow::Result<()> {
+        if !o.frames.is_empty() {
+            self.axes.frames = check_frames("--frames", o.frames)?;
+        }
+        if !o.sizes.is_empty() {
+            self.axes.sizes = o
+                .sizes
+                .iter()
+                .map(|s| parse_size("--size", s))
+                .collect::<Result<_, _>>()?;
+        }
+        if !o.tiles.is_empty() {
+            self.axes.tiles = o
+                .tiles
+                .iter()
+                .map(|s| parse_tile("--tile", s))
+                .collect::<Result<_, _>>()?;
+        }
+        if !o.precisions.is_empty() {
+            self.axes.precisions = o
+                .precisions
+                .iter()
+                .map(|s| parse_precision("--precision", s))
+                .collect::<Result<_, _>>()?;
+        }
+        if !o.chunks.is_empty() {
+            self.axes.chunks = check_chunks("--chunk", o.chunks)?;
+        }
+        if !o.envs.is_empty() {
+            self.axes.envs = o.envs;
+        }
+        if let Some(w) = o.warmup {
+            self.warmup = w;
+        }
+        if let Some(r) = o.runs {
+            self.runs = r;
+        }
+        if let Some(t) = o.timeout_s {
+            self.timeout_s = t;
+        }
+        if let Some(w) = o.weights {
+            self.weights = w;
+        }
+        if let Some(d) = o.device {
+            self.device = d;
+        }
+        if let Some(order) = o.order {
+            self.order = Order::parse("--order", &order)?;
+        }
+        if o.seed.is_some() {
+            self.seed = o.seed;
+        }
+        if o.output.is_some() {
+            self.output = o.output;
+        }
+        self.quiet |= o.quiet;
+        self.validate()
+    }
+
+    /// Checks that span several settings: run counts, timeout, env variants exist,
+    /// no duplicate axis values.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        check_device("device", &self.device)?;
+        if self.runs == 0 {
+            return Err(UserError::invalid("runs", "0", "at least 1 timed run").into());
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
+            return Err(
+                UserError::invalid("timeout_s", self.timeout_s.to_string(), "a positive number of seconds").into(),
+            );
+        }
+        for name in &self.axes.envs {
+            if !self.variants.contains_key(name) {
+                let known: Vec<&str> = self.variants.keys().map(String::as_str).collect();
+                return Err(UserError::invalid(
+                    "env variant",
+                    name,
+                    format!("one of the defined variants: {}", known.join(", ")),
+                )
+                .into());
+            }
+        }
+        let a = &self.axes;
+        no_duplicates("frames", a.frames.iter().map(|f| f.to_string()))?;
+        no_duplicates("size", a.sizes.iter().map(|(w, h)| format!("{w}x{h}")))?;
+        no_duplicates("precision", a.precisions.iter().map(|p| precision_name(*p).to_string()))?;
+        no_duplicates("tile", a.tiles.iter().map(|t| tile_name(*t)))?;
+        no_duplicates("chunk", a.chunks.iter().map(|c| c.to_string()))?;
+        no_duplicates("env", a.envs.iter().cloned())?;
+        Ok(())
+    }
+
+    /// Number of cases the matrix expands to.
+    pub fn case_count(&self) -> usize {
+        let a = &self.axes;
+        a.frames.len() * a.sizes.len() * a.precisions.len() * a.tiles.len() * a.chunks.len() * a.envs.len()
+    }
+}
+
+fn no_duplicates(axis: &str, values: impl Iterator<Item = String>) -> anyhow::Result<()> {
+    let mut seen = std::collections::BTreeSet::new();
+    for v in values {
+        if !seen.insert(v.clone()) {
+            return Err(UserError::invalid(format!("matrix.{axis}"), v, "each value once (duplicate)").into());
+        }
+    }
+    Ok(())
+}
+
+/// Frames must be at least 1.
+pub fn check_frames(what: &str, frames: Vec<usize>) -> anyhow::Result<Vec<usize>> {
+    if let Some(bad) = frames.iter().find(|&&f| f == 0) {
+        return Err(UserError::invalid(what, bad.to_string(), "at least 1 frame").into());
+    }
+    Ok(frames)
+}
+
+/// Chunks must be at least 1.
+pub fn check_chunks(what: &str, chunks: Vec<usize>) -> anyhow::Result<Vec<usize>> {
+    if let Some(bad) = chunks.iter().find(|&&c| c == 0) {
+        return Err(UserError::invalid(what, bad.to_string(), "a chunk of at least 1 latent frame").into());
+    }
+    Ok(chunks)
+}
+
+/// `WxH` or `W*H`, both positive multiples of 8; the error names the nearest valid sizes.
+pub fn parse_size(what: &str, s: &str) -> Result<(usize, usize), UserError> {
+    let parts: Vec<&str> = s.trim().split(['x', 'X', '*']).collect();
+    let parsed = match parts.as_slice() {
+        [w, h] => w.trim().parse::<usize>().ok().zip(h.trim().parse::<usize>().ok()),
+        _ => None,
+    };
+    let Some((w, h)) = parsed else {
+        return Err(UserError::invalid(
+            what,
+            s,
+            "WIDTHxHEIGHT (or WIDTH*HEIGHT), e.g. 832x480",
+        ));
+    };
+    if w % 8 == 0 && h % 8 == 0 && w > 0 && h > 0 {
+        return Ok((w, h));
+    }
+    let down = |v: usize| (v / 8 * 8).max(8);
+    let up = |v: usize| v.div_ceil(8).max(1) * 8;
+    let mut near = vec![format!("{}x{}", down(w), down(h))];
+    let hi = format!("{}x{}", up(w), up(h));
+    if !near.contains(&hi) {
+        near.push(hi);
+    }
+    Err(UserError::invalid(
+        what,
+        s,
+        format!(
+            "width and height must be positive multiples of 8 (nearest valid: {})",
+            near.join(" or ")
+        ),
+    ))
+}
+
+/// `none`, `TILE` or `TILE:OVERLAP` in pixels (the model's rules: multiples of 8, overlap <
+/// tile, overlap defaulting to a quarter of the tile rounded down to 8).
+pub fn parse_tile(what: &str, s: &str) -> Result<Option<Tiling>, UserError> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("none") || s == "0" {
+        return Ok(None);
+    }
+    s.parse::<Tiling>().map(Some).map_err(|_| {
+        UserError::invalid(
+            what,
+            s,
+            "`none`, TILE or TILE:OVERLAP in pixels (multiples of 8, overlap < tile), e.g. 256:64",
+        )
+    })
+}
+
+/// `fp32`, `bf16` or `fp16` (also `f32`, `float32`, ...).
+pub fn parse_precision(what: &str, s: &str) -> Result<Precision, UserError> {
+    s.parse::<Precision>()
+        .map_err(|_| UserError::invalid(what, s, "fp32, bf16 or fp16"))
+}
+
+/// Canonical name of a precision (`fp32`, `bf16`, `fp16`).
+pub fn precision_name(p: Precision) -> &'static str {
+    p.name()
+}
+
+/// `cpu`, `cuda[:N]` or `metal[:N]` (syntax only: whether this build and machine have it is
+/// the worker's to find out, reported as `unsupported`).
+pub fn check_device(what: &str, s: &str) -> Result<(), UserError> {
+    let spec = s.trim().to_ascii_lowercase();
+    let (kind, index) = spec.split_once(':').unwrap_or((spec.as_str(), "0"));
+    if matches!(kind, "cpu" | "cuda" | "metal") && index.parse::<usize>().is_ok() {
+        Ok(())
+    } else {
+        Err(UserError::invalid(what, s, "cpu, cuda:N or metal:N"))
+    }
+}
+
+/// Canonical name of a tiling: `none` or `TILE:OVERLAP`.
+pub fn tile_name(t: Option<Tiling>) -> String {
+    match t {
+        None => "none".to_string(),
+        Some(t) => format!("{}:{}", t.tile_px, t.overlap_px),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("s", "832x480").unwrap(), (832, 480));
+        assert_eq!(parse_size("s", "64*32").unwrap(), (64, 32));
+        let e = parse_size("matrix.size", "65x64").unwrap_err().to_string();
+        assert!(e.contains("matrix.size") && e.contains("64x64 or 72x64"), "{e}");
+        assert!(parse_size("s", "64").is_err());
+        assert!(parse_size("s", "0x64").is_err());
+    }
+
+    #[test]
+    fn tiles() {
+        assert_eq!(parse_tile("t", "none").unwrap(), None);
+        assert_eq!(
+            parse_tile("t", "256:64").unwrap(),
+            Some(Tiling {
+                tile_px: 256,
+                overlap_px: 64
+            })
+        );
+        assert_eq!(
+            parse_tile("t", "256").unwrap(),
+            Some(Tiling {
+                tile_px: 256,
+                overlap_px: 64
+            })
+        );
+        assert_eq!(
+            parse_tile("t", "64").unwrap(),
+            Some(Tiling {
+                tile_px: 64,
+                overlap_px: 16
+            })
+        );
+        assert!(parse_tile("t", "64:64").is_err());
+        assert!(parse_tile("t", "60:8").is_err());
+        assert!(parse_tile("t", "big").is_err());
+    }
+
+    #[test]
+    fn precisions() {
+        assert_eq!(parse_precision("p", "BF16").unwrap(), Precision::Bf16);
+        assert!(parse_precision("p", "int8").unwrap_err().to_string().contains("int8"));
+    }
+}

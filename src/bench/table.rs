@@ -1,0 +1,104 @@
+//! The end-of-run summary table, behind the small [`Exporter`] trait that report exporters
+//! (Markdown, SVG, ...) share: case, encode and decode median ± stddev, each relative to the
+//! fastest case of that pass.
+use crate::report::{CaseStatus, PassStats, Report};
+
+/// Turns a finished report into text.
+pub trait Exporter {
+    /// Render `report`.
+    fn export(&self, report: &Report) -> anyhow::Result<String>;
+}
+
+/// Plain-text, column-aligned table for the terminal.
+pub struct TextTable;
+
+impl Exporter for TextTable {
+    fn export(&self, report: &Report) -> anyhow::Result<String> {
+        Ok(render_table(report))
+    }
+}
+
+/// Render the summary table of `report`.
+pub fn render_table(report: &Report) -> String {
+    let fastest = |pick: fn(&crate::report::CaseRecord) -> Option<&PassStats>| {
+        report
+            .cases
+            .iter()
+            .filter(|c| c.status == CaseStatus::Ok)
+            .filter_map(pick)
+            .map(|p| p.median_s)
+            .filter(|m| *m > 0.0)
+            .fold(f64::INFINITY, f64::min)
+    };
+    let enc_best = fastest(|c| c.encode.as_ref());
+    let dec_best = fastest(|c| c.decode.as_ref());
+    let header = [
+        "case",
+        "status",
+        "encode median ± stddev",
+        "vs fastest",
+        "decode median ± stddev",
+        "vs fastest",
+    ];
+    let mut rows: Vec<[String; 6]> = vec![header.map(str::to_string)];
+    for c in &report.cases {
+        let (e, er) = cell(c.encode.as_ref(), enc_best);
+        let (d, dr) = cell(c.decode.as_ref(), dec_best);
+        let status = serde_json::to_value(c.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        rows.push([c.id.clone(), status, e, er, d, dr]);
+    }
+    let mut widths = [0usize; 6];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for (i, r) in rows.iter().enumerate() {
+        let line: Vec<String> = r
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(k, (cell, w))| {
+                if k >= 2 {
+                    format!("{cell:>w$}")
+                } else {
+                    format!("{cell:<w$}")
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+        if i == 0 {
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * 5));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn cell(p: Option<&PassStats>, best: f64) -> (String, String) {
+    match p {
+        None => ("-".into(), "-".into()),
+        Some(p) => {
+            let rel = if best.is_finite() && best > 0.0 {
+                format!("{:.2}x", p.median_s / best)
+            } else {
+                "-".into()
+            };
+            (format!("{} ± {}", fmt_s(p.median_s), fmt_s(p.stddev_s)), rel)
+        }
+    }
+}
+
+/// Seconds with a unit that keeps 3-4 significant digits.
+pub fn fmt_s(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else {
+        format!("{:.1} ms", s * 1e3)
+    }
+}

@@ -1,0 +1,53 @@
+//! Shared helpers of the `bench_*` integration tests: run the binary, read its report.
+#![allow(dead_code)]
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use wan_vae_bench::report::Report;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_wan-vae-bench");
+
+/// A scratch directory for one test.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// Write `text` as `name` in `dir`.
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The binary, quiet, without fault hooks leaking from the caller's environment.
+pub fn bench() -> Command {
+    let mut c = Command::new(BIN);
+    c.env_remove("WAN_VAE_BENCH_FAULT");
+    c
+}
+
+/// Run `wan-vae-bench run ARGS --output DIR/report.json --quiet`.
+pub fn run(dir: &Path, args: &[&str]) -> (Output, PathBuf) {
+    let report = dir.join("report.json");
+    let out = bench()
+        .arg("run")
+        .args(args)
+        .arg("--output")
+        .arg(&report)
+        .arg("--quiet")
+        .output()
+        .expect("run the binary");
+    (out, report)
+}
+
+pub fn load(path: &Path) -> Report {
+    Report::load(path).expect("report parses")
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}

@@ -1,0 +1,221 @@
+//! `run` orchestration without the model, through the worker's `WAN_VAE_BENCH_FAULT` hook:
+//! env variants reach the worker; crashing, hanging, failing, out-of-memory and unsupported
+//! workers leave the other cases and a valid report; killing the parent leaves a parseable
+//! report and no worker behind.
+mod bench_common;
+use bench_common::*;
+
+use wan_vae_bench::report::CaseStatus;
+
+const FAKE: &str = r#"
+[model]
+weights = "synthetic"
+[run]
+warmup = 1
+runs = 3
+timeout_s = 60
+[matrix]
+frames = [5]
+size = ["32x32"]
+precision = ["fp32", "bf16"]
+env = ["tuned"]
+[env.tuned]
+WAN_VAE_BENCH_FAULT = "fake"
+MIOPEN_FIND_MODE = 2
+MY_CUSTOM_KNOB = "hello"
+"#;
+
+#[test]
+fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
+    let dir = scratch();
+    let cfg = write(dir.path(), "fake.toml", FAKE);
+    let report_path = dir.path().join("report.json");
+    let out = bench()
+        .args(["run", "--config"])
+        .arg(&cfg)
+        .arg("--output")
+        .arg(&report_path)
+        .env("ROCBLAS_LAYER", "0") // inherited from the parent: a reported prefix
+        .env("UNRELATED_VAR", "x") // inherited, not reported
+        .env("SWEPT_KNOB", "7") // inherited, reported because named in WAN_VAE_BENCH_RECORD_ENV
+        .env("WAN_VAE_BENCH_RECORD_ENV", "SWEPT_KNOB")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = load(&report_path);
+    assert_eq!(r.cases.len(), 2);
+    assert_eq!(r.run.order, "shuffled");
+    assert!(r.run.shuffle_seed.is_some());
+    assert_eq!(r.run.config_path.as_deref(), Some(cfg.to_str().unwrap()));
+    for c in &r.cases {
+        assert_eq!(c.status, CaseStatus::Ok, "{:?}", c.error);
+        assert_eq!(c.env_variant, "tuned");
+        assert_eq!(c.env.get("MIOPEN_FIND_MODE").map(String::as_str), Some("2"));
+        assert_eq!(c.env.get("MY_CUSTOM_KNOB").map(String::as_str), Some("hello"));
+        assert_eq!(c.env.get("ROCBLAS_LAYER").map(String::as_str), Some("0"));
+        assert!(!c.env.contains_key("UNRELATED_VAR"));
+        assert_eq!(c.env.get("SWEPT_KNOB").map(String::as_str), Some("7"));
+        assert!(!c.env.contains_key("WAN_VAE_BENCH_ENV_PADDING"));
+        let e = c.encode.as_ref().unwrap();
+        assert_eq!(e.samples_s.len(), 3);
+        assert_eq!(e.warmup_s.len(), 1);
+        assert!(e.min_s > 0.0 && e.min_s <= e.median_s && e.median_s <= e.max_s);
+        assert!(c.decode.as_ref().unwrap().median_s > 0.0);
+        assert!(c.peak_rss_bytes.unwrap() > 0);
+        assert_eq!(c.tile_px, None);
+        assert_eq!(c.overlap_px, None);
+    }
+    let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
+    assert!(ids.contains(&"fp32-chunk1-untiled-5x32x32-tuned"), "{ids:?}");
+    let table = stdout(&out);
+    assert!(
+        table.contains("bf16-chunk1-untiled-5x32x32-tuned") && table.contains("1.00x"),
+        "{table}"
+    );
+    assert!(table.contains("report: "), "{table}");
+}
+
+#[test]
+fn failing_workers_leave_the_other_cases_and_a_valid_report() {
+    let dir = scratch();
+    let cfg = write(
+        dir.path(),
+        "faults.toml",
+        r#"
+[run]
+warmup = 0
+runs = 2
+timeout_s = 3
+order = "as-written"
+[matrix]
+frames = [5]
+size = ["32x32"]
+env = ["crash", "ok1", "hang", "fail", "unsupported", "oom", "ok2"]
+[env.ok1]
+WAN_VAE_BENCH_FAULT = "fake"
+[env.ok2]
+WAN_VAE_BENCH_FAULT = "fake"
+[env.crash]
+WAN_VAE_BENCH_FAULT = "crash"
+[env.hang]
+WAN_VAE_BENCH_FAULT = "hang"
+[env.fail]
+WAN_VAE_BENCH_FAULT = "fail"
+[env.unsupported]
+WAN_VAE_BENCH_FAULT = "unsupported"
+[env.oom]
+WAN_VAE_BENCH_FAULT = "oom"
+"#,
+    );
+    let (out, report) = run(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&report);
+    let status = |variant: &str| {
+        let c = r.cases.iter().find(|c| c.env_variant == variant).unwrap();
+        (c.status, c.error.clone().unwrap_or_default(), c)
+    };
+    assert_eq!(r.cases.len(), 7);
+    assert_eq!(r.run.shuffle_seed, None);
+    let order: Vec<&str> = r.cases.iter().map(|c| c.env_variant.as_str()).collect();
+    assert_eq!(order, ["crash", "ok1", "hang", "fail", "unsupported", "oom", "ok2"]);
+    assert_eq!(status("ok1").0, CaseStatus::Ok);
+    assert_eq!(status("ok2").0, CaseStatus::Ok);
+    let (s, e, c) = status("crash");
+    assert_eq!(s, CaseStatus::Failed);
+    assert!(e.contains("injected crash") && e.contains("SIGABRT"), "{e}");
+    assert!(c.encode.is_none());
+    assert_eq!(c.env.get("WAN_VAE_BENCH_FAULT").map(String::as_str), Some("crash"));
+    let (s, e, _) = status("hang");
+    assert_eq!(s, CaseStatus::Timeout);
+    assert!(e.contains("timed out after 3 s"), "{e}");
+    let (s, e, _) = status("fail");
+    assert_eq!(s, CaseStatus::Failed);
+    assert!(e.contains("injected failure"), "{e}");
+    assert_eq!(status("unsupported").0, CaseStatus::Unsupported);
+    let (s, e, _) = status("oom");
+    assert_eq!(s, CaseStatus::Oom);
+    assert!(e.contains("memory allocation of"), "{e}");
+    let table = stdout(&out);
+    assert!(table.contains("timeout") && table.contains("oom"), "{table}");
+}
+
+#[test]
+fn a_device_this_build_lacks_is_unsupported() {
+    let dir = scratch();
+    let (out, report) = run(
+        dir.path(),
+        &["--device", "cuda:7", "--precision", "fp32", "--runs", "1"],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&report);
+    assert_eq!(r.run.device, "cuda:7");
+    assert_eq!(r.cases.len(), 1);
+    assert_eq!(r.cases[0].status, CaseStatus::Unsupported, "{:?}", r.cases[0].error);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn killing_the_parent_mid_sweep_leaves_a_parseable_report_and_no_worker() {
+    use std::time::{Duration, Instant};
+    let dir = scratch();
+    let cfg = write(
+        dir.path(),
+        "kill.toml",
+        r#"
+[run]
+warmup = 0
+runs = 1
+timeout_s = 120
+order = "as-written"
+[matrix]
+size = ["32x32"]
+env = ["quick", "slow"]
+[env.quick]
+WAN_VAE_BENCH_FAULT = "fake"
+[env.slow]
+WAN_VAE_BENCH_FAULT = "hang"
+"#,
+    );
+    let report = dir.path().join("report.json");
+    let mut parent = bench()
+        .args(["run", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--output")
+        .arg(&report)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        assert!(start.elapsed() < Duration::from_secs(60), "first case never finished");
+        if let Ok(r) = wan_vae_bench::report::Report::load(&report) {
+            if !r.cases.is_empty() {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300)); // the hanging worker is running now
+    let marker = format!("wan-vae-bench-{}", parent.id());
+    parent.kill().unwrap(); // SIGKILL: no chance to clean up
+    parent.wait().unwrap();
+    let r = load(&report);
+    assert_eq!(r.cases.len(), 1);
+    assert_eq!(r.cases[0].status, CaseStatus::Ok);
+    // The worker dies with its parent (PR_SET_PDEATHSIG).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while worker_alive(&marker) {
+        assert!(Instant::now() < deadline, "worker survived its parent");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn worker_alive(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
+        std::fs::read(e.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).contains(marker))
+            .unwrap_or(false)
+    })
+}

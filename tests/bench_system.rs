@@ -1,0 +1,77 @@
+//! `system` reads `/sys` through `WAN_VAE_BENCH_SYSFS_ROOT`: a fake Strix Halo (gfx1151)
+//! tree shows up in `system --json`, and an empty root gives nulls, not a crash.
+mod bench_common;
+use bench_common::*;
+
+use wan_vae_bench::system::SystemInfo;
+
+fn fake_strix_halo(root: &std::path::Path) {
+    let mk = |rel: &str, text: &str| {
+        let p = root.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let nodes = "sys/class/kfd/kfd/topology/nodes";
+    mk(
+        &format!("{nodes}/0/properties"),
+        "cpu_cores_count 32\nsimd_count 0\ngfx_target_version 0\n",
+    );
+    mk(
+        &format!("{nodes}/1/properties"),
+        "cpu_cores_count 0\nsimd_count 80\nsimd_per_cu 2\ngfx_target_version 110501\ndrm_render_minor 128\n",
+    );
+    mk("sys/class/drm/card1/device/mem_info_vram_total", "536870912\n");
+    mk("sys/class/drm/card1/device/mem_info_gtt_total", "103079215104\n");
+    mk("sys/class/drm/renderD128/device/mem_info_vram_total", "536870912\n");
+    mk("sys/class/drm/renderD128/device/mem_info_gtt_total", "103079215104\n");
+    mk("sys/module/amdgpu/version", "6.12.12\n");
+    mk("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor", "performance\n");
+    mk("opt/rocm/.info/version", "6.4.1-120\n");
+}
+
+fn system_json(root: &std::path::Path) -> SystemInfo {
+    let out = bench()
+        .args(["system", "--json"])
+        .env("WAN_VAE_BENCH_SYSFS_ROOT", root)
+        .env("ROCM_PATH", root.join("opt/rocm"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("system --json is SystemInfo")
+}
+
+#[test]
+fn fake_gfx1151_tree_is_reported() {
+    let dir = scratch();
+    fake_strix_halo(dir.path());
+    let info = system_json(dir.path());
+    let amd: Vec<_> = info.gpus.iter().filter(|g| g.vendor == "amd").collect();
+    assert_eq!(amd.len(), 1, "{:?}", info.gpus);
+    let g = amd[0];
+    assert_eq!(g.gfx_target.as_deref(), Some("gfx1151"));
+    assert_eq!(g.compute_units, Some(40));
+    assert_eq!(g.vram_total_bytes, Some(536870912));
+    assert_eq!(g.gtt_total_bytes, Some(103079215104));
+    assert_eq!(g.driver_version.as_deref(), Some("6.12.12"));
+    assert_eq!(info.rocm_version.as_deref(), Some("6.4.1-120"));
+    assert_eq!(info.cpu_governor.as_deref(), Some("performance"));
+    assert!(info.rustc_version.as_deref().unwrap_or("").starts_with("rustc "));
+    assert_eq!(info.candle_version.as_deref(), Some("0.11.1"));
+
+    let text = bench()
+        .arg("system")
+        .env("WAN_VAE_BENCH_SYSFS_ROOT", dir.path())
+        .output()
+        .unwrap();
+    assert!(stdout(&text).contains("gfx1151"), "{}", stdout(&text));
+}
+
+#[test]
+fn missing_pieces_are_null() {
+    let dir = scratch();
+    let info = system_json(dir.path());
+    assert!(info.gpus.iter().all(|g| g.vendor != "amd"));
+    assert_eq!(info.cpu_governor, None);
+    assert_eq!(info.rocm_version, None);
+    assert!(info.os.is_some());
+}
