@@ -90,10 +90,13 @@ RUN_HELP=$("$BIN" run --help 2>/dev/null || true)
 OURS_MODE=probe
 if grep -q -- '--frames' <<<"$RUN_HELP"; then
     OURS_MODE=run
-    CHUNK_ARGS=()
+    RUN_ARGS=()
     if [ "$CHUNK" != 1 ]; then
         grep -q -- '--chunk' <<<"$RUN_HELP" || { echo "peer_compare: '$BIN run' has no --chunk" >&2; exit 1; }
-        CHUNK_ARGS=(--chunk "$CHUNK")
+        RUN_ARGS=(--chunk "$CHUNK")
+    fi
+    if grep -q -- '--weights' <<<"$RUN_HELP"; then
+        RUN_ARGS+=(--weights synthetic)
     fi
 fi
 W=${SIZE%%x*}
@@ -112,7 +115,7 @@ for r in $(seq 1 "$ROUNDS"); do
     echo "== ours: $FRAMES frames, $SIZE, fp32, chunk $CHUNK, $THREADS threads ($OURS_MODE)"
     if [ "$OURS_MODE" = run ]; then
         RAYON_NUM_THREADS=$THREADS "$BIN" run --frames "$FRAMES" --size "$SIZE" --precision fp32 \
-            ${CHUNK_ARGS[@]+"${CHUNK_ARGS[@]}"} --warmup "$WARMUP" --runs "$RUNS" --output "$OUT_DIR/ours_$r.json" --quiet
+            ${RUN_ARGS[@]+"${RUN_ARGS[@]}"} --warmup "$WARMUP" --runs "$RUNS" --output "$OUT_DIR/ours_$r.json" --quiet
     else
         RAYON_NUM_THREADS=$THREADS target/release/examples/probe fp32 auto "$W" | tee "$OUT_DIR/ours_probe_$r.txt"
     fi
