@@ -12,7 +12,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a benchmark matrix (built-in smoke matrix when no config is given).
-    Run(crate::bench::RunArgs),
+    Run(Box<crate::bench::RunArgs>),
     /// Internal: run one benchmark case in this process (spawned by `run`).
     #[command(hide = true)]
     Worker(crate::bench::WorkerArgs),
@@ -34,7 +34,7 @@ pub enum Command {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run(a) => crate::bench::run_command(a),
+        Command::Run(a) => crate::bench::run_command(*a),
         Command::Worker(a) => crate::bench::worker_command(a),
         Command::Validate(a) => crate::validate::command(a),
         Command::Inspect(a) => crate::inspect::command(a),

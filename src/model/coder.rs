@@ -8,6 +8,7 @@ use super::conv::ConvImpl;
 use super::VaeConfig;
 
 /// One entry of a flat `downsamples` / `upsamples` list.
+#[allow(clippy::large_enum_variant)] // a few dozen per model, built once
 enum Layer {
     Residual(ResidualBlock),
     Resample(Resample),

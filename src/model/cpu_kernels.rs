@@ -11,6 +11,13 @@ struct SyncPtr(*mut f32);
 unsafe impl Send for SyncPtr {}
 unsafe impl Sync for SyncPtr {}
 
+impl SyncPtr {
+    /// A method call (unlike `.0`) makes closures capture the whole `Send` wrapper.
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
 /// `RMS_norm` over channels of a contiguous `[B, C, S]` f32 buffer, optionally followed by
 /// SiLU: `y = x / max(||x[:, p]||_2, 1e-12) * g[c]` (`g` already holds `gamma * sqrt(C)`).
 pub fn rms_norm(x: &[f32], b: usize, c: usize, s: usize, g: &[f32], silu: bool) -> Vec<f32> {
@@ -20,7 +27,6 @@ pub fn rms_norm(x: &[f32], b: usize, c: usize, s: usize, g: &[f32], silu: bool) 
     let dst = SyncPtr(out.as_mut_ptr());
     let blocks_per_batch = s.div_ceil(BLOCK);
     (0..b * blocks_per_batch).into_par_iter().for_each(|task| {
-        let dst = dst;
         let (bi, blk) = (task / blocks_per_batch, task % blocks_per_batch);
         let p0 = blk * BLOCK;
         let len = BLOCK.min(s - p0);
@@ -36,12 +42,11 @@ pub fn rms_norm(x: &[f32], b: usize, c: usize, s: usize, g: &[f32], silu: bool) 
         for acc in sumsq.iter_mut() {
             *acc = 1.0 / acc.sqrt().max(1e-12);
         }
-        for ci in 0..c {
+        for (ci, &gc) in g.iter().enumerate() {
             let off = base + ci * s + p0;
             let plane = &x[off..off + len];
-            let gc = g[ci];
             // SAFETY: task (bi, blk) alone writes indices off..off+len for every ci.
-            let out = unsafe { std::slice::from_raw_parts_mut(dst.0.add(off), len) };
+            let out = unsafe { std::slice::from_raw_parts_mut(dst.get().add(off), len) };
             if silu {
                 for ((o, &v), &inv) in out.iter_mut().zip(plane).zip(sumsq.iter()) {
                     let y = v * inv * gc;

@@ -76,7 +76,7 @@ impl Tiling {
 
     pub fn new(tile_px: usize, overlap_px: usize) -> Result<Self, UserError> {
         let spec = format!("{tile_px}:{overlap_px}");
-        if tile_px == 0 || tile_px % 8 != 0 || overlap_px % 8 != 0 {
+        if tile_px == 0 || !tile_px.is_multiple_of(8) || !overlap_px.is_multiple_of(8) {
             return Err(UserError::invalid(
                 "tile",
                 spec,
@@ -155,7 +155,7 @@ pub fn frames_used(frames: usize) -> Result<usize, UserError> {
 /// Height and width must be positive multiples of 8 (the VAE's spatial compression).
 pub fn check_size(width: usize, height: usize) -> Result<(), UserError> {
     for (what, v) in [("width", width), ("height", height)] {
-        if v == 0 || v % 8 != 0 {
+        if v == 0 || !v.is_multiple_of(8) {
             let lo = v / 8 * 8;
             let hi = lo + 8;
             let nearest = if lo == 0 {
