@@ -28,9 +28,7 @@
 # torch.set_num_threads, ours via RAYON_NUM_THREADS. Weights: synthetic (dim 96, z 16) on
 # both sides; the values differ but timing does not depend on them.
 #
-# Ours is timed with `wan-vae-bench run` when that subcommand exists and accepts --frames;
-# otherwise it falls back to the temporary probe example (`cargo run --release --example
-# probe`), which only does 5 frames, square sizes, chunk 1, and one timed run after one warmup.
+# Ours is timed with `wan-vae-bench run` (fp32, untiled, synthetic weights, same shape).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -83,42 +81,20 @@ elif [ ! -x "$BIN" ]; then
     exit 1
 fi
 
-rm -f "$OUT_DIR"/ours_*.json "$OUT_DIR"/pytorch_*.json "$OUT_DIR"/ours_probe_*.txt
+rm -f "$OUT_DIR"/ours_*.json "$OUT_DIR"/pytorch_*.json
 load() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime; }
 
-RUN_HELP=$("$BIN" run --help 2>/dev/null || true)
-OURS_MODE=probe
-if grep -q -- '--frames' <<<"$RUN_HELP"; then
-    OURS_MODE=run
-    RUN_ARGS=()
-    if [ "$CHUNK" != 1 ]; then
-        grep -q -- '--chunk' <<<"$RUN_HELP" || { echo "peer_compare: '$BIN run' has no --chunk" >&2; exit 1; }
-        RUN_ARGS=(--chunk "$CHUNK")
-    fi
-    if grep -q -- '--weights' <<<"$RUN_HELP"; then
-        RUN_ARGS+=(--weights synthetic)
-    fi
-fi
-W=${SIZE%%x*}
-H=${SIZE##*x}
-if [ "$OURS_MODE" = probe ]; then
-    if [ "$FRAMES" != 5 ] || [ "$W" != "$H" ] || [ "$CHUNK" != 1 ]; then
-        echo "peer_compare: no 'wan-vae-bench run' yet, and the probe fallback only does 5 frames, square sizes, chunk 1" >&2
-        exit 1
-    fi
-    echo "peer_compare: 'wan-vae-bench run' not available; timing ours with examples/probe.rs (1 warmup + 1 timed run per round)" >&2
-    cargo build --release --example probe
+OURS_MODE=run
+RUN_ARGS=(--weights synthetic)
+if [ "$CHUNK" != 1 ]; then
+    RUN_ARGS+=(--chunk "$CHUNK")
 fi
 
 for r in $(seq 1 "$ROUNDS"); do
     echo "== round $r/$ROUNDS, load average: $(load)"
     echo "== ours: $FRAMES frames, $SIZE, fp32, chunk $CHUNK, $THREADS threads ($OURS_MODE)"
-    if [ "$OURS_MODE" = run ]; then
-        RAYON_NUM_THREADS=$THREADS "$BIN" run --frames "$FRAMES" --size "$SIZE" --precision fp32 \
-            ${RUN_ARGS[@]+"${RUN_ARGS[@]}"} --warmup "$WARMUP" --runs "$RUNS" --output "$OUT_DIR/ours_$r.json" --quiet
-    else
-        RAYON_NUM_THREADS=$THREADS target/release/examples/probe fp32 auto "$W" | tee "$OUT_DIR/ours_probe_$r.txt"
-    fi
+    RAYON_NUM_THREADS=$THREADS "$BIN" run --frames "$FRAMES" --size "$SIZE" --precision fp32 \
+        "${RUN_ARGS[@]}" --warmup "$WARMUP" --runs "$RUNS" --output "$OUT_DIR/ours_$r.json" --quiet
     echo "== PyTorch ($PEER_PYTHON), load average: $(load)"
     "$PEER_PYTHON" scripts/peer_pytorch.py bench --weights synthetic --frames "$FRAMES" --size "$SIZE" \
         --warmup "$WARMUP" --runs "$RUNS" --threads "$THREADS" --chunk "$CHUNK" --json "$OUT_DIR/pytorch_$r.json"
@@ -126,7 +102,7 @@ done
 echo "== load average after: $(load)"
 
 "$PEER_PYTHON" - "$OURS_MODE" "$OUT_DIR" "$FRAMES" "$SIZE" "$CHUNK" "$ROUNDS" "$(load)" <<'EOF'
-import json, re, statistics, sys
+import json, statistics, sys
 
 mode, out_dir, frames, size, chunk, rounds, load_end = sys.argv[1:8]
 frames, chunk, rounds = int(frames), int(chunk), int(rounds)
@@ -155,19 +131,6 @@ for r in range(1, rounds + 1):
             if c.get(p):
                 ours[p] += c[p]["samples_s"]
                 ours_gflop[p] = c[p]["gflop"]
-    else:
-        src = "examples/probe.rs (temporary; its run 0 is the warmup, run 1 is timed)"
-        text = open(f"{out_dir}/ours_probe_{r}.txt").read()
-        pat = r"run (\d+): encode ([\d.]+)s \(([\d.]+) GFLOP/s\)\s+decode ([\d.]+)s \(([\d.]+) GFLOP/s\)"
-        found = False
-        for m in re.finditer(pat, text):
-            if int(m.group(1)) >= 1:  # run 0 is the cold run
-                found = True
-                for p, t, g in (("encode", m.group(2), m.group(3)), ("decode", m.group(4), m.group(5))):
-                    ours[p].append(float(t))
-                    ours_gflop[p] = float(t) * float(g)
-        if not found:
-            sys.exit(f"peer_compare: could not parse the probe output of round {r}")
 
 pj = json.load(open(f"{out_dir}/pytorch_1.json"))
 print()
