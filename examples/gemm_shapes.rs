@@ -3,9 +3,38 @@
 //! columns; a square 2048 matmul in the same process for reference.
 use std::time::Instant;
 
-fn gemm_call(m: usize, n: usize, k: usize, dst: &mut [f32], dst_rs: usize, a: &[f32], b: &[f32], par: gemm::Parallelism) {
+fn gemm_call(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [f32],
+    dst_rs: usize,
+    a: &[f32],
+    b: &[f32],
+    par: gemm::Parallelism,
+) {
     unsafe {
-        gemm::gemm(m, n, k, dst.as_mut_ptr(), 1, dst_rs as isize, true, a.as_ptr(), 1, k as isize, b.as_ptr(), k as isize, 1, 1.0, 1.0, false, false, false, par);
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            dst_rs as isize,
+            true,
+            a.as_ptr(),
+            1,
+            k as isize,
+            b.as_ptr(),
+            k as isize,
+            1,
+            1.0,
+            1.0,
+            false,
+            false,
+            false,
+            par,
+        );
     }
 }
 
@@ -16,14 +45,21 @@ fn main() {
         let a = vec![0.5f32; n * n];
         let mut c = vec![0f32; n * n];
         let t = Instant::now();
-        for _ in 0..reps { gemm_call(n, n, n, &mut c, n, &a, &a, gemm::Parallelism::Rayon(2)); }
-        println!("square 2048: {:.1} GFLOP/s", 2.0 * (n * n * n * reps) as f64 / t.elapsed().as_secs_f64() / 1e9);
+        for _ in 0..reps {
+            gemm_call(n, n, n, &mut c, n, &a, &a, gemm::Parallelism::Rayon(2));
+        }
+        println!(
+            "square 2048: {:.1} GFLOP/s",
+            2.0 * (n * n * n * reps) as f64 / t.elapsed().as_secs_f64() / 1e9
+        );
         for (m, n, k) in [(96, 16384, 2592), (192, 4096, 5184), (384, 1024, 10368)] {
             let a = vec![0.5f32; m * k];
             let b = vec![0.25f32; k * n];
             let mut c = vec![0f32; m * n];
             let t = Instant::now();
-            for _ in 0..reps { gemm_call(m, n, k, &mut c, n, &a, &b, gemm::Parallelism::Rayon(2)); }
+            for _ in 0..reps {
+                gemm_call(m, n, k, &mut c, n, &a, &b, gemm::Parallelism::Rayon(2));
+            }
             let one = 2.0 * (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9;
             // Two halves of the columns, each single-threaded, in parallel.
             let half = n / 2;
@@ -38,7 +74,9 @@ fn main() {
                 );
             }
             let two = 2.0 * (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9;
-            println!("m={m} n={n} k={k}: one call Rayon(2) {one:.1} GFLOP/s, two single-threaded halves {two:.1} GFLOP/s");
+            println!(
+                "m={m} n={n} k={k}: one call Rayon(2) {one:.1} GFLOP/s, two single-threaded halves {two:.1} GFLOP/s"
+            );
         }
     }
 }

@@ -33,7 +33,15 @@ impl Case {
         r.precision = Precision::Fp32;
         r.tiling = None;
         r.chunk = 1;
-        r.id = case_id(r.precision, r.chunk, r.tiling, r.frames, r.width, r.height, &r.env_variant);
+        r.id = case_id(
+            r.precision,
+            r.chunk,
+            r.tiling,
+            r.frames,
+            r.width,
+            r.height,
+            &r.env_variant,
+        );
         r
     }
 
@@ -137,7 +145,10 @@ mod tests {
         let mut with_refs = cases.clone();
         add_references(&mut with_refs);
         assert_eq!(with_refs, cases, "every reference is in the matrix");
-        let bf16 = cases.iter().find(|c| c.id == "bf16-chunk2-tile256o64-5x64x64-f").unwrap();
+        let bf16 = cases
+            .iter()
+            .find(|c| c.id == "bf16-chunk2-tile256o64-5x64x64-f")
+            .unwrap();
         assert_eq!(bf16.reference_id(), "fp32-chunk1-untiled-5x64x64-f");
         assert!(!bf16.is_reference());
         assert!(cases[0].is_reference());
@@ -159,7 +170,10 @@ mod tests {
             .collect();
         assert_eq!(
             added,
-            ["fp32-chunk1-untiled-5x32x32-baseline", "fp32-chunk1-untiled-5x64x32-baseline"]
+            [
+                "fp32-chunk1-untiled-5x32x32-baseline",
+                "fp32-chunk1-untiled-5x64x32-baseline"
+            ]
         );
         assert!(cases.iter().filter(|c| c.added_as_reference).all(|c| c.is_reference()));
     }

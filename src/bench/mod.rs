@@ -271,7 +271,10 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         }
         let roundtrip = result.roundtrip_psnr_db;
         if let Some(e) = &result.outputs_error {
-            progress.println(&format!("  warning: {} could not save its outputs (no quality): {e}", case.id));
+            progress.println(&format!(
+                "  warning: {} could not save its outputs (no quality): {e}",
+                case.id
+            ));
         }
         let record = to_record(case, result);
         progress.finish_case(&case_line(&record));

@@ -207,7 +207,10 @@ mod tests {
         assert!(!l.identical && !d.identical);
         // Different shapes are an error, not a number.
         save(&cp, &[0.0, 0.5, -0.5], &[0.25, -0.25]);
-        assert!(compare_files(&rp, &cp).unwrap_err().to_string().contains("shapes differ"));
+        assert!(compare_files(&rp, &cp)
+            .unwrap_err()
+            .to_string()
+            .contains("shapes differ"));
     }
 
     #[test]

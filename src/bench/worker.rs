@@ -313,8 +313,12 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     let (mut roundtrip_psnr_db, mut outputs_error) = (None, None);
     if let Some((latent, decoded)) = last {
         phase("outputs");
-        let latent = latent.to_dtype(candle_core::DType::F32).map_err(|e| classify(e.into()))?;
-        let decoded = decoded.to_dtype(candle_core::DType::F32).map_err(|e| classify(e.into()))?;
+        let latent = latent
+            .to_dtype(candle_core::DType::F32)
+            .map_err(|e| classify(e.into()))?;
+        let decoded = decoded
+            .to_dtype(candle_core::DType::F32)
+            .map_err(|e| classify(e.into()))?;
         if roundtrip_applies(&spec.weights) {
             roundtrip_psnr_db = roundtrip_psnr(&video, &decoded).map_err(classify)?;
         }
@@ -382,8 +386,16 @@ pub fn roundtrip_applies(weights: &str) -> bool {
 /// used (`1+4k`); `None` when identical.
 pub fn roundtrip_psnr(clip: &Tensor, decoded: &Tensor) -> anyhow::Result<Option<f64>> {
     let used = decoded.dim(2)?;
-    let clip: Vec<f32> = clip.narrow(2, 0, used)?.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1()?;
-    let out: Vec<f32> = decoded.clamp(-1f32, 1f32)?.flatten_all()?.to_dtype(candle_core::DType::F32)?.to_vec1()?;
+    let clip: Vec<f32> = clip
+        .narrow(2, 0, used)?
+        .flatten_all()?
+        .to_dtype(candle_core::DType::F32)?
+        .to_vec1()?;
+    let out: Vec<f32> = decoded
+        .clamp(-1f32, 1f32)?
+        .flatten_all()?
+        .to_dtype(candle_core::DType::F32)?
+        .to_vec1()?;
     if clip.len() != out.len() {
         anyhow::bail!(
             "decoded video {:?} does not match the clip's {} values",
@@ -396,7 +408,8 @@ pub fn roundtrip_psnr(clip: &Tensor, decoded: &Tensor) -> anyhow::Result<Option<
 
 /// Save `latent` and `decoded` (f32, on the CPU) as a safetensors file, atomically.
 pub fn save_outputs(path: &std::path::Path, latent: &Tensor, decoded: &Tensor) -> anyhow::Result<()> {
-    let cpu = |t: &Tensor| -> anyhow::Result<Tensor> { Ok(t.to_dtype(candle_core::DType::F32)?.to_device(&Device::Cpu)?) };
+    let cpu =
+        |t: &Tensor| -> anyhow::Result<Tensor> { Ok(t.to_dtype(candle_core::DType::F32)?.to_device(&Device::Cpu)?) };
     let tensors = std::collections::HashMap::from([
         ("latent".to_string(), cpu(latent)?),
         ("decoded".to_string(), cpu(decoded)?),
@@ -511,8 +524,14 @@ mod tests {
         let same = clip.narrow(2, 0, 5).unwrap();
         assert_eq!(roundtrip_psnr(&clip, &same).unwrap(), None);
         // Values past the range are clamped back before comparing.
-        let edge = Tensor::new(&[1f32, -1.0, 0.5], &Device::Cpu).unwrap().reshape((1, 3, 1, 1, 1)).unwrap();
-        let over = Tensor::new(&[1.5f32, -3.0, 0.5], &Device::Cpu).unwrap().reshape((1, 3, 1, 1, 1)).unwrap();
+        let edge = Tensor::new(&[1f32, -1.0, 0.5], &Device::Cpu)
+            .unwrap()
+            .reshape((1, 3, 1, 1, 1))
+            .unwrap();
+        let over = Tensor::new(&[1.5f32, -3.0, 0.5], &Device::Cpu)
+            .unwrap()
+            .reshape((1, 3, 1, 1, 1))
+            .unwrap();
         assert_eq!(roundtrip_psnr(&edge, &over).unwrap(), None);
         // Off by 0.02 everywhere: 40 dB.
         let off = (same + 0.02).unwrap().clamp(-0.98f32, 0.98f32).unwrap();
@@ -524,7 +543,10 @@ mod tests {
     fn outputs_round_trip_through_safetensors() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("case.outputs.safetensors");
-        let latent = structured_clip(1, 8, 8, &Device::Cpu).unwrap().to_dtype(candle_core::DType::BF16).unwrap();
+        let latent = structured_clip(1, 8, 8, &Device::Cpu)
+            .unwrap()
+            .to_dtype(candle_core::DType::BF16)
+            .unwrap();
         let decoded = structured_clip(5, 16, 8, &Device::Cpu).unwrap();
         save_outputs(&path, &latent, &decoded).unwrap();
         let back = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
