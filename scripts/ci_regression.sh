@@ -32,7 +32,8 @@ if [[ ! -x "$bin" ]]; then
 fi
 mkdir -p "$out_dir"
 
-run_args=(run --config "$config" --output "$out_dir/current.json" --export-markdown "$out_dir/results.md" --quiet)
+run_args=(run --config "$config" --output "$out_dir/current.json" --export-markdown "$out_dir/results.md"
+    --export-svg "$out_dir/chart.svg" --quiet)
 if [[ -n "${CI_DEVICE:-}" ]]; then
     run_args+=(--device "$CI_DEVICE")
 fi
@@ -51,7 +52,9 @@ echo "## Results"
 cat "$out_dir/results.md"
 echo
 
-"$bin" plot "$out_dir/current.json" -o "$out_dir/chart.svg" || echo "warning: could not draw the chart" >&2
+if [[ ! -f "$out_dir/chart.svg" ]]; then
+    "$bin" plot "$out_dir/current.json" -o "$out_dir/chart.svg" || echo "warning: could not draw the chart" >&2
+fi
 
 # shellcheck disable=SC2086 # COMPARE_ARGS is a list of words on purpose
 extra=(${COMPARE_ARGS:-})

@@ -27,8 +27,11 @@ pub struct Executor {
     pub exe: PathBuf,
     /// Per-case limit.
     pub timeout: Duration,
-    /// Directory for result files.
+    /// The run's scratch directory: result files and the cases' outputs
+    /// (`<id>.outputs.safetensors`); removed when the executor is dropped unless `keep`.
     pub scratch: PathBuf,
+    /// Keep the scratch directory (`run --keep-outputs`).
+    pub keep: bool,
 }
 
 impl Executor {
@@ -37,7 +40,17 @@ impl Executor {
         let exe = std::env::current_exe()?;
         let scratch = std::env::temp_dir().join(format!("wan-vae-bench-{}", std::process::id()));
         std::fs::create_dir_all(&scratch)?;
-        Ok(Executor { exe, timeout, scratch })
+        Ok(Executor {
+            exe,
+            timeout,
+            scratch,
+            keep: false,
+        })
+    }
+
+    /// Where the worker of case `id` saves its outputs.
+    pub fn outputs_path(&self, id: &str) -> PathBuf {
+        self.scratch.join(format!("{}.outputs.safetensors", sanitize(id)))
     }
 
     /// Run one case; `on_phase` receives the worker's phase markers. Never fails: spawn
@@ -50,6 +63,9 @@ impl Executor {
     ) -> WorkerResult {
         let result_path = self.scratch.join(format!("{}.result.json", sanitize(&spec.id)));
         let _ = std::fs::remove_file(&result_path);
+        if let Some(outputs) = &spec.outputs {
+            let _ = std::fs::remove_file(outputs);
+        }
         let spec_json = serde_json::to_string(spec).expect("spec serializes");
         let padding = "X".repeat(rand::thread_rng().gen_range(0..4096));
         let mut cmd = Command::new(&self.exe);
@@ -141,7 +157,9 @@ impl Executor {
 
 impl Drop for Executor {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.scratch);
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.scratch);
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! Sub-modules: [`options`] typed options, [`config`] the TOML matrix file, [`matrix`] case
 //! expansion and ids, [`scheduler`] order, [`executor`] worker processes, [`worker`] the
-//! in-process measurement, [`progress`] the progress bar, [`table`] the summary table.
+//! in-process measurement, [`outputs`] the quality comparison of the cases' outputs with
+//! their references, [`progress`] the progress bar, [`table`] the summary table.
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ pub mod config;
 pub mod executor;
 pub mod matrix;
 pub mod options;
+pub mod outputs;
 pub mod progress;
 pub mod scheduler;
 pub mod table;
@@ -82,6 +84,16 @@ pub struct RunArgs {
     /// No progress bar and no per-case lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Also write the results table in Markdown to FILE (at the end of the run).
+    #[arg(long = "export-markdown", value_name = "FILE")]
+    pub export_markdown: Option<PathBuf>,
+    /// Also write a bar chart of the results as SVG to FILE (at the end of the run).
+    #[arg(long = "export-svg", value_name = "FILE")]
+    pub export_svg: Option<PathBuf>,
+    /// Keep the run's scratch directory with every case's outputs (`<case id>.outputs.safetensors`,
+    /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
+    #[arg(long = "keep-outputs")]
+    pub keep_outputs: bool,
 }
 
 /// Arguments of the hidden `worker` command.
@@ -185,6 +197,8 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let opts = options_from_args(&args)?;
     let resolved = resolve_weights(&opts.weights)?;
     let mut cases = matrix::expand(&opts);
+    matrix::add_references(&mut cases);
+    let added = cases.iter().filter(|c| c.added_as_reference).count();
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
     let system = crate::system::collect();
     let output = opts
@@ -215,10 +229,18 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         .save_atomic(&output)
         .with_context(|| format!("cannot write the report {}", output.display()))?;
 
-    let executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
+    let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
+    executor.keep = args.keep_outputs;
+    let mut book = outputs::QualityBook::new(&cases);
     let mut progress = progress::Progress::new(cases.len(), opts.quiet);
-    if let Some(s) = seed {
-        progress.println(&format!("{} cases, shuffled with seed {s}", cases.len()));
+    let added_note = match added {
+        0 => String::new(),
+        n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
+    };
+    match seed {
+        Some(s) => progress.println(&format!("{} cases{added_note}, shuffled with seed {s}", cases.len())),
+        None if added > 0 => progress.println(&format!("{} cases{added_note}", cases.len())),
+        None => {}
     }
     let mut model_known = false;
     for case in &cases {
@@ -237,6 +259,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             warmup: opts.warmup,
             runs: opts.runs,
             variant_vars: case.env_vars.keys().cloned().chain(extra_recorded_vars()).collect(),
+            outputs: Some(executor.outputs_path(&case.id)),
         };
         let result = executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
         if let (false, Some(m)) = (model_known, &result.model) {
@@ -245,6 +268,13 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             report.model.dim = m.dim;
             report.model.z_dim = m.z_dim;
             model_known = true;
+        }
+        let roundtrip = result.roundtrip_psnr_db;
+        if let Some(e) = &result.outputs_error {
+            progress.println(&format!(
+                "  warning: {} could not save its outputs (no quality): {e}",
+                case.id
+            ));
         }
         let record = to_record(case, result);
         progress.finish_case(&case_line(&record));
@@ -258,13 +288,37 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             }
         }
         report.cases.push(record);
+        for w in book.finished(&mut report, &case.id, roundtrip, spec.outputs.clone()) {
+            progress.println(&format!("  warning: {w}"));
+        }
         report.save_atomic(&output)?;
     }
     progress.finish();
     print!("{}", table::render_table(&report));
     println!("report: {}", output.display());
+    export(&report, args.export_markdown.as_deref(), args.export_svg.as_deref())?;
+    if args.keep_outputs {
+        println!("outputs: {}", executor.scratch.display());
+    }
     let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
     Ok(if all_ok { 0 } else { 1 })
+}
+
+/// Write the Markdown table and the SVG chart of the finished run where asked.
+fn export(report: &Report, markdown: Option<&std::path::Path>, svg: Option<&std::path::Path>) -> anyhow::Result<()> {
+    let write = |path: &std::path::Path, text: String| -> anyhow::Result<()> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    if let Some(path) = markdown {
+        write(path, crate::export::markdown_table(report))?;
+    }
+    if let Some(path) = svg {
+        write(path, crate::export::svg_chart(report)?)?;
+    }
+    Ok(())
 }
 
 /// Extra variable names every worker records (`WAN_VAE_BENCH_RECORD_ENV`, comma-separated),
@@ -285,7 +339,7 @@ pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";
 fn to_record(case: &matrix::Case, r: worker::WorkerResult) -> CaseRecord {
     CaseRecord {
         id: case.id.clone(),
-        added_as_reference: false,
+        added_as_reference: case.added_as_reference,
         precision: options::precision_name(case.precision).to_string(),
         compute_dtype: r.compute_dtype,
         chunk: case.chunk,

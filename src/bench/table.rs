@@ -1,7 +1,8 @@
 //! The end-of-run summary table, behind the small [`Exporter`] trait that report exporters
 //! (Markdown, SVG, ...) share: case, encode and decode median ± stddev, each relative to the
-//! fastest case of that pass.
-use crate::report::{CaseStatus, PassStats, Report};
+//! fastest case of that pass, and the PSNR of the decoded video against the case's reference
+//! (`ref` for a reference case, `inf` when identical, `-` when unknown).
+use crate::report::{CaseRecord, CaseStatus, PassStats, Report};
 
 /// Turns a finished report into text.
 pub trait Exporter {
@@ -39,8 +40,9 @@ pub fn render_table(report: &Report) -> String {
         "vs fastest",
         "decode median ± stddev",
         "vs fastest",
+        "PSNR dB",
     ];
-    let mut rows: Vec<[String; 6]> = vec![header.map(str::to_string)];
+    let mut rows: Vec<[String; 7]> = vec![header.map(str::to_string)];
     for c in &report.cases {
         let (e, er) = cell(c.encode.as_ref(), enc_best);
         let (d, dr) = cell(c.decode.as_ref(), dec_best);
@@ -48,9 +50,14 @@ pub fn render_table(report: &Report) -> String {
             .ok()
             .and_then(|v| v.as_str().map(str::to_string))
             .unwrap_or_default();
-        rows.push([c.id.clone(), status, e, er, d, dr]);
+        let id = if c.added_as_reference {
+            format!("{} (added)", c.id)
+        } else {
+            c.id.clone()
+        };
+        rows.push([id, status, e, er, d, dr, psnr_cell(c)]);
     }
-    let mut widths = [0usize; 6];
+    let mut widths = [0usize; 7];
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
@@ -73,11 +80,23 @@ pub fn render_table(report: &Report) -> String {
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
         if i == 0 {
-            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * 5));
+            out.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
             out.push('\n');
         }
     }
     out
+}
+
+/// Decoded PSNR against the reference: `ref`, `inf` (identical), `12.3`, or `-`.
+pub fn psnr_cell(c: &CaseRecord) -> String {
+    match &c.quality {
+        Some(q) if q.reference_id == c.id => "ref".into(),
+        Some(q) => match &q.decoded {
+            Some(e) => e.psnr_db.map_or("inf".into(), |v| format!("{v:.1}")),
+            None => "-".into(),
+        },
+        None => "-".into(),
+    }
 }
 
 fn cell(p: Option<&PassStats>, best: f64) -> (String, String) {

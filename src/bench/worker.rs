@@ -3,6 +3,13 @@
 //! decode passes with a device synchronization before each clock read; report the environment
 //! it saw, peak RSS, device memory and the dtype that really ran.
 //!
+//! Quality: the input is a deterministic structured clip ([`structured_clip`], a function of
+//! frames and size only), each pass decodes the latent its own encode produced, and the
+//! outputs of the last timed pass (latent and decoded video, f32) are saved to
+//! [`WorkerSpec::outputs`] for the parent to compare with the reference case's. With real
+//! weights (not `synthetic`) the worker also reports the round-trip PSNR of that last pass:
+//! `PSNR(clip, clamp(decode(encode(clip)), -1, 1))`.
+//!
 //! Testing hook: `WAN_VAE_BENCH_FAULT` (set by an env variant) makes the worker `crash`
 //! (abort after writing to stderr), `oom` (abort with an allocation-failure message), `hang`
 //! (sleep forever), `fail` (report an error), `unsupported` (report an unsupported setting)
@@ -61,6 +68,10 @@ pub struct WorkerSpec {
     pub runs: usize,
     /// Names of the variables the env variant set (always reported).
     pub variant_vars: Vec<String>,
+    /// Where to save the last timed pass's outputs (safetensors, f32 tensors `latent` and
+    /// `decoded`); nothing is saved when `None`.
+    #[serde(default)]
+    pub outputs: Option<std::path::PathBuf>,
 }
 
 /// Model facts a worker learned while loading (the parent fills the report's `model`).
@@ -86,6 +97,13 @@ pub struct WorkerResult {
     pub device_memory_bytes: Option<u64>,
     pub env: BTreeMap<String, String>,
     pub model: Option<WorkerModel>,
+    /// PSNR (dB) of the last timed pass's decode(encode(clip)), clamped to [-1, 1], against
+    /// the clip; real weights only (null with synthetic weights, or when identical).
+    #[serde(default)]
+    pub roundtrip_psnr_db: Option<f64>,
+    /// Why the outputs could not be saved (the timings are still valid).
+    #[serde(default)]
+    pub outputs_error: Option<String>,
 }
 
 impl WorkerResult {
@@ -102,6 +120,8 @@ impl WorkerResult {
             device_memory_bytes: None,
             env,
             model: None,
+            roundtrip_psnr_db: None,
+            outputs_error: None,
         }
     }
 }
@@ -250,7 +270,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     drop(weights);
 
     phase("inputs");
-    let video = synthetic_video(spec.frames, spec.width, spec.height, &device).map_err(classify)?;
+    let video = structured_clip(spec.frames, spec.width, spec.height, &device).map_err(classify)?;
     let opts = RunOptions {
         chunk: spec.chunk,
         tiling: spec.tile_px.map(|tile_px| Tiling {
@@ -259,7 +279,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         }),
     };
     let (mut enc_warm, mut dec_warm, mut enc, mut dec) = (vec![], vec![], vec![], vec![]);
-    let mut latent: Option<Tensor> = None;
+    let mut last: Option<(Tensor, Tensor)> = None;
     let total = spec.warmup + spec.runs;
     for i in 0..total {
         let warm = i < spec.warmup;
@@ -274,15 +294,14 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         let z = vae.encode(&video, &opts).map_err(classify)?;
         sync(&device)?;
         let e = t.elapsed().as_secs_f64();
-        latent = Some(z);
         phase(&format!("decode {label}"));
-        let z = latent.as_ref().expect("set above");
         sync(&device)?;
         let t = Instant::now();
-        let out = vae.decode(z, &opts).map_err(classify)?;
+        let out = vae.decode(&z, &opts).map_err(classify)?;
         sync(&device)?;
         let d = t.elapsed().as_secs_f64();
-        drop(out);
+        // Keep only the last pass's outputs (the previous ones are dropped here).
+        last = (i + 1 == total).then_some((z, out));
         if warm {
             enc_warm.push(e);
             dec_warm.push(d);
@@ -291,7 +310,25 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
             dec.push(d);
         }
     }
-    drop(latent);
+    let (mut roundtrip_psnr_db, mut outputs_error) = (None, None);
+    if let Some((latent, decoded)) = last {
+        phase("outputs");
+        let latent = latent
+            .to_dtype(candle_core::DType::F32)
+            .map_err(|e| classify(e.into()))?;
+        let decoded = decoded
+            .to_dtype(candle_core::DType::F32)
+            .map_err(|e| classify(e.into()))?;
+        if roundtrip_applies(&spec.weights) {
+            roundtrip_psnr_db = roundtrip_psnr(&video, &decoded).map_err(classify)?;
+        }
+        if let Some(path) = &spec.outputs {
+            if let Err(e) = save_outputs(path, &latent, &decoded) {
+                outputs_error = Some(format!("{e:#}"));
+            }
+        }
+    }
+    drop(video);
     let (f, w, h) = (spec.frames, spec.width, spec.height);
     let out_frames = crate::model::frames_used(f).map_err(|e| classify(e.into()))?;
     let encode = pass_stats(enc, enc_warm, f, crate::model::flops::encode_gflop(&cfg, f, w, h));
@@ -307,6 +344,8 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         decode: Some(decode),
         load_s: Some(load_s),
         model: Some(model),
+        roundtrip_psnr_db,
+        outputs_error,
         ..WorkerResult::empty(CaseStatus::Ok, None, BTreeMap::new())
     })
 }
@@ -337,22 +376,94 @@ pub fn pass_stats(samples: Vec<f64>, warmup: Vec<f64>, frames: usize, gflop: f64
     }
 }
 
-/// Deterministic video `[1,3,frames,height,width]` in [-1,1]: smooth sine patterns of the
-/// indices (no RNG), different per channel and moving over time.
-pub fn synthetic_video(frames: usize, width: usize, height: usize, device: &Device) -> anyhow::Result<Tensor> {
-    let mut data = Vec::with_capacity(3 * frames * width * height);
-    for c in 0..3 {
-        for t in 0..frames {
-            for y in 0..height {
-                for x in 0..width {
-                    let v = (0.13 * x as f32 + 0.07 * y as f32 + 0.5 * t as f32 + 1.3 * c as f32).sin()
-                        * (0.05 * (x + 2 * y) as f32 + 0.3 * t as f32).cos();
-                    data.push(0.95 * v);
+/// Whether the round-trip PSNR means anything: real weights only (random synthetic weights
+/// reconstruct nothing).
+pub fn roundtrip_applies(weights: &str) -> bool {
+    weights != "synthetic"
+}
+
+/// PSNR (dB, [-1,1] range) of `clamp(decoded, -1, 1)` against the frames of `clip` the model
+/// used (`1+4k`); `None` when identical.
+pub fn roundtrip_psnr(clip: &Tensor, decoded: &Tensor) -> anyhow::Result<Option<f64>> {
+    let used = decoded.dim(2)?;
+    let clip: Vec<f32> = clip
+        .narrow(2, 0, used)?
+        .flatten_all()?
+        .to_dtype(candle_core::DType::F32)?
+        .to_vec1()?;
+    let out: Vec<f32> = decoded
+        .clamp(-1f32, 1f32)?
+        .flatten_all()?
+        .to_dtype(candle_core::DType::F32)?
+        .to_vec1()?;
+    if clip.len() != out.len() {
+        anyhow::bail!(
+            "decoded video {:?} does not match the clip's {} values",
+            decoded.dims(),
+            clip.len()
+        );
+    }
+    Ok(crate::quality::psnr_db(&clip, &out))
+}
+
+/// Save `latent` and `decoded` (f32, on the CPU) as a safetensors file, atomically.
+pub fn save_outputs(path: &std::path::Path, latent: &Tensor, decoded: &Tensor) -> anyhow::Result<()> {
+    let cpu =
+        |t: &Tensor| -> anyhow::Result<Tensor> { Ok(t.to_dtype(candle_core::DType::F32)?.to_device(&Device::Cpu)?) };
+    let tensors = std::collections::HashMap::from([
+        ("latent".to_string(), cpu(latent)?),
+        ("decoded".to_string(), cpu(decoded)?),
+    ]);
+    let tmp = path.with_extension("safetensors.tmp");
+    candle_core::safetensors::save(&tensors, &tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// The benchmark input and round-trip test clip, `[1,3,frames,height,width]` in [-1,1]: a
+/// deterministic function of frames and size only (no RNG): smooth colour gradients that
+/// drift over time, a disc moving left to right on a sine path and a square moving
+/// diagonally, both with anti-aliased (1.5 px) edges. Structured like video, not noise.
+pub fn structured_clip(frames: usize, width: usize, height: usize, device: &Device) -> anyhow::Result<Tensor> {
+    let (wf, hf) = (width as f32, height as f32);
+    let size = wf.min(hf);
+    // Coverage of a shape edge at signed distance `d` (px, negative inside): 1 inside, 0 outside.
+    let cover = |d: f32| (0.5 - d / 1.5).clamp(0.0, 1.0);
+    let mut data = vec![0f32; 3 * frames * width * height];
+    let plane = width * height;
+    for t in 0..frames {
+        let phase = t as f32 / frames.max(2) as f32;
+        // Disc: radius a fifth of the smaller side, left to right, bobbing vertically.
+        let (dr, dx, dy) = (
+            0.2 * size,
+            (0.2 + 0.6 * phase) * wf,
+            (0.5 + 0.2 * (std::f32::consts::TAU * phase).sin()) * hf,
+        );
+        // Square: half-side an eighth of the smaller side, top-left to bottom-right.
+        let (sh, sx, sy) = (0.125 * size, (0.75 - 0.5 * phase) * wf, (0.25 + 0.5 * phase) * hf);
+        for y in 0..height {
+            for x in 0..width {
+                let (u, v) = ((x as f32 + 0.5) / wf, (y as f32 + 0.5) / hf);
+                let (px, py) = (x as f32 + 0.5, y as f32 + 0.5);
+                let disc = cover(((px - dx).powi(2) + (py - dy).powi(2)).sqrt() - dr);
+                let square = cover((px - sx).abs().max((py - sy).abs()) - sh);
+                let background = [
+                    0.8 * (2.0 * u - 1.0) + 0.1 * phase,
+                    0.6 * (2.0 * v - 1.0) * (1.0 - 0.3 * phase),
+                    0.5 * (std::f32::consts::PI * (u + v + phase)).cos(),
+                ];
+                let disc_rgb = [0.9, 0.7, -0.6];
+                let square_rgb = [-0.8, 0.2, 0.9];
+                for c in 0..3 {
+                    let mut val = background[c];
+                    val += disc * (disc_rgb[c] - val);
+                    val += square * (square_rgb[c] - val);
+                    data[(c * frames + t) * plane + y * width + x] = val.clamp(-1.0, 1.0);
                 }
             }
         }
     }
-    Tensor::from_vec(data, (1, 3, frames, height, width), device).context("building the input video")
+    Tensor::from_vec(data, (1, 3, frames, height, width), device).context("building the input clip")
 }
 
 /// Peak resident memory of this process (VmHWM in `/proc/self/status`), bytes.
@@ -386,13 +497,61 @@ mod tests {
 
     #[test]
     fn video_is_deterministic_and_bounded() {
-        let a = synthetic_video(5, 16, 8, &Device::Cpu).unwrap();
-        let b = synthetic_video(5, 16, 8, &Device::Cpu).unwrap();
+        let a = structured_clip(5, 16, 8, &Device::Cpu).unwrap();
+        let b = structured_clip(5, 16, 8, &Device::Cpu).unwrap();
         assert_eq!(a.dims(), &[1, 3, 5, 8, 16]);
         let va: Vec<f32> = a.flatten_all().unwrap().to_vec1().unwrap();
         let vb: Vec<f32> = b.flatten_all().unwrap().to_vec1().unwrap();
         assert_eq!(va, vb);
         assert!(va.iter().all(|v| (-1.0..=1.0).contains(v)));
+        // Structured, not flat: a real spread of values, and the frames differ (motion).
+        let (lo, hi) = va.iter().fold((1f32, -1f32), |(l, h), &v| (l.min(v), h.max(v)));
+        assert!(hi - lo > 1.0, "{lo}..{hi}");
+        let plane = 16 * 8;
+        assert_ne!(va[..plane], va[plane..2 * plane]);
+    }
+
+    #[test]
+    fn roundtrip_only_with_real_weights() {
+        assert!(!roundtrip_applies("synthetic"));
+        assert!(roundtrip_applies("/models/Wan2.1_VAE.safetensors"));
+    }
+
+    #[test]
+    fn roundtrip_psnr_clamps_and_uses_the_decoded_frames() {
+        let clip = structured_clip(6, 8, 8, &Device::Cpu).unwrap();
+        // Decoded has 5 frames (1+4k): the 6th clip frame is ignored; identical -> None.
+        let same = clip.narrow(2, 0, 5).unwrap();
+        assert_eq!(roundtrip_psnr(&clip, &same).unwrap(), None);
+        // Values past the range are clamped back before comparing.
+        let edge = Tensor::new(&[1f32, -1.0, 0.5], &Device::Cpu)
+            .unwrap()
+            .reshape((1, 3, 1, 1, 1))
+            .unwrap();
+        let over = Tensor::new(&[1.5f32, -3.0, 0.5], &Device::Cpu)
+            .unwrap()
+            .reshape((1, 3, 1, 1, 1))
+            .unwrap();
+        assert_eq!(roundtrip_psnr(&edge, &over).unwrap(), None);
+        // Off by 0.02 everywhere: 40 dB.
+        let off = (same + 0.02).unwrap().clamp(-0.98f32, 0.98f32).unwrap();
+        let p = roundtrip_psnr(&clip, &off).unwrap().unwrap();
+        assert!(p > 35.0 && p < 45.0, "{p}");
+    }
+
+    #[test]
+    fn outputs_round_trip_through_safetensors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.outputs.safetensors");
+        let latent = structured_clip(1, 8, 8, &Device::Cpu)
+            .unwrap()
+            .to_dtype(candle_core::DType::BF16)
+            .unwrap();
+        let decoded = structured_clip(5, 16, 8, &Device::Cpu).unwrap();
+        save_outputs(&path, &latent, &decoded).unwrap();
+        let back = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
+        assert_eq!(back["latent"].dtype(), candle_core::DType::F32);
+        assert_eq!(back["decoded"].dims(), &[1, 3, 5, 8, 16]);
     }
 
     #[test]

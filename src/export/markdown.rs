@@ -2,7 +2,8 @@
 //!
 //! Columns: case, encode and decode median ± stddev [s], encode and decode GFLOP/s,
 //! relative (the case's encode+decode median total over the fastest ok case's total),
-//! status, and PSNR [dB] of the decoded and latent output when any case has quality.
+//! status, PSNR [dB] of the decoded and latent output when any case has quality (`reference`
+//! for a reference case, `∞` when identical), and the round-trip PSNR [dB] when any case has it.
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -40,6 +41,7 @@ fn psnr_text(e: &Option<ErrorStats>) -> String {
 
 fn quality_cell(case: &CaseRecord, references: &BTreeSet<&str>) -> String {
     match &case.quality {
+        Some(q) if q.reference_id == case.id => "reference".into(),
         Some(q) => format!("{} / {}", psnr_text(&q.decoded), psnr_text(&q.latent)),
         None if references.contains(case.id.as_str()) => "reference".into(),
         None => "–".into(),
@@ -50,6 +52,8 @@ fn quality_cell(case: &CaseRecord, references: &BTreeSet<&str>) -> String {
 pub fn markdown_table(report: &Report) -> String {
     let fastest = report.cases.iter().filter_map(total).fold(f64::INFINITY, f64::min);
     let has_quality = report.cases.iter().any(|c| c.quality.is_some());
+    let roundtrip = |c: &CaseRecord| c.quality.as_ref().and_then(|q| q.roundtrip_psnr_db);
+    let has_roundtrip = report.cases.iter().any(|c| roundtrip(c).is_some());
     let references: BTreeSet<&str> = report
         .cases
         .iter()
@@ -58,13 +62,20 @@ pub fn markdown_table(report: &Report) -> String {
         .collect();
     let mut o = String::new();
     o.push_str("| case | encode [s] | decode [s] | encode GFLOP/s | decode GFLOP/s | relative | status |");
-    o.push_str(if has_quality {
-        " PSNR [dB] decoded / latent |\n"
-    } else {
-        "\n"
-    });
-    o.push_str("|:---|---:|---:|---:|---:|---:|:---|");
-    o.push_str(if has_quality { "---:|\n" } else { "\n" });
+    if has_quality {
+        o.push_str(" PSNR [dB] decoded / latent |");
+    }
+    if has_roundtrip {
+        o.push_str(" round-trip PSNR [dB] |");
+    }
+    o.push_str("\n|:---|---:|---:|---:|---:|---:|:---|");
+    if has_quality {
+        o.push_str("---:|");
+    }
+    if has_roundtrip {
+        o.push_str("---:|");
+    }
+    o.push('\n');
     for case in &report.cases {
         let relative = total(case)
             .filter(|_| fastest > 0.0)
@@ -86,6 +97,9 @@ pub fn markdown_table(report: &Report) -> String {
         );
         if has_quality {
             let _ = write!(o, " {} |", quality_cell(case, &references));
+        }
+        if has_roundtrip {
+            let _ = write!(o, " {} |", roundtrip(case).map_or("–".into(), |v| format!("{v:.2}")));
         }
         o.push('\n');
     }

@@ -1,0 +1,274 @@
+//! The parent's half of the quality measurement: workers save the outputs of their last
+//! timed pass (f32 safetensors, tensors `latent` and `decoded`) in the run's scratch
+//! directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
+//! and env variant, see [`super::matrix::Case::reference`]) have both finished, [`QualityBook`]
+//! compares the two files with [`crate::quality::error_stats`] and fills the case's
+//! `quality`.
+//!
+//! Semantics (also in `docs/report-schema.md`):
+//! - a reference case that saved its outputs gets `quality` with `reference_id` = its own id,
+//!   `latent` and `decoded` null, and its `roundtrip_psnr_db`;
+//! - any other `ok` case gets `reference_id`, `latent` and `decoded` (null when either side's
+//!   outputs are missing, e.g. the reference failed) and its `roundtrip_psnr_db`; `quality`
+//!   stays null when none of these is known;
+//! - a case that is not `ok` has no `quality`.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use candle_core::{DType, Device, Tensor};
+
+use super::matrix::Case;
+use crate::report::{CaseStatus, ErrorStats, Quality, Report};
+
+/// Tensor names in an outputs file.
+pub const LATENT: &str = "latent";
+/// Tensor names in an outputs file.
+pub const DECODED: &str = "decoded";
+
+/// One output tensor, flattened to f32, with its shape.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub dims: Vec<usize>,
+    pub values: Vec<f32>,
+}
+
+/// Read an outputs file: (latent, decoded).
+pub fn load_outputs(path: &Path) -> anyhow::Result<(Output, Output)> {
+    let tensors = candle_core::safetensors::load(path, &Device::Cpu)
+        .with_context(|| format!("cannot read the outputs {}", path.display()))?;
+    let get = |name: &str| -> anyhow::Result<Output> {
+        let t: &Tensor = tensors
+            .get(name)
+            .with_context(|| format!("{} has no tensor `{name}`", path.display()))?;
+        Ok(Output {
+            dims: t.dims().to_vec(),
+            values: t.flatten_all()?.to_dtype(DType::F32)?.to_vec1()?,
+        })
+    };
+    Ok((get(LATENT)?, get(DECODED)?))
+}
+
+/// Latent and decoded error of the outputs in `case` against those in `reference`.
+pub fn compare_files(reference: &Path, case: &Path) -> anyhow::Result<(ErrorStats, ErrorStats)> {
+    let (rl, rd) = load_outputs(reference)?;
+    let (cl, cd) = load_outputs(case)?;
+    let stats = |name: &str, r: &Output, c: &Output| -> anyhow::Result<ErrorStats> {
+        if r.dims != c.dims {
+            anyhow::bail!("{name} shapes differ: reference {:?}, case {:?}", r.dims, c.dims);
+        }
+        Ok(crate::quality::error_stats(&r.values, &c.values))
+    };
+    Ok((stats(LATENT, &rl, &cl)?, stats(DECODED, &rd, &cd)?))
+}
+
+/// What is known about a finished case.
+#[derive(Debug, Clone)]
+struct Finished {
+    ok: bool,
+    roundtrip_psnr_db: Option<f64>,
+    outputs: Option<PathBuf>,
+}
+
+/// Fills `quality` of the report's cases as cases and their references finish.
+#[derive(Debug, Default)]
+pub struct QualityBook {
+    reference_of: BTreeMap<String, String>,
+    finished: BTreeMap<String, Finished>,
+    done: BTreeSet<String>,
+}
+
+impl QualityBook {
+    /// A book for these cases (references included).
+    pub fn new(cases: &[Case]) -> QualityBook {
+        QualityBook {
+            reference_of: cases.iter().map(|c| (c.id.clone(), c.reference_id())).collect(),
+            ..QualityBook::default()
+        }
+    }
+
+    /// Case `id` finished (its record is already in `report`); `outputs` is its outputs
+    /// file when the worker saved one. Fills the `quality` of every case that this makes
+    /// computable; returns warnings (outputs that could not be compared).
+    pub fn finished(
+        &mut self,
+        report: &mut Report,
+        id: &str,
+        roundtrip_psnr_db: Option<f64>,
+        outputs: Option<PathBuf>,
+    ) -> Vec<String> {
+        let ok = report.cases.iter().any(|c| c.id == id && c.status == CaseStatus::Ok);
+        self.finished.insert(
+            id.to_string(),
+            Finished {
+                ok,
+                roundtrip_psnr_db,
+                outputs: outputs.filter(|p| ok && p.is_file()),
+            },
+        );
+        let mut candidates = vec![id.to_string()];
+        candidates.extend(
+            self.reference_of
+                .iter()
+                .filter(|(c, r)| r.as_str() == id && c.as_str() != id)
+                .map(|(c, _)| c.clone()),
+        );
+        let mut warnings = Vec::new();
+        for c in candidates {
+            if self.done.contains(&c) || !self.finished.contains_key(&c) {
+                continue;
+            }
+            let r = self.reference_of.get(&c).cloned().unwrap_or_else(|| c.clone());
+            let Some(reference) = self.finished.get(&r) else {
+                continue; // wait for the reference
+            };
+            let case = &self.finished[&c];
+            let quality = if !case.ok {
+                None
+            } else if c == r {
+                case.outputs.as_ref().map(|_| Quality {
+                    reference_id: r.clone(),
+                    latent: None,
+                    decoded: None,
+                    roundtrip_psnr_db: case.roundtrip_psnr_db,
+                })
+            } else {
+                let (mut latent, mut decoded) = (None, None);
+                if let (Some(rp), Some(cp)) = (&reference.outputs, &case.outputs) {
+                    match compare_files(rp, cp) {
+                        Ok((l, d)) => (latent, decoded) = (Some(l), Some(d)),
+                        Err(e) => warnings.push(format!("cannot compare the outputs of {c} with {r}: {e:#}")),
+                    }
+                }
+                (latent.is_some() || case.roundtrip_psnr_db.is_some()).then(|| Quality {
+                    reference_id: r.clone(),
+                    latent,
+                    decoded,
+                    roundtrip_psnr_db: case.roundtrip_psnr_db,
+                })
+            };
+            if let Some(rec) = report.cases.iter_mut().find(|x| x.id == c) {
+                rec.quality = quality;
+            }
+            self.done.insert(c);
+        }
+        warnings
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::CaseRecord;
+
+    fn save(path: &Path, latent: &[f32], decoded: &[f32]) {
+        let t = |v: &[f32]| Tensor::from_slice(v, (1, 1, v.len()), &Device::Cpu).unwrap();
+        super::super::worker::save_outputs(path, &t(latent), &t(decoded)).unwrap();
+    }
+
+    fn record(id: &str, status: CaseStatus) -> CaseRecord {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "precision": "fp32", "compute_dtype": null, "chunk": 1, "tile_px": null,
+            "overlap_px": null, "frames": 5, "width": 32, "height": 32, "env_variant": "baseline",
+            "env": {}, "status": status, "error": null, "encode": null, "decode": null,
+            "load_s": null, "peak_rss_bytes": null, "device_memory_bytes": null, "quality": null
+        }))
+        .unwrap()
+    }
+
+    fn cases() -> Vec<Case> {
+        let o = crate::bench::config::parse("[matrix]\nprecision=[\"bf16\"]\nchunk=[2]\nsize=[\"32x32\"]").unwrap();
+        let mut cases = super::super::matrix::expand(&o);
+        super::super::matrix::add_references(&mut cases);
+        cases
+    }
+
+    const REF: &str = "fp32-chunk1-untiled-5x32x32-baseline";
+    const CASE: &str = "bf16-chunk2-untiled-5x32x32-baseline";
+
+    #[test]
+    fn identical_and_perturbed_outputs() {
+        let dir = tempfile::tempdir().unwrap();
+        let (rp, cp) = (dir.path().join("r.safetensors"), dir.path().join("c.safetensors"));
+        save(&rp, &[0.0, 0.5, -0.5, 1.0], &[0.25, -0.25]);
+        save(&cp, &[0.0, 0.5, -0.5, 1.0], &[0.25, -0.25]);
+        let (l, d) = compare_files(&rp, &cp).unwrap();
+        for s in [&l, &d] {
+            assert!(s.identical);
+            assert_eq!((s.psnr_db, s.max_abs, s.mean_abs), (None, 0.0, 0.0));
+        }
+        // Latent: one of four values off by 0.1: MSE 0.0025, PSNR 10 log10(4 / 0.0025) = 32.04 dB.
+        // Decoded: both values off by 0.02: MSE 4e-4, PSNR 40 dB.
+        save(&cp, &[0.0, 0.5, -0.5, 0.9], &[0.27, -0.23]);
+        let (l, d) = compare_files(&rp, &cp).unwrap();
+        assert!((l.psnr_db.unwrap() - 32.0412).abs() < 1e-3, "{l:?}");
+        assert!((l.max_abs - 0.1).abs() < 1e-6 && (l.mean_abs - 0.025).abs() < 1e-6);
+        assert!((d.psnr_db.unwrap() - 40.0).abs() < 1e-3, "{d:?}");
+        assert!(!l.identical && !d.identical);
+        // Different shapes are an error, not a number.
+        save(&cp, &[0.0, 0.5, -0.5], &[0.25, -0.25]);
+        assert!(compare_files(&rp, &cp)
+            .unwrap_err()
+            .to_string()
+            .contains("shapes differ"));
+    }
+
+    #[test]
+    fn quality_is_filled_once_both_cases_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let (rp, cp) = (dir.path().join("r.safetensors"), dir.path().join("c.safetensors"));
+        save(&rp, &[0.0, 0.5], &[0.25, -0.25]);
+        save(&cp, &[0.0, 0.5], &[0.27, -0.23]);
+        let cases = cases();
+        assert_eq!(cases.len(), 2);
+        let mut book = QualityBook::new(&cases);
+        let mut report = crate::report::Report {
+            schema_version: 1,
+            tool: Default::default(),
+            created_at: String::new(),
+            system: Default::default(),
+            model: Default::default(),
+            run: Default::default(),
+            cases: vec![record(CASE, CaseStatus::Ok)],
+        };
+        // The case first: nothing to compare with yet.
+        assert!(book.finished(&mut report, CASE, Some(20.0), Some(cp)).is_empty());
+        assert_eq!(report.cases[0].quality, None);
+        report.cases.push(record(REF, CaseStatus::Ok));
+        assert!(book.finished(&mut report, REF, Some(21.0), Some(rp)).is_empty());
+        let q = report.cases[0].quality.clone().unwrap();
+        assert_eq!(q.reference_id, REF);
+        assert_eq!(q.latent.unwrap().psnr_db, None);
+        assert!((q.decoded.unwrap().psnr_db.unwrap() - 40.0).abs() < 1e-3);
+        assert_eq!(q.roundtrip_psnr_db, Some(20.0));
+        let rq = report.cases[1].quality.clone().unwrap();
+        assert_eq!((rq.reference_id.as_str(), rq.latent, rq.decoded), (REF, None, None));
+        assert_eq!(rq.roundtrip_psnr_db, Some(21.0));
+    }
+
+    #[test]
+    fn failed_reference_leaves_no_comparison() {
+        let dir = tempfile::tempdir().unwrap();
+        let cp = dir.path().join("c.safetensors");
+        save(&cp, &[0.0], &[0.0]);
+        let mut book = QualityBook::new(&cases());
+        let mut report = crate::report::Report {
+            schema_version: 1,
+            tool: Default::default(),
+            created_at: String::new(),
+            system: Default::default(),
+            model: Default::default(),
+            run: Default::default(),
+            cases: vec![record(REF, CaseStatus::Failed), record(CASE, CaseStatus::Ok)],
+        };
+        book.finished(&mut report, REF, None, None);
+        book.finished(&mut report, CASE, None, Some(cp.clone()));
+        assert!(report.cases.iter().all(|c| c.quality.is_none()));
+        // With a round trip (real weights) the case still reports it.
+        let mut book = QualityBook::new(&cases());
+        book.finished(&mut report, REF, None, None);
+        book.finished(&mut report, CASE, Some(18.5), Some(cp));
+        let q = report.cases[1].quality.clone().unwrap();
+        assert_eq!((q.latent, q.decoded, q.roundtrip_psnr_db), (None, None, Some(18.5)));
+    }
+}
