@@ -39,7 +39,58 @@ fn gemm_call(
     }
 }
 
+fn dst_layout(m: usize, n: usize, k: usize, reps: usize) {
+    let a = vec![0.5f32; m * k];
+    let b = vec![0.25f32; k * n];
+    for (name, cs, rs) in [
+        ("channels-first dst", 1isize, n as isize),
+        ("channels-last dst", m as isize, 1isize),
+    ] {
+        let mut c = vec![0f32; m * n];
+        let t = Instant::now();
+        for _ in 0..reps {
+            unsafe {
+                gemm::gemm(
+                    m,
+                    n,
+                    k,
+                    c.as_mut_ptr(),
+                    cs,
+                    rs,
+                    true,
+                    a.as_ptr(),
+                    1,
+                    k as isize,
+                    b.as_ptr(),
+                    k as isize,
+                    1,
+                    1.0,
+                    1.0,
+                    false,
+                    false,
+                    false,
+                    gemm::Parallelism::Rayon(2),
+                );
+            }
+        }
+        println!(
+            "m={m} n={n} k={k} {name}: {:.1} GFLOP/s",
+            2.0 * (m * n * k * reps) as f64 / t.elapsed().as_secs_f64() / 1e9
+        );
+    }
+}
+
 fn main() {
+    for _ in 0..2 {
+        for (m, n, k) in [
+            (96, 16384, 2592),
+            (192, 4096, 5184),
+            (384, 1024, 10368),
+            (96, 65536, 2592),
+        ] {
+            dst_layout(m, n, k, 3);
+        }
+    }
     let reps = 3;
     for _ in 0..2 {
         let n = 2048;
