@@ -166,32 +166,33 @@ impl WanVae {
     /// Encoder over frame chunks (`[0]`, then `4*chunk` frames per call), then `conv1`:
     /// `[1, 2z, t, H/8, W/8]`.
     fn encode_moments(&self, x: &Tensor, chunk: usize) -> candle_core::Result<Tensor> {
-        let t = x.dim(2)?;
-        let mut cache = FeatCache::default();
-        let mut outs = vec![self.encoder.forward(&x.narrow(2, 0, 1)?, &mut cache)?];
-        let mut t0 = 1;
-        while t0 < t {
-            let n = (4 * chunk).min(t - t0);
-            outs.push(self.encoder.forward(&x.narrow(2, t0, n)?, &mut cache)?);
-            t0 += n;
-        }
-        let out = Tensor::cat(&outs, 2)?;
+        let out = first_then_chunks(x, 4 * chunk, |frames, cache| self.encoder.forward(frames, cache))?;
         self.conv1.forward(&out, None)
     }
 
     /// Decoder over latent chunks (`[0]`, then `chunk` frames per call), after `conv2`.
     fn decode_frames(&self, x: &Tensor, chunk: usize) -> candle_core::Result<Tensor> {
-        let t = x.dim(2)?;
-        let mut cache = FeatCache::default();
-        let mut outs = vec![self.decoder.forward(&x.narrow(2, 0, 1)?, &mut cache)?];
-        let mut t0 = 1;
-        while t0 < t {
-            let n = chunk.min(t - t0);
-            outs.push(self.decoder.forward(&x.narrow(2, t0, n)?, &mut cache)?);
-            t0 += n;
-        }
-        Tensor::cat(&outs, 2)
+        first_then_chunks(x, chunk, |frames, cache| self.decoder.forward(frames, cache))
     }
+}
+
+/// The reference's time loop: `call` on frame 0 alone, then on `step` frames at a time
+/// (the last call may get fewer), sharing one cache; outputs concatenated in time.
+fn first_then_chunks(
+    x: &Tensor,
+    step: usize,
+    call: impl Fn(&Tensor, &mut FeatCache) -> candle_core::Result<Tensor>,
+) -> candle_core::Result<Tensor> {
+    let t = x.dim(2)?;
+    let mut cache = FeatCache::default();
+    let mut outs = vec![call(&x.narrow(2, 0, 1)?, &mut cache)?];
+    let mut t0 = 1;
+    while t0 < t {
+        let n = step.min(t - t0);
+        outs.push(call(&x.narrow(2, t0, n)?, &mut cache)?);
+        t0 += n;
+    }
+    Tensor::cat(&outs, 2)
 }
 
 fn check_chunk(chunk: usize) -> Result<(), crate::error::UserError> {
