@@ -274,38 +274,46 @@ fn conv_f32(src: &[f32], g: &Geometry, w: &[f32], bias: &[f32], out_ch: usize, o
     let pointwise = k == g.c && g.stride == [1, 1, 1] && g.pad == Pad::default();
     if pointwise {
         // 1x1x1: the channels-last input already is the [N, C] patch matrix.
-        unsafe { gemm_acc(out_ch, n, k, dst.as_mut_ptr(), n, w, x_cl.as_ptr(), par) };
+        unsafe { gemm_acc(out_ch, n, k, dst.as_mut_ptr(), n, w, k, x_cl.as_ptr(), par) };
         return;
     }
+    // Time taps that fall in the zero padding (or past the input) for every output frame
+    // contribute exact zeros: leave them out of K. This is the single-frame first call of
+    // each encode/decode, where 2 of 3 taps are padding (the analytic FLOP count, like the
+    // reference, still counts them).
+    let live = live_time_taps(g);
+    let tap_len = kh * kw * g.c;
+    let k_live = live.len() * tap_len;
+    let w_live = &w[live.start * tap_len..];
     let rows = g.to * g.ho; // output rows of `wo` pixels
-    let slab_rows = (SLAB_FLOATS / (k * g.wo)).clamp(1, rows);
+    let slab_rows = (SLAB_FLOATS / (k_live * g.wo)).clamp(1, rows);
     COLS.with_borrow_mut(|cols| {
-        if cols.len() < k * slab_rows * g.wo {
-            cols.resize(k * slab_rows * g.wo, 0.0);
+        if cols.len() < k_live * slab_rows * g.wo {
+            cols.resize(k_live * slab_rows * g.wo, 0.0);
         }
         let mut row0 = 0;
         while row0 < rows {
             let nrows = slab_rows.min(rows - row0);
             let ncols = nrows * g.wo;
-            let cols = &mut cols[..k * ncols];
-            cols.par_chunks_mut(g.wo * k)
+            let cols = &mut cols[..k_live * ncols];
+            cols.par_chunks_mut(g.wo * k_live)
                 .enumerate()
-                .for_each(|(q, patches)| fill_patch_row(&x_cl, g, row0 + q, patches));
-            unsafe {
-                gemm_acc(
-                    out_ch,
-                    ncols,
-                    k,
-                    dst.as_mut_ptr().add(row0 * g.wo),
-                    n,
-                    w,
-                    cols.as_ptr(),
-                    par,
-                )
-            };
+                .for_each(|(q, patches)| fill_patch_row(&x_cl, g, live.clone(), row0 + q, patches));
+            let dst_slab = unsafe { dst.as_mut_ptr().add(row0 * g.wo) };
+            unsafe { gemm_acc(out_ch, ncols, k_live, dst_slab, n, w_live, k, cols.as_ptr(), par) };
             row0 += nrows;
         }
     });
+}
+
+/// Time taps `dt` that read a real input frame for at least one output frame.
+fn live_time_taps(g: &Geometry) -> std::ops::Range<usize> {
+    let [kt, _, _] = g.kernel;
+    let front = g.pad.t_front;
+    // Output frame `ot` reads input frame `ot*st + dt - front`.
+    let lo = front.saturating_sub((g.to - 1) * g.stride[0]);
+    let hi = kt.min(g.t + front);
+    lo.min(hi)..hi
 }
 
 /// `[C, S]` -> `[S, C]`, in cache-friendly tiles.
@@ -326,17 +334,17 @@ fn to_channels_last(src: &[f32], c: usize, s: usize) -> Vec<f32> {
 }
 
 /// Patches of the `wo` pixels of output row `orow` (= `ot*ho + oh`): for each pixel, the
-/// `kt*kh*kw` taps of `C` channels, zeros where a tap falls in the padding.
-fn fill_patch_row(x_cl: &[f32], g: &Geometry, orow: usize, patches: &mut [f32]) {
-    let [kt, kh, kw] = g.kernel;
+/// time taps `taps` x `kh*kw` taps of `C` channels, zeros where a tap falls in the padding.
+fn fill_patch_row(x_cl: &[f32], g: &Geometry, taps: std::ops::Range<usize>, orow: usize, patches: &mut [f32]) {
+    let [_, kh, kw] = g.kernel;
     let [st, sh, sw] = g.stride;
     let c = g.c;
-    let k = c * kt * kh * kw;
+    let k = c * taps.len() * kh * kw;
     let (ot, oh) = (orow / g.ho, orow % g.ho);
     for ow in 0..g.wo {
         let patch = &mut patches[ow * k..(ow + 1) * k];
         let mut tap = 0;
-        for dt in 0..kt {
+        for dt in taps.clone() {
             let it = (ot * st + dt) as isize - g.pad.t_front as isize;
             for dh in 0..kh {
                 let ih = (oh * sh + dh) as isize - g.pad.top as isize;
@@ -359,11 +367,11 @@ fn fill_patch_row(x_cl: &[f32], g: &Geometry, orow: usize, patches: &mut [f32]) 
     }
 }
 
-/// `dst[m, n] (row stride dst_rs) += lhs[m, k] @ patches[n, k]^T`.
+/// `dst[m, n] (row stride dst_rs) += lhs[m, k] (row stride lhs_rs) @ patches[n, k]^T`.
 ///
 /// # Safety
 /// `dst` must be valid for `m` rows of `dst_rs` floats with `n` used per row; `lhs` holds
-/// `m*k` floats; `patches` holds `n*k` floats.
+/// `m` rows of `lhs_rs` floats with `k` used; `patches` holds `n*k` floats.
 #[allow(clippy::too_many_arguments)]
 unsafe fn gemm_acc(
     m: usize,
@@ -372,10 +380,11 @@ unsafe fn gemm_acc(
     dst: *mut f32,
     dst_rs: usize,
     lhs: &[f32],
+    lhs_rs: usize,
     patches: *const f32,
     par: gemm::Parallelism,
 ) {
-    debug_assert!(lhs.len() >= m * k);
+    debug_assert!(m == 0 || lhs.len() >= (m - 1) * lhs_rs + k);
     gemm::gemm(
         m,
         n,
@@ -386,7 +395,7 @@ unsafe fn gemm_acc(
         true,
         lhs.as_ptr(),
         1,
-        k as isize,
+        lhs_rs as isize,
         patches,
         k as isize,
         1,
