@@ -3,6 +3,7 @@
 //! columns; a square 2048 matmul in the same process for reference.
 use std::time::Instant;
 
+/// `dst[m, n] += a[m, k] @ b[n, k]^T`, destination row-major with row stride `dst_rs`.
 #[allow(clippy::too_many_arguments)]
 fn gemm_call(
     m: usize,
@@ -14,14 +15,31 @@ fn gemm_call(
     b: &[f32],
     par: gemm::Parallelism,
 ) {
+    gemm_strided(m, n, k, dst, 1, dst_rs as isize, a, b, par);
+}
+
+/// `dst[m, n] += a[m, k] @ b[n, k]^T` with destination strides `dst_cs`, `dst_rs`.
+#[allow(clippy::too_many_arguments)]
+fn gemm_strided(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [f32],
+    dst_cs: isize,
+    dst_rs: isize,
+    a: &[f32],
+    b: &[f32],
+    par: gemm::Parallelism,
+) {
+    assert!(dst.len() >= m * n && a.len() >= m * k && b.len() >= n * k);
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
             dst.as_mut_ptr(),
-            1,
-            dst_rs as isize,
+            dst_cs,
+            dst_rs,
             true,
             a.as_ptr(),
             1,
@@ -49,29 +67,7 @@ fn dst_layout(m: usize, n: usize, k: usize, reps: usize) {
         let mut c = vec![0f32; m * n];
         let t = Instant::now();
         for _ in 0..reps {
-            unsafe {
-                gemm::gemm(
-                    m,
-                    n,
-                    k,
-                    c.as_mut_ptr(),
-                    cs,
-                    rs,
-                    true,
-                    a.as_ptr(),
-                    1,
-                    k as isize,
-                    b.as_ptr(),
-                    k as isize,
-                    1,
-                    1.0,
-                    1.0,
-                    false,
-                    false,
-                    false,
-                    gemm::Parallelism::Rayon(2),
-                );
-            }
+            gemm_strided(m, n, k, &mut c, cs, rs, &a, &b, gemm::Parallelism::Rayon(2));
         }
         println!(
             "m={m} n={n} k={k} {name}: {:.1} GFLOP/s",

@@ -9,7 +9,7 @@
 //! - [`ConvImpl::Candle`] (any device): the `kt` time taps are stacked along channels and one
 //!   `Tensor::conv2d` runs over all output frames; 16-bit types on the CPU compute in f32
 //!   because candle's CPU conv2d has no bf16 kernel.
-use candle_core::{DType, Device, Tensor, D};
+use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use rayon::prelude::*;
 
@@ -91,10 +91,6 @@ impl Conv3d {
             kernel: [kt, kh, kw],
             cpu,
         })
-    }
-
-    pub fn out_channels(&self) -> usize {
-        self.out_ch
     }
 
     /// Convolve `x` `[B, C, T, H, W]` with `stride` and implicit zero `pad`.
@@ -414,9 +410,4 @@ pub fn tail(x: &Tensor, dim: usize, n: usize) -> candle_core::Result<Tensor> {
     let len = x.dim(dim)?;
     let n = n.min(len);
     x.narrow(dim, len - n, n)?.contiguous()
-}
-
-/// Softmax over the last dimension (kept here so the model has one numeric toolbox).
-pub fn softmax_last(x: &Tensor) -> candle_core::Result<Tensor> {
-    candle_nn::ops::softmax(x, D::Minus1)
 }

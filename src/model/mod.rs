@@ -24,8 +24,6 @@ pub enum Precision {
 }
 
 impl Precision {
-    pub const ALL: [Precision; 3] = [Precision::Fp32, Precision::Bf16, Precision::Fp16];
-
     pub fn dtype(self) -> candle_core::DType {
         match self {
             Precision::Fp32 => candle_core::DType::F32,
