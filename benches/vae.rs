@@ -79,7 +79,7 @@ fn vae(c: &mut Criterion) {
     let video = input(&[1, 3, 5, 64, 64]);
     let opts = RunOptions::default();
     let latent = model.encode(&video, &opts).unwrap();
-    let cfg = *model.config();
+    let cfg = model.config().clone();
     let mut g = c.benchmark_group("vae_5x64x64_fp32");
     g.sample_size(10);
     g.throughput(Throughput::Elements((encode_gflop(&cfg, 5, 64, 64) * 1e9) as u64));

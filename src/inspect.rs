@@ -92,10 +92,7 @@ pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
     println!("on-disk dtype:  {}", info.on_disk_dtypes.join(", "));
     println!("tensors:        {}", info.tensor_count);
     println!("parameters:     {} ({:.1} M)", info.params, info.params as f64 / 1e6);
-    println!(
-        "config:         dim={} z_dim={} dim_mult=[1,2,4,4] num_res_blocks=2 temperal_downsample=[false,true,true]",
-        info.dim, info.z_dim
-    );
+    println!("config:         {}", w.config.summary());
     let enc: u64 = count(&info.tensors, "encoder.");
     let dec: u64 = count(&info.tensors, "decoder.");
     println!(

@@ -87,7 +87,7 @@ MIOPEN_FIND_MODE = "2"
 
 #[test]
 fn smoke_case_costs_match_the_issue() {
-    let cfg = wan_vae_bench::weights::layout::REAL_CONFIG;
+    let cfg = wan_vae_bench::model::Config::wan21();
     let enc = wan_vae_bench::model::flops::encode_gflop(&cfg, 5, 64, 64);
     let dec = wan_vae_bench::model::flops::decode_gflop(&cfg, 5, 64, 64);
     assert!((enc - 109.25).abs() < 0.01, "{enc}");

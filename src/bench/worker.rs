@@ -259,7 +259,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     let vae = WanVae::new(&weights, spec.precision, &device).map_err(classify)?;
     sync(&device)?;
     let load_s = t0.elapsed().as_secs_f64();
-    let cfg = weights.config;
+    let cfg = weights.config.clone();
     let model = WorkerModel {
         format: weights.format.clone(),
         on_disk_dtype: weights.dtype_summary(),

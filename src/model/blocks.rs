@@ -272,6 +272,7 @@ pub enum ResampleMode {
 }
 
 /// `Resample(C, mode)`: `resample.1` is the per-frame conv2d, `time_conv` the time conv.
+/// Upsampling convs go from `C` to `out` (`C/2` in Wan 2.1); downsampling keeps `C`.
 pub struct Resample {
     mode: ResampleMode,
     resample_1: CausalConv3d,
@@ -279,7 +280,7 @@ pub struct Resample {
 }
 
 impl Resample {
-    pub fn new(vb: VarBuilder, c: usize, mode: ResampleMode, imp: ConvImpl) -> Result<Self> {
+    pub fn new(vb: VarBuilder, c: usize, out: usize, mode: ResampleMode, imp: ConvImpl) -> Result<Self> {
         use ResampleMode::*;
         let conv2d = |out: usize, stride: usize, pad: usize| -> Result<CausalConv3d> {
             let conv = Conv3d::new_2d(vb.pp("resample").pp("1"), c, out, 3, imp)?;
@@ -290,9 +291,9 @@ impl Resample {
             })
         };
         let (resample_1, time_conv) = match mode {
-            Upsample2d => (conv2d(c / 2, 1, 1)?, None),
+            Upsample2d => (conv2d(out, 1, 1)?, None),
             Upsample3d => (
-                conv2d(c / 2, 1, 1)?,
+                conv2d(out, 1, 1)?,
                 Some(CausalConv3d::new(
                     vb.pp("time_conv"),
                     c,

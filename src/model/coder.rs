@@ -1,11 +1,14 @@
-//! `Encoder3d` and `Decoder3d`: the stage lists, middle and head of the reference, with
-//! layer indices equal to the checkpoint's `downsamples.N` / `upsamples.N` keys.
+//! `Encoder3d` and `Decoder3d`: the stage lists, middle and head of the reference, walked
+//! from [`Config`]'s stage tables, with `vb.pp` paths equal to the checkpoint keys.
+//!
+//! Owns the order of layers and how one call runs through them; must not spell out widths
+//! or stage tables itself (they come from the config) nor touch files.
 use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;
 
-use super::blocks::{AttentionBlock, CausalConv3d, FeatCache, Resample, ResampleMode, ResidualBlock, RmsNorm};
+use super::blocks::{AttentionBlock, CausalConv3d, FeatCache, Resample, ResidualBlock, RmsNorm};
+use super::config::{Config, Stage, StageShortcut};
 use super::conv::ConvImpl;
-use super::VaeConfig;
 
 /// One entry of a flat `downsamples` / `upsamples` list.
 #[allow(clippy::large_enum_variant)] // a few dozen per model, built once
@@ -64,6 +67,37 @@ impl Head {
     }
 }
 
+/// The flat `downsamples` / `upsamples` list of `stages`, keyed by [`Config::block_path`].
+fn stage_layers(cfg: &Config, vb: &VarBuilder, list: &str, stages: &[Stage], imp: ConvImpl) -> Result<Vec<Layer>> {
+    let mut layers = Vec::new();
+    for (i, st) in stages.iter().enumerate() {
+        let mut inp = st.inp;
+        for j in 0..st.blocks() {
+            let vb = vb.pp(cfg.block_path(list, i, j, layers.len()));
+            let layer = match st.resample {
+                Some(mode) if j == st.res_blocks => {
+                    Layer::Resample(Resample::new(vb, st.out, st.resampled, mode, imp)?)
+                }
+                _ => Layer::Residual(ResidualBlock::new(vb, inp, st.out, imp)?),
+            };
+            layers.push(layer);
+            inp = st.out;
+        }
+    }
+    Ok(layers)
+}
+
+/// Only Wan 2.1's stages are walked so far; refuse the rest rather than build them wrong.
+fn check_supported(cfg: &Config) -> Result<()> {
+    if cfg.stage_shortcut != StageShortcut::None || cfg.patch_size != 1 || !cfg.upsample_halves_width {
+        candle_core::bail!(
+            "this model ({}) is not implemented: only the Wan 2.1 architecture is",
+            cfg.summary()
+        );
+    }
+    Ok(())
+}
+
 /// `Encoder3d`: video `[B,3,T,H,W]` -> `[B, 2*z_dim, t, H/8, W/8]` (before `conv1`).
 pub struct Encoder {
     conv1: CausalConv3d,
@@ -73,42 +107,14 @@ pub struct Encoder {
 }
 
 impl Encoder {
-    pub fn new(vb: VarBuilder, cfg: &VaeConfig, imp: ConvImpl) -> Result<Self> {
-        let d = cfg.dim;
-        let dims = [d, d, 2 * d, 4 * d, 4 * d];
-        let temporal = [false, true, true];
-        let mut downsamples = Vec::new();
-        let vbd = vb.pp("downsamples");
-        for stage in 0..4 {
-            let (mut inp, out) = (dims[stage], dims[stage + 1]);
-            for _ in 0..2 {
-                downsamples.push(Layer::Residual(ResidualBlock::new(
-                    vbd.pp(downsamples.len()),
-                    inp,
-                    out,
-                    imp,
-                )?));
-                inp = out;
-            }
-            if stage < 3 {
-                let mode = if temporal[stage] {
-                    ResampleMode::Downsample3d
-                } else {
-                    ResampleMode::Downsample2d
-                };
-                downsamples.push(Layer::Resample(Resample::new(
-                    vbd.pp(downsamples.len()),
-                    out,
-                    mode,
-                    imp,
-                )?));
-            }
-        }
+    pub fn new(cfg: &Config, vb: VarBuilder, imp: ConvImpl) -> Result<Self> {
+        check_supported(cfg)?;
+        let c = cfg.encoder_width();
         Ok(Encoder {
-            conv1: CausalConv3d::cube(vb.pp("conv1"), 3, d, 3, 1, imp)?,
-            downsamples,
-            middle: Middle::new(vb.pp("middle"), 4 * d, imp)?,
-            head: Head::new(vb.pp("head"), 4 * d, 2 * cfg.z_dim, imp)?,
+            conv1: CausalConv3d::cube(vb.pp("conv1"), cfg.image_channels(), cfg.dim, 3, 1, imp)?,
+            downsamples: stage_layers(cfg, &vb, "downsamples", &cfg.encoder_stages(), imp)?,
+            middle: Middle::new(vb.pp("middle"), c, imp)?,
+            head: Head::new(vb.pp("head"), c, 2 * cfg.z_dim, imp)?,
         })
     }
 
@@ -133,39 +139,16 @@ pub struct Decoder {
 }
 
 impl Decoder {
-    pub fn new(vb: VarBuilder, cfg: &VaeConfig, imp: ConvImpl) -> Result<Self> {
-        let d = cfg.dim;
-        let dims = [4 * d, 4 * d, 4 * d, 2 * d, d];
-        let temporal = [true, true, false];
-        let mut upsamples = Vec::new();
-        let vbu = vb.pp("upsamples");
-        for stage in 0..4 {
-            let out = dims[stage + 1];
-            // Stages after the first start from the previous upsample's halved width.
-            let mut inp = if stage == 0 { dims[0] } else { dims[stage] / 2 };
-            for _ in 0..3 {
-                upsamples.push(Layer::Residual(ResidualBlock::new(
-                    vbu.pp(upsamples.len()),
-                    inp,
-                    out,
-                    imp,
-                )?));
-                inp = out;
-            }
-            if stage < 3 {
-                let mode = if temporal[stage] {
-                    ResampleMode::Upsample3d
-                } else {
-                    ResampleMode::Upsample2d
-                };
-                upsamples.push(Layer::Resample(Resample::new(vbu.pp(upsamples.len()), out, mode, imp)?));
-            }
-        }
+    pub fn new(cfg: &Config, vb: VarBuilder, imp: ConvImpl) -> Result<Self> {
+        check_supported(cfg)?;
+        let c = cfg.decoder_width();
+        let stages = cfg.decoder_stages();
+        let last = stages.last().map_or(c, |s| s.resampled);
         Ok(Decoder {
-            conv1: CausalConv3d::cube(vb.pp("conv1"), cfg.z_dim, 4 * d, 3, 1, imp)?,
-            middle: Middle::new(vb.pp("middle"), 4 * d, imp)?,
-            upsamples,
-            head: Head::new(vb.pp("head"), d, 3, imp)?,
+            conv1: CausalConv3d::cube(vb.pp("conv1"), cfg.z_dim, c, 3, 1, imp)?,
+            middle: Middle::new(vb.pp("middle"), c, imp)?,
+            upsamples: stage_layers(cfg, &vb, "upsamples", &stages, imp)?,
+            head: Head::new(vb.pp("head"), last, cfg.image_channels(), imp)?,
         })
     }
 

@@ -3,12 +3,14 @@
 //! `shared/`) describes what each computes.
 pub mod blocks;
 pub mod coder;
+pub mod config;
 pub mod conv;
 pub mod cpu_kernels;
 pub mod flops;
 pub mod tiling;
 mod vae;
 
+pub use config::{Config, Stage, StageShortcut};
 pub use conv::ConvImpl;
 pub use vae::WanVae;
 
@@ -131,13 +133,6 @@ impl Default for RunOptions {
     }
 }
 
-/// Model hyper-parameters inferred from a checkpoint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VaeConfig {
-    pub dim: usize,
-    pub z_dim: usize,
-}
-
 /// Frames the reference encodes out of `frames`: `1 + 4*((frames-1)/4)`; zero is an error.
 pub fn frames_used(frames: usize) -> Result<usize, UserError> {
     if frames == 0 {
@@ -170,14 +165,3 @@ pub fn check_size(width: usize, height: usize) -> Result<(), UserError> {
     }
     Ok(())
 }
-
-/// The 16 latent channel means of Wan 2.1.
-pub const LATENT_MEAN: [f32; 16] = [
-    -0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922,
-    -0.9497, 0.2503, -0.2921,
-];
-/// The 16 latent channel standard deviations of Wan 2.1.
-pub const LATENT_STD: [f32; 16] = [
-    2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253,
-    2.8251, 1.9160,
-];

@@ -7,12 +7,12 @@ use candle_nn::VarBuilder;
 use super::blocks::{CausalConv3d, FeatCache};
 use super::coder::{Decoder, Encoder};
 use super::conv::ConvImpl;
-use super::{check_size, frames_used, tiling, Precision, RunOptions, VaeConfig, LATENT_MEAN, LATENT_STD};
+use super::{check_size, frames_used, tiling, Config, Precision, RunOptions};
 use crate::weights::Weights;
 
 /// The loaded VAE.
 pub struct WanVae {
-    cfg: VaeConfig,
+    cfg: Config,
     precision: Precision,
     device: Device,
     conv_impl: ConvImpl,
@@ -38,12 +38,12 @@ impl WanVae {
         device: &Device,
         conv_impl: ConvImpl,
     ) -> anyhow::Result<Self> {
-        let cfg = weights.config;
+        let cfg = weights.config.clone();
         let vb = VarBuilder::from_tensors(weights.tensors.clone(), precision.dtype(), device);
         let build = || -> candle_core::Result<_> {
             Ok((
-                Encoder::new(vb.pp("encoder"), &cfg, conv_impl)?,
-                Decoder::new(vb.pp("decoder"), &cfg, conv_impl)?,
+                Encoder::new(&cfg, vb.pp("encoder"), conv_impl)?,
+                Decoder::new(&cfg, vb.pp("decoder"), conv_impl)?,
                 CausalConv3d::cube(vb.pp("conv1"), 2 * cfg.z_dim, 2 * cfg.z_dim, 1, 0, conv_impl)?,
                 CausalConv3d::cube(vb.pp("conv2"), cfg.z_dim, cfg.z_dim, 1, 0, conv_impl)?,
             ))
@@ -55,8 +55,8 @@ impl WanVae {
             let vals: Vec<f32> = (0..z).map(|i| v.get(i).copied().unwrap_or(fill)).collect();
             Tensor::from_vec(vals, (1, z, 1, 1, 1), device)
         };
-        let mean = stat(&LATENT_MEAN, 0.0)?;
-        let inv_std = stat(&LATENT_STD, 1.0)?.recip()?;
+        let mean = stat(&cfg.latent_mean, 0.0)?;
+        let inv_std = stat(&cfg.latent_std, 1.0)?.recip()?;
         Ok(WanVae {
             cfg,
             precision,
@@ -71,7 +71,7 @@ impl WanVae {
         })
     }
 
-    pub fn config(&self) -> &VaeConfig {
+    pub fn config(&self) -> &Config {
         &self.cfg
     }
 

@@ -1,6 +1,7 @@
 //! The checkpoint layout: every tensor name and shape the Wan 2.1 VAE has for a given
 //! `dim` / `z_dim`, in the order of the official state dict, and config inference.
-use crate::model::VaeConfig;
+use crate::model::blocks::ResampleMode;
+use crate::model::{Config, Stage};
 
 /// One expected tensor: original checkpoint key and shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -8,9 +9,6 @@ pub struct TensorSpec {
     pub name: String,
     pub shape: Vec<usize>,
 }
-
-/// The real model's width and latent channels.
-pub const REAL_CONFIG: VaeConfig = VaeConfig { dim: 96, z_dim: 16 };
 
 struct Builder(Vec<TensorSpec>);
 
@@ -52,61 +50,55 @@ impl Builder {
         self.push(format!("{p}.head.0.gamma"), &[c, 1, 1, 1]);
         self.conv3d(&format!("{p}.head.2"), out, c, [3, 3, 3]);
     }
+
+    /// `resample.1` (conv2d `c -> out`) and, for the 3d modes, `time_conv`.
+    fn resample(&mut self, p: &str, c: usize, out: usize, mode: ResampleMode) {
+        self.conv2d(&format!("{p}.resample.1"), out, c, 3);
+        match mode {
+            ResampleMode::Downsample3d => self.conv3d(&format!("{p}.time_conv"), c, c, [3, 1, 1]),
+            ResampleMode::Upsample3d => self.conv3d(&format!("{p}.time_conv"), 2 * c, c, [3, 1, 1]),
+            ResampleMode::Downsample2d | ResampleMode::Upsample2d => {}
+        }
+    }
+
+    /// A `downsamples` / `upsamples` list: residual blocks and resamples, keyed as the
+    /// model's layer walk keys them ([`Config::block_path`]).
+    fn stages(&mut self, cfg: &Config, p: &str, list: &str, stages: &[Stage]) {
+        let mut flat = 0;
+        for (i, st) in stages.iter().enumerate() {
+            let mut inp = st.inp;
+            for j in 0..st.blocks() {
+                let q = format!("{p}.{}", cfg.block_path(list, i, j, flat));
+                match st.resample {
+                    Some(mode) if j == st.res_blocks => {
+                        self.resample(&q, st.out, st.resampled, mode);
+                    }
+                    _ => self.residual(&q, inp, st.out),
+                }
+                inp = st.out;
+                flat += 1;
+            }
+        }
+    }
 }
 
 /// Every tensor of the model for `cfg`, in state-dict order.
-pub fn expected_tensors(cfg: &VaeConfig) -> Vec<TensorSpec> {
-    let (d, z) = (cfg.dim, cfg.z_dim);
+pub fn expected_tensors(cfg: &Config) -> Vec<TensorSpec> {
+    let z = cfg.z_dim;
     let mut b = Builder(Vec::with_capacity(200));
-
-    // Encoder: stages [d->d, d->2d, 2d->4d, 4d->4d], two residual blocks each, a resample
-    // after the first three (downsample2d, downsample3d, downsample3d).
-    b.conv3d("encoder.conv1", d, 3, [3, 3, 3]);
-    let dims = [d, d, 2 * d, 4 * d, 4 * d];
-    let mut idx = 0;
-    for stage in 0..4 {
-        let (mut inp, out) = (dims[stage], dims[stage + 1]);
-        for _ in 0..2 {
-            b.residual(&format!("encoder.downsamples.{idx}"), inp, out);
-            inp = out;
-            idx += 1;
-        }
-        if stage < 3 {
-            b.conv2d(&format!("encoder.downsamples.{idx}.resample.1"), out, out, 3);
-            if stage > 0 {
-                b.conv3d(&format!("encoder.downsamples.{idx}.time_conv"), out, out, [3, 1, 1]);
-            }
-            idx += 1;
-        }
-    }
-    b.middle("encoder", 4 * d);
-    b.head("encoder", 4 * d, 2 * z);
+    b.conv3d("encoder.conv1", cfg.dim, cfg.image_channels(), [3, 3, 3]);
+    b.stages(cfg, "encoder", "downsamples", &cfg.encoder_stages());
+    b.middle("encoder", cfg.encoder_width());
+    b.head("encoder", cfg.encoder_width(), 2 * z);
     b.conv3d("conv1", 2 * z, 2 * z, [1, 1, 1]);
     b.conv3d("conv2", z, z, [1, 1, 1]);
 
-    // Decoder: stages [4d->4d, 2d->4d, 2d->2d, d->d] (input halved by the previous
-    // upsample), three residual blocks each, upsample3d, upsample3d, upsample2d.
-    b.conv3d("decoder.conv1", 4 * d, z, [3, 3, 3]);
-    b.middle("decoder", 4 * d);
-    let ddims = [4 * d, 4 * d, 4 * d, 2 * d, d];
-    let mut idx = 0;
-    for stage in 0..4 {
-        let out = ddims[stage + 1];
-        let mut inp = if stage == 0 { ddims[0] } else { ddims[stage] / 2 };
-        for _ in 0..3 {
-            b.residual(&format!("decoder.upsamples.{idx}"), inp, out);
-            inp = out;
-            idx += 1;
-        }
-        if stage < 3 {
-            b.conv2d(&format!("decoder.upsamples.{idx}.resample.1"), out / 2, out, 3);
-            if stage < 2 {
-                b.conv3d(&format!("decoder.upsamples.{idx}.time_conv"), 2 * out, out, [3, 1, 1]);
-            }
-            idx += 1;
-        }
-    }
-    b.head("decoder", d, 3);
+    let stages = cfg.decoder_stages();
+    b.conv3d("decoder.conv1", cfg.decoder_width(), z, [3, 3, 3]);
+    b.middle("decoder", cfg.decoder_width());
+    b.stages(cfg, "decoder", "upsamples", &stages);
+    let last = stages.last().map_or(cfg.decoder_width(), |s| s.resampled);
+    b.head("decoder", last, cfg.image_channels());
     b.0
 }
 
@@ -117,7 +109,7 @@ pub fn param_count(specs: &[TensorSpec]) -> u64 {
 
 /// Infer `dim` and `z_dim` from two shapes: `encoder.conv1.weight` `[dim,3,3,3,3]` and
 /// `conv2.weight` `[z,z,1,1,1]`. Returns a message naming the key on failure.
-pub fn infer_config(shape_of: impl Fn(&str) -> Option<Vec<usize>>) -> Result<VaeConfig, String> {
+pub fn infer_config(shape_of: impl Fn(&str) -> Option<Vec<usize>>) -> Result<Config, String> {
     let conv1 = shape_of("encoder.conv1.weight").ok_or("missing key encoder.conv1.weight (needed to infer dim)")?;
     let conv2 = shape_of("conv2.weight").ok_or("missing key conv2.weight (needed to infer z_dim)")?;
     if conv1.len() != 5 || conv1[1..] != [3, 3, 3, 3] || conv1[0] == 0 {
@@ -130,10 +122,7 @@ pub fn infer_config(shape_of: impl Fn(&str) -> Option<Vec<usize>>) -> Result<Vae
             "conv2.weight has shape {conv2:?}, expected [z_dim, z_dim, 1, 1, 1]"
         ));
     }
-    Ok(VaeConfig {
-        dim: conv1[0],
-        z_dim: conv2[0],
-    })
+    Ok(Config::wan21_sized(conv1[0], conv2[0]))
 }
 
 #[cfg(test)]
@@ -148,7 +137,7 @@ mod tests {
         ))
         .unwrap();
         let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
-        let specs = expected_tensors(&REAL_CONFIG);
+        let specs = expected_tensors(&Config::wan21());
         assert_eq!(specs.len(), 194);
         assert_eq!(keys.len(), 194);
         for s in &specs {
@@ -157,5 +146,101 @@ mod tests {
             assert_eq!(want, s.shape, "{}", s.name);
         }
         assert_eq!(param_count(&specs), 126_892_531);
+    }
+
+    /// The stage tables can already express Wan 2.2's key layout: its keys are derived
+    /// from a config that differs from Wan 2.1 only in fields (the model itself is not
+    /// built here: issue 13).
+    #[test]
+    fn a_wan22_config_derives_the_wan22_key_list() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/wan22_vae_keys.json"
+        ))
+        .unwrap();
+        let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
+        let cfg = Config {
+            dim: 160,
+            dec_dim: 256,
+            z_dim: 48,
+            patch_size: 2,
+            upsample_halves_width: false,
+            stage_shortcut: crate::model::StageShortcut::AvgDup,
+            ..Config::wan21()
+        };
+        let specs = expected_tensors(&cfg);
+        let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+        names.sort();
+        assert_eq!(names, keys.keys().map(String::as_str).collect::<Vec<_>>());
+        for s in &specs {
+            let want: Vec<usize> = serde_json::from_value(keys[&s.name].clone()).unwrap();
+            assert_eq!(want, s.shape, "{}", s.name);
+        }
+        assert_eq!(param_count(&specs), 704_688_668);
+    }
+
+    /// A `VarBuilder` backend that records every name and shape the model asks for and
+    /// hands back zeros.
+    #[derive(Clone, Default)]
+    struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<usize>)>>>);
+
+    impl candle_nn::var_builder::SimpleBackend for Recorder {
+        fn get(
+            &self,
+            s: candle_core::Shape,
+            name: &str,
+            _: candle_nn::Init,
+            dtype: candle_core::DType,
+            dev: &candle_core::Device,
+        ) -> candle_core::Result<candle_core::Tensor> {
+            self.0.lock().unwrap().push((name.to_string(), s.dims().to_vec()));
+            candle_core::Tensor::zeros(s, dtype, dev)
+        }
+        fn get_unchecked(
+            &self,
+            name: &str,
+            _: candle_core::DType,
+            _: &candle_core::Device,
+        ) -> candle_core::Result<candle_core::Tensor> {
+            candle_core::bail!("{name} requested without a shape: the model must name every shape")
+        }
+        fn contains_tensor(&self, _: &str) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn the_model_asks_for_exactly_the_layout_keys() {
+        use crate::model::coder::{Decoder, Encoder};
+        use crate::model::ConvImpl;
+        let cfg = Config::wan21();
+        let rec = Recorder::default();
+        // f16 and candle's conv (no f32 copy of the weights) keep the zeros at ~250 MB.
+        let vb = candle_nn::VarBuilder::from_backend(
+            Box::new(rec.clone()),
+            candle_core::DType::F16,
+            candle_core::Device::Cpu,
+        );
+        Encoder::new(&cfg, vb.pp("encoder"), ConvImpl::Candle).unwrap();
+        Decoder::new(&cfg, vb.pp("decoder"), ConvImpl::Candle).unwrap();
+        let asked: Vec<(String, Vec<usize>)> = rec.0.lock().unwrap().clone();
+        let mut asked_sorted = asked.clone();
+        asked_sorted.sort();
+        asked_sorted.dedup();
+        assert_eq!(asked_sorted.len(), asked.len(), "a key was requested twice");
+        let mut layout: Vec<(String, Vec<usize>)> = expected_tensors(&cfg)
+            .into_iter()
+            .filter(|s| s.name.starts_with("encoder.") || s.name.starts_with("decoder."))
+            .map(|s| (s.name, s.shape))
+            .collect();
+        layout.sort();
+        let missing: Vec<_> = layout.iter().filter(|k| !asked_sorted.contains(k)).collect();
+        let unlisted: Vec<_> = asked_sorted.iter().filter(|k| !layout.contains(k)).collect();
+        assert!(missing.is_empty(), "layout keys the model never asks for: {missing:?}");
+        assert!(
+            unlisted.is_empty(),
+            "keys the model asks for outside the layout: {unlisted:?}"
+        );
+        assert_eq!(layout.len(), 190, "194 tensors less conv1/conv2 weight and bias");
     }
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 
 use crate::error::UserError;
-use crate::model::VaeConfig;
+use crate::model::Config;
 
 pub mod layout;
 pub mod source;
@@ -27,7 +27,7 @@ pub enum WeightsSource {
 /// A checkpoint held in memory (on the CPU, in its on-disk dtype).
 pub struct Weights {
     pub tensors: HashMap<String, Tensor>,
-    pub config: VaeConfig,
+    pub config: Config,
     /// `safetensors`, `pth` or `synthetic`.
     pub format: String,
     /// Distinct on-disk dtypes, sorted.
@@ -121,7 +121,7 @@ impl Weights {
 /// Load and validate weights (every expected key present with its shape, no extras).
 pub fn load(source: &WeightsSource) -> anyhow::Result<Weights> {
     match source {
-        WeightsSource::Synthetic { seed } => Ok(synthetic::build(&layout::REAL_CONFIG, *seed)?),
+        WeightsSource::Synthetic { seed } => Ok(synthetic::build(&Config::wan21(), *seed)?),
         WeightsSource::File(path) => Ok(load_file(path)?),
     }
 }

@@ -14,10 +14,10 @@ use rayon::prelude::*;
 use super::layout::{expected_tensors, TensorSpec};
 use super::Weights;
 use crate::error::UserError;
-use crate::model::VaeConfig;
+use crate::model::Config;
 
 /// Build synthetic weights for `cfg` from `seed`.
-pub fn build(cfg: &VaeConfig, seed: u64) -> Result<Weights, UserError> {
+pub fn build(cfg: &Config, seed: u64) -> Result<Weights, UserError> {
     let specs = expected_tensors(cfg);
     let tensors: Vec<(String, Tensor)> = specs
         .par_iter()

@@ -1,0 +1,270 @@
+//! The architecture written once: [`Config`] holds the stage tables of a Wan VAE (widths,
+//! blocks per stage, which stages resample in time, patch size, stage shortcut) and derives
+//! the stage list and checkpoint key paths that the layer walk (`coder.rs`), the key layout
+//! (`weights::layout`), the FLOP count (`flops.rs`) and `inspect` all read.
+//!
+//! It owns no tensors and must not know about files: `dim` / `z_dim` of a checkpoint are
+//! inferred by `weights::layout` and written into a `Config` there.
+use super::blocks::ResampleMode;
+
+/// What wraps each encoder/decoder stage (and so how its blocks are keyed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StageShortcut {
+    /// Wan 2.1: nothing; every stage's blocks sit in one flat list (`downsamples.N`).
+    None,
+    /// Wan 2.2: a parameter-free `AvgDown3D` / `DupUp3D` shortcut around each stage, whose
+    /// blocks are keyed `downsamples.i.downsamples.j` (`docs/wan22-vae.md`). The layer walk
+    /// does not implement it yet; the key layout and the stage tables do.
+    AvgDup,
+}
+
+/// Hyper-parameters of a Wan VAE, named as in the reference's `WanVAE_` constructor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Encoder base width: stage widths are `dim * dim_mult`.
+    pub dim: usize,
+    /// Decoder base width (`dec_dim`; equal to `dim` in Wan 2.1).
+    pub dec_dim: usize,
+    /// Latent channels.
+    pub z_dim: usize,
+    /// Width multiplier of each stage (encoder order).
+    pub dim_mult: Vec<usize>,
+    /// Residual blocks per encoder stage (the decoder has one more).
+    pub num_res_blocks: usize,
+    /// Which encoder stages halve time, one per stage but the last (the decoder uses the
+    /// reverse for upsampling). The reference's spelling is `temperal_downsample`.
+    pub temporal_downsample: Vec<bool>,
+    /// Pixels folded into channels per side before the encoder (and unfolded after the
+    /// decoder): 1 = no patchify (Wan 2.1), 2 in Wan 2.2.
+    pub patch_size: usize,
+    /// Whether the upsampling conv2d halves the width (Wan 2.1) or keeps it (Wan 2.2).
+    pub upsample_halves_width: bool,
+    pub stage_shortcut: StageShortcut,
+    /// Latent channel means and standard deviations (`z_dim` of each for the real model;
+    /// test models with another `z_dim` pad with mean 0 and std 1, or truncate).
+    pub latent_mean: Vec<f32>,
+    pub latent_std: Vec<f32>,
+}
+
+/// One encoder or decoder stage, derived from a [`Config`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stage {
+    /// Width entering the stage.
+    pub inp: usize,
+    /// Width of its residual blocks' outputs.
+    pub out: usize,
+    pub res_blocks: usize,
+    /// The resample after the residual blocks (none in the last stage).
+    pub resample: Option<ResampleMode>,
+    /// Width leaving the stage (after the resample).
+    pub resampled: usize,
+}
+
+impl Stage {
+    /// Blocks of this stage in the checkpoint's list: residual blocks, then the resample.
+    pub fn blocks(&self) -> usize {
+        self.res_blocks + usize::from(self.resample.is_some())
+    }
+}
+
+/// The 16 latent channel means of Wan 2.1.
+const WAN21_LATENT_MEAN: [f32; 16] = [
+    -0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517, -0.3632, -0.1922,
+    -0.9497, 0.2503, -0.2921,
+];
+/// The 16 latent channel standard deviations of Wan 2.1.
+const WAN21_LATENT_STD: [f32; 16] = [
+    2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253,
+    2.8251, 1.9160,
+];
+
+impl Config {
+    /// The real Wan 2.1 VAE (`Wan2.1_VAE.pth`, `docs/wan21-vae.md`).
+    pub fn wan21() -> Self {
+        Config {
+            dim: 96,
+            dec_dim: 96,
+            z_dim: 16,
+            dim_mult: vec![1, 2, 4, 4],
+            num_res_blocks: 2,
+            temporal_downsample: vec![false, true, true],
+            patch_size: 1,
+            upsample_halves_width: true,
+            stage_shortcut: StageShortcut::None,
+            latent_mean: WAN21_LATENT_MEAN.to_vec(),
+            latent_std: WAN21_LATENT_STD.to_vec(),
+        }
+    }
+
+    /// Wan 2.1's architecture at another width / latent size (test checkpoints).
+    pub fn wan21_sized(dim: usize, z_dim: usize) -> Self {
+        Config {
+            dim,
+            dec_dim: dim,
+            z_dim,
+            ..Config::wan21()
+        }
+    }
+
+    /// Video channels the encoder takes and the decoder gives (RGB after patchify).
+    pub fn image_channels(&self) -> usize {
+        3 * self.patch_size * self.patch_size
+    }
+
+    /// Pixels per latent position along height and width.
+    pub fn spatial_compression(&self) -> usize {
+        self.patch_size << (self.dim_mult.len() - 1)
+    }
+
+    /// Input frames per latent frame after the first.
+    pub fn temporal_compression(&self) -> usize {
+        1 << self.temporal_downsample.iter().filter(|&&t| t).count()
+    }
+
+    /// Width of the encoder's middle and head (its last stage).
+    pub fn encoder_width(&self) -> usize {
+        self.dim * self.dim_mult.last().copied().unwrap_or(1)
+    }
+
+    /// Width of the decoder's `conv1`, middle and first stage.
+    pub fn decoder_width(&self) -> usize {
+        self.dec_dim * self.dim_mult.last().copied().unwrap_or(1)
+    }
+
+    /// Encoder stages: widths `dim * [1, dim_mult..]` pairwise, `num_res_blocks` residual
+    /// blocks each, then a `downsample3d` / `downsample2d` but after the last.
+    pub fn encoder_stages(&self) -> Vec<Stage> {
+        let n = self.dim_mult.len();
+        let widths: Vec<usize> = std::iter::once(1)
+            .chain(self.dim_mult.iter().copied())
+            .map(|m| self.dim * m)
+            .collect();
+        (0..n)
+            .map(|i| Stage {
+                inp: widths[i],
+                out: widths[i + 1],
+                res_blocks: self.num_res_blocks,
+                resample: (i + 1 < n).then(|| match self.temporal_downsample[i] {
+                    true => ResampleMode::Downsample3d,
+                    false => ResampleMode::Downsample2d,
+                }),
+                resampled: widths[i + 1],
+            })
+            .collect()
+    }
+
+    /// Decoder stages: widths `dec_dim * [last, reversed dim_mult..]`, `num_res_blocks + 1`
+    /// residual blocks each, then an `upsample3d` / `upsample2d` (time reversed from the
+    /// encoder) but after the last; each stage starts at the previous one's output width.
+    pub fn decoder_stages(&self) -> Vec<Stage> {
+        let n = self.dim_mult.len();
+        let widths: Vec<usize> = std::iter::once(self.dim_mult[n - 1])
+            .chain(self.dim_mult.iter().rev().copied())
+            .map(|m| self.dec_dim * m)
+            .collect();
+        let mut inp = widths[0];
+        let mut stages = Vec::with_capacity(n);
+        for i in 0..n {
+            let out = widths[i + 1];
+            let resample = (i + 1 < n).then(|| match self.temporal_downsample[n - 2 - i] {
+                true => ResampleMode::Upsample3d,
+                false => ResampleMode::Upsample2d,
+            });
+            let resampled = match resample {
+                Some(_) if self.upsample_halves_width => out / 2,
+                _ => out,
+            };
+            stages.push(Stage {
+                inp,
+                out,
+                res_blocks: self.num_res_blocks + 1,
+                resample,
+                resampled,
+            });
+            inp = resampled;
+        }
+        stages
+    }
+
+    /// Key path, below `encoder.` / `decoder.`, of block `j` of stage `stage` in the list
+    /// `list` (`downsamples` or `upsamples`); `flat` is its index in the whole list.
+    /// Wan 2.1: `downsamples.{flat}`; Wan 2.2: `downsamples.{stage}.downsamples.{j}`.
+    pub fn block_path(&self, list: &str, stage: usize, j: usize, flat: usize) -> String {
+        match self.stage_shortcut {
+            StageShortcut::None => format!("{list}.{flat}"),
+            StageShortcut::AvgDup => format!("{list}.{stage}.{list}.{j}"),
+        }
+    }
+
+    /// One line in the reference's terms, for `inspect`.
+    pub fn summary(&self) -> String {
+        let list = |v: &[String]| format!("[{}]", v.join(","));
+        let mult: Vec<String> = self.dim_mult.iter().map(|m| m.to_string()).collect();
+        let temporal: Vec<String> = self.temporal_downsample.iter().map(|t| t.to_string()).collect();
+        let mut s = format!("dim={}", self.dim);
+        if self.dec_dim != self.dim {
+            s += &format!(" dec_dim={}", self.dec_dim);
+        }
+        s += &format!(
+            " z_dim={} dim_mult={} num_res_blocks={} temperal_downsample={}",
+            self.z_dim,
+            list(&mult),
+            self.num_res_blocks,
+            list(&temporal)
+        );
+        if self.patch_size != 1 {
+            s += &format!(" patch_size={}", self.patch_size);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ResampleMode::*;
+
+    #[test]
+    fn wan21_stages_are_the_reference_tables() {
+        let c = Config::wan21_sized(8, 4);
+        let enc: Vec<_> = c
+            .encoder_stages()
+            .iter()
+            .map(|s| (s.inp, s.out, s.res_blocks, s.resample))
+            .collect();
+        assert_eq!(
+            enc,
+            [
+                (8, 8, 2, Some(Downsample2d)),
+                (8, 16, 2, Some(Downsample3d)),
+                (16, 32, 2, Some(Downsample3d)),
+                (32, 32, 2, None)
+            ]
+        );
+        // docs/wan21-vae.md: stage 1 starts at 2dim (the upsample halves 4dim), and so on.
+        let dec: Vec<_> = c
+            .decoder_stages()
+            .iter()
+            .map(|s| (s.inp, s.out, s.res_blocks, s.resample, s.resampled))
+            .collect();
+        assert_eq!(
+            dec,
+            [
+                (32, 32, 3, Some(Upsample3d), 16),
+                (16, 32, 3, Some(Upsample3d), 16),
+                (16, 16, 3, Some(Upsample2d), 8),
+                (8, 8, 3, None, 8)
+            ]
+        );
+        assert_eq!((c.spatial_compression(), c.temporal_compression()), (8, 4));
+        assert_eq!(c.image_channels(), 3);
+    }
+
+    #[test]
+    fn summary_names_the_reference_arguments() {
+        assert_eq!(
+            Config::wan21().summary(),
+            "dim=96 z_dim=16 dim_mult=[1,2,4,4] num_res_blocks=2 temperal_downsample=[false,true,true]"
+        );
+    }
+}
