@@ -75,7 +75,12 @@ fn conv3d(c: &mut Criterion) {
 
 fn vae(c: &mut Criterion) {
     let weights = load(&WeightsSource::Synthetic { seed: 0 }).unwrap();
-    let model = WanVae::new(&weights, Precision::Fp32, &Device::Cpu).unwrap();
+    let model = WanVae::new(
+        &weights.config,
+        weights.var_builder(Precision::Fp32, &Device::Cpu),
+        ConvImpl::Auto,
+    )
+    .unwrap();
     let video = input(&[1, 3, 5, 64, 64]);
     let opts = RunOptions::default();
     let latent = model.encode(&video, &opts).unwrap();

@@ -1,6 +1,6 @@
 //! How far tiled encode/decode is from untiled, on a smooth clip, for a few tile sizes.
 use candle_core::{DType, Device, Tensor};
-use wan_vae_bench::model::{Precision, RunOptions, Tiling, WanVae};
+use wan_vae_bench::model::{ConvImpl, Precision, RunOptions, Tiling, WanVae};
 use wan_vae_bench::weights::{load, WeightsSource};
 fn main() -> anyhow::Result<()> {
     let path = std::env::args()
@@ -13,7 +13,7 @@ fn main() -> anyhow::Result<()> {
         WeightsSource::File(path.into())
     };
     let w = load(&src)?;
-    let vae = WanVae::new(&w, Precision::Fp32, &Device::Cpu)?;
+    let vae = WanVae::new(&w.config, w.var_builder(Precision::Fp32, &Device::Cpu), ConvImpl::Auto)?;
     let n = 3 * 5 * size * size;
     let x = (Tensor::arange(0f32, n as f32, &Device::Cpu)?.reshape((1, 3, 5, size, size))? * 0.0005)?.sin()?;
     let z = vae.encode(&x, &RunOptions::default())?;

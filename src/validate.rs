@@ -219,7 +219,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     let cases = read_cases(&args.cases)?;
     let source = crate::weights::source::resolve(&args.weights)?.source;
     let weights = crate::weights::load(&source)?;
-    let vae = WanVae::with_conv_impl(&weights, args.precision, &device, args.conv)?;
+    let vae = WanVae::new(&weights.config, weights.var_builder(args.precision, &device), args.conv)?;
     let opts = RunOptions {
         chunk: args.chunk,
         tiling: args.tile,

@@ -18,7 +18,7 @@ fn cases() -> Vec<Case> {
 
 fn tiny(precision: Precision, conv: ConvImpl) -> WanVae {
     let w = load_file(&fixture("wan21_tiny.weights.safetensors")).unwrap();
-    WanVae::with_conv_impl(&w, precision, &Device::Cpu, conv).unwrap()
+    WanVae::new(&w.config, w.var_builder(precision, &Device::Cpu), conv).unwrap()
 }
 
 /// Encode (when the case has a latent) and decode every case; (name, output, computed, expected).
@@ -89,7 +89,7 @@ fn fp32_matches_every_fixture_case_from_safetensors() {
 fn fp32_matches_every_fixture_case_from_pth() {
     let w = load_file(&fixture("wan21_tiny.weights.pth")).unwrap();
     assert_eq!(w.format, "pth");
-    let vae = WanVae::new(&w, Precision::Fp32, &Device::Cpu).unwrap();
+    let vae = WanVae::new(&w.config, w.var_builder(Precision::Fp32, &Device::Cpu), ConvImpl::Auto).unwrap();
     assert_parity(&vae, &RunOptions::default(), "pth");
 }
 
@@ -234,7 +234,7 @@ fn synthetic_weights_have_the_real_layout_and_stay_finite() {
     assert_eq!(max_abs_diff(&w.tensors[k], &again.tensors[k]), 0.0);
     assert!(max_abs_diff(&w.tensors[k], &other.tensors[k]) > 0.0);
     // Activations stay finite and of sane size through the whole network.
-    let vae = WanVae::new(&w, Precision::Fp32, &Device::Cpu).unwrap();
+    let vae = WanVae::new(&w.config, w.var_builder(Precision::Fp32, &Device::Cpu), ConvImpl::Auto).unwrap();
     let z = vae.encode(&clip(5, 16), &RunOptions::default()).unwrap();
     let y = vae.decode(&z, &RunOptions::default()).unwrap();
     for t in [&z, &y] {
@@ -331,7 +331,7 @@ fn sixteen_bit_checkpoints_load_and_convert() {
     let w = load_file(&path).unwrap();
     assert_eq!(w.dtype_summary(), "bf16");
     // bf16 weights computed in fp32 stay close to the fp32 fixtures.
-    let vae = WanVae::new(&w, Precision::Fp32, &Device::Cpu).unwrap();
+    let vae = WanVae::new(&w.config, w.var_builder(Precision::Fp32, &Device::Cpu), ConvImpl::Auto).unwrap();
     let c = cases().into_iter().find(|c| c.name == "video1").unwrap();
     let z = vae.encode(&c.input, &RunOptions::default()).unwrap();
     assert!(max_abs_diff(&z, c.latent.as_ref().unwrap()) < 0.1);

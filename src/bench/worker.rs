@@ -256,7 +256,12 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     let sync = |d: &Device| crate::device::synchronize(d).map_err(classify);
     let t0 = Instant::now();
     let weights = crate::weights::load(&source).map_err(classify)?;
-    let vae = WanVae::new(&weights, spec.precision, &device).map_err(classify)?;
+    let vae = WanVae::new(
+        &weights.config,
+        weights.var_builder(spec.precision, &device),
+        crate::model::ConvImpl::Auto,
+    )
+    .map_err(classify)?;
     sync(&device)?;
     let load_s = t0.elapsed().as_secs_f64();
     let cfg = weights.config.clone();

@@ -33,6 +33,15 @@ impl Precision {
             Precision::Fp16 => candle_core::DType::F16,
         }
     }
+    /// The precision a model built in `dtype` runs in (`None` for non-float dtypes).
+    pub fn from_dtype(dtype: candle_core::DType) -> Option<Self> {
+        match dtype {
+            candle_core::DType::F32 => Some(Precision::Fp32),
+            candle_core::DType::BF16 => Some(Precision::Bf16),
+            candle_core::DType::F16 => Some(Precision::Fp16),
+            _ => None,
+        }
+    }
     pub fn name(self) -> &'static str {
         match self {
             Precision::Fp32 => "fp32",

@@ -8,7 +8,6 @@ use super::blocks::{CausalConv3d, FeatCache};
 use super::coder::{Decoder, Encoder};
 use super::conv::ConvImpl;
 use super::{check_size, frames_used, tiling, Config, Precision, RunOptions};
-use crate::weights::Weights;
 
 /// The loaded VAE.
 pub struct WanVae {
@@ -26,20 +25,14 @@ pub struct WanVae {
 }
 
 impl WanVae {
-    /// Build the model from loaded weights, converting them to `precision` on `device`.
-    pub fn new(weights: &Weights, precision: Precision, device: &Device) -> anyhow::Result<Self> {
-        Self::with_conv_impl(weights, precision, device, ConvImpl::Auto)
-    }
-
-    /// As [`WanVae::new`], choosing the convolution implementation.
-    pub fn with_conv_impl(
-        weights: &Weights,
-        precision: Precision,
-        device: &Device,
-        conv_impl: ConvImpl,
-    ) -> anyhow::Result<Self> {
-        let cfg = weights.config.clone();
-        let vb = VarBuilder::from_tensors(weights.tensors.clone(), precision.dtype(), device);
+    /// Build the model candle-style from `vb`, which the caller makes (from a checkpoint,
+    /// e.g. `Weights::var_builder`, or any other backend): its dtype is the precision the
+    /// model runs in, its device where.
+    pub fn new(cfg: &Config, vb: VarBuilder, conv_impl: ConvImpl) -> anyhow::Result<Self> {
+        let precision = Precision::from_dtype(vb.dtype())
+            .with_context(|| format!("the model runs in f32, bf16 or f16, not {:?}", vb.dtype()))?;
+        let device = vb.device().clone();
+        let cfg = cfg.clone();
         let build = || -> candle_core::Result<_> {
             Ok((
                 Encoder::new(&cfg, vb.pp("encoder"), conv_impl)?,
@@ -53,14 +46,14 @@ impl WanVae {
         let z = cfg.z_dim;
         let stat = |v: &[f32], fill: f32| -> candle_core::Result<Tensor> {
             let vals: Vec<f32> = (0..z).map(|i| v.get(i).copied().unwrap_or(fill)).collect();
-            Tensor::from_vec(vals, (1, z, 1, 1, 1), device)
+            Tensor::from_vec(vals, (1, z, 1, 1, 1), &device)
         };
         let mean = stat(&cfg.latent_mean, 0.0)?;
         let inv_std = stat(&cfg.latent_std, 1.0)?.recip()?;
         Ok(WanVae {
             cfg,
             precision,
-            device: device.clone(),
+            device,
             conv_impl,
             encoder,
             decoder,

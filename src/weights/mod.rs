@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
 
 use crate::error::UserError;
-use crate::model::Config;
+use crate::model::{Config, Precision};
 
 pub mod layout;
 pub mod source;
@@ -43,6 +44,12 @@ impl Weights {
             .map(|d| d.as_str())
             .collect::<Vec<_>>()
             .join("+")
+    }
+
+    /// A `VarBuilder` over these tensors that converts each to `precision` on `device` as
+    /// the model asks for it (the caller's half of `WanVae::new(cfg, vb, ..)`).
+    pub fn var_builder(&self, precision: Precision, device: &Device) -> VarBuilder<'static> {
+        VarBuilder::from_tensors(self.tensors.clone(), precision.dtype(), device)
     }
 
     /// Tensors in state-dict order (the layout's order).
