@@ -1,6 +1,9 @@
 //! Analytic cost of encode and decode in GFLOP (2 x multiply-adds of every convolution and
 //! matmul, bias and elementwise work not counted), walking the same layers and frame
-//! counts as the chunked reference computes them.
+//! counts as the chunked reference computes them (`docs/wan21-vae.md`, "Cost"): the
+//! stage tables come from [`Config`].
+//!
+//! Must not build or run the model: the count is analytic.
 use super::blocks::ResampleMode;
 use super::config::Config;
 

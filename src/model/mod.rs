@@ -1,6 +1,10 @@
-//! The Wan 2.1 VAE on candle: public API (load, encode, decode) and its options.
-//! Sub-modules mirror the reference implementation's building blocks; `WAN_VAE.md` (in
-//! `shared/`) describes what each computes.
+//! The Wan VAE on candle: public API (build, encode, decode), its options and input rules.
+//! Sub-modules mirror the reference implementation's building blocks;
+//! `docs/wan21-vae.md` describes what each computes (`docs/wan22-vae.md` the Wan 2.2
+//! differences, not built yet).
+//!
+//! Must not import `weights` or read files: callers build the model from a `Config` and a
+//! `VarBuilder` they make.
 pub mod blocks;
 pub mod coder;
 pub mod config;

@@ -14,7 +14,7 @@ use crate::weights::WeightsSource;
 pub mod digest;
 pub mod hub;
 
-pub use digest::{sha256_cached, sha256_cached_in};
+pub use digest::sha256_cached_in;
 pub use hub::HubSettings;
 
 /// A parsed `--weights` reference.

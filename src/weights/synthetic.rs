@@ -28,10 +28,7 @@ pub fn build(cfg: &Config, seed: u64) -> Result<Weights, UserError> {
         })
         .collect();
     let map: HashMap<String, Tensor> = tensors.into_iter().collect();
-    Weights::from_tensors(map, "synthetic", Path::new("synthetic")).map(|mut w| {
-        w.format = "synthetic".to_string();
-        w
-    })
+    Weights::from_tensors(map, "synthetic", Path::new("synthetic"))
 }
 
 fn values(spec: &TensorSpec, seed: u64) -> Vec<f32> {

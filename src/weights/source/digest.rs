@@ -40,16 +40,6 @@ pub fn cache_dir_from(lookup: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf
     Some(home.join(".cache").join("wan-vae-bench"))
 }
 
-/// The cache directory from the process environment.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    cache_dir_from(&|k| std::env::var(k).ok())
-}
-
-/// SHA-256 (lowercase hex) of `path`, using the default cache directory.
-pub fn sha256_cached(path: &Path) -> anyhow::Result<String> {
-    sha256_cached_in(path, default_cache_dir().as_deref())
-}
-
 /// SHA-256 (lowercase hex) of `path`, cached in `cache_dir` (no caching when `None`).
 pub fn sha256_cached_in(path: &Path, cache_dir: Option<&Path>) -> anyhow::Result<String> {
     let canonical = std::fs::canonicalize(path).with_context(|| format!("cannot open {}", path.display()))?;
