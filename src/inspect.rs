@@ -1,5 +1,7 @@
 //! `inspect`: a checkpoint's format, on-disk dtype(s), tensor and parameter counts and the
 //! inferred config; `--json` adds every tensor's name, shape and dtype.
+//!
+//! Must not describe the architecture itself: the config line is `Config::summary`.
 use serde::Serialize;
 
 use crate::weights::Weights;

@@ -1,6 +1,9 @@
 //! Building blocks of the Wan 2.1 VAE, as the reference `wan/modules/vae.py` computes them:
 //! causal conv3d with its frame cache, RMS norm, residual block, attention block, resample.
 //! Struct fields and `vb.pp(..)` names mirror the checkpoint keys.
+//!
+//! Owns one block's weights and arithmetic (and the frame cache those blocks share); must
+//! not know where a block sits in the model (`coder.rs`) nor the conv kernels (`conv.rs`).
 use candle_core::{DType, Result, Tensor, D};
 use candle_nn::VarBuilder;
 

@@ -1,6 +1,9 @@
 //! Spatial tiling as diffusers' `AutoencoderKLWan` does it: overlapping tiles, each run
 //! with fresh time caches, blended with linear ramps (top edge, then left edge, each tile
 //! updated in place as in diffusers), cropped to the stride and stitched.
+//!
+//! Owns the tile grid and the blending; must not call the model itself: encode/decode come
+//! in as closures.
 use candle_core::{DType, Result, Tensor};
 
 use super::Tiling;

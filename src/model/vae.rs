@@ -1,5 +1,9 @@
 //! `WanVae`: the whole model (encoder, decoder, the two 1x1 convs, latent normalization)
 //! and the reference's time handling: first frame alone, then chunks.
+//!
+//! Owns building the whole model from a `Config` and a caller-made `VarBuilder`, input
+//! checks and the encode/decode entry points; must not load files (that is `weights`) nor
+//! spell out stage tables (that is `config.rs`).
 use anyhow::{bail, Context};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;

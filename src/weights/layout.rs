@@ -1,5 +1,9 @@
-//! The checkpoint layout: every tensor name and shape the Wan 2.1 VAE has for a given
-//! `dim` / `z_dim`, in the order of the official state dict, and config inference.
+//! The checkpoint layout: every tensor name and shape a model `Config` has, in the order
+//! of the official state dict, and inferring the Wan 2.1 config from a checkpoint.
+//!
+//! Derives everything from the config's stage tables and block paths; must not repeat a
+//! width or stage table of its own. A test builds the model on a recording `VarBuilder`
+//! to check that the model asks for exactly these keys.
 use crate::model::blocks::ResampleMode;
 use crate::model::{Config, Stage};
 

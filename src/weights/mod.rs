@@ -3,6 +3,10 @@
 //! Whatever the source, the result is checked against the layout for the inferred
 //! `dim`/`z_dim`: a missing or extra key, or a wrong shape, is an error naming the file
 //! and the key.
+//!
+//! Owns turning a source into checked tensors in memory, and the `VarBuilder` over them
+//! that the model is built from; must not build the model nor know its layers beyond the
+//! layout (the model must not import this module either).
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -4,6 +4,8 @@
 //!
 //! Resolve once in the parent process and give workers [`ResolvedWeights::source`] (a
 //! local path): workers never talk to the Hub.
+//!
+//! Owns references and their resolution; must not read tensors (that is `weights`).
 use std::fmt;
 use std::path::{Path, PathBuf};
 

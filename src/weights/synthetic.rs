@@ -5,6 +5,8 @@
 //! `1/sqrt(fan_in)` (variance-preserving), biases small, RMS-norm gammas 1. Each tensor has
 //! its own stream (seed mixed with its name), so generation runs in parallel and a tensor's
 //! values do not depend on the others.
+//!
+//! Must not hard-code keys or shapes: they come from the layout of the given config.
 use std::collections::HashMap;
 use std::path::Path;
 

@@ -6,6 +6,9 @@
 //! It is only an optimisation: an unreadable or corrupt cache is ignored and rewritten, a
 //! cache that cannot be written is skipped silently, and an entry whose size or mtime no
 //! longer matches the file is recomputed.
+//!
+//! Owns hashing and the sidecar; must not decide where the cache lives beyond the lookup
+//! order above (the caller passes the directory).
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
