@@ -72,7 +72,7 @@ MIOPEN_FIND_MODE = "2"
             assert!(p.median_s > 0.0 && p.gflop > 0.0 && p.gflop_per_s > 0.0 && p.frames_per_s > 0.0);
         }
         let seen = c.env.get("MIOPEN_FIND_MODE").map(String::as_str);
-        match c.env_variant.as_str() {
+        match c.settings.env_variant.as_str() {
             "fastfind" => assert_eq!(seen, Some("2"), "{}", c.id),
             _ => assert_eq!(seen, None, "{}", c.id),
         }
@@ -80,8 +80,8 @@ MIOPEN_FIND_MODE = "2"
     assert!(r
         .cases
         .iter()
-        .any(|c| c.id == "bf16-chunk1-tile16o8-5x32x32-fastfind" && c.tile_px == Some(16)));
-    let fp32 = r.cases.iter().find(|c| c.precision == "fp32").unwrap();
+        .any(|c| c.id == "bf16-chunk1-tile16o8-5x32x32-fastfind" && c.settings.tile_px() == Some(16)));
+    let fp32 = r.cases.iter().find(|c| c.settings.precision.name() == "fp32").unwrap();
     assert!(fp32.compute_dtype.as_deref().unwrap().contains("f32"));
 }
 

@@ -1,6 +1,6 @@
-//! The parent's half of the quality measurement: workers save the outputs of their last
-//! timed pass (f32 safetensors, tensors `latent` and `decoded`) in the run's scratch
-//! directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
+//! The outputs file and the quality measurement: workers save the outputs of their last
+//! timed pass with [`save_outputs`] (f32 safetensors, tensors [`LATENT`] and [`DECODED`]) in
+//! the run's scratch directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
 //! and env variant, see [`super::matrix::Case::reference`]) have both finished, [`QualityBook`]
 //! compares the two files with [`crate::quality::error_stats`] and fills the case's
 //! `quality`.
@@ -21,10 +21,17 @@ use candle_core::{DType, Device, Tensor};
 use super::matrix::Case;
 use crate::report::{CaseStatus, ErrorStats, Quality, Report};
 
-/// Tensor names in an outputs file.
-pub const LATENT: &str = "latent";
-/// Tensor names in an outputs file.
-pub const DECODED: &str = "decoded";
+pub use super::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
+
+/// Save `latent` and `decoded` (as f32, on the CPU) as a safetensors file, atomically.
+pub fn save_outputs(path: &Path, latent: &Tensor, decoded: &Tensor) -> anyhow::Result<()> {
+    let cpu = |t: &Tensor| -> anyhow::Result<Tensor> { Ok(t.to_dtype(DType::F32)?.to_device(&Device::Cpu)?) };
+    let tensors =
+        std::collections::HashMap::from([(LATENT.to_string(), cpu(latent)?), (DECODED.to_string(), cpu(decoded)?)]);
+    crate::files::write_atomic_with(path, |tmp| {
+        candle_core::safetensors::save(&tensors, tmp).with_context(|| format!("cannot write {}", tmp.display()))
+    })
+}
 
 /// One output tensor, flattened to f32, with its shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,7 +170,7 @@ mod tests {
 
     fn save(path: &Path, latent: &[f32], decoded: &[f32]) {
         let t = |v: &[f32]| Tensor::from_slice(v, (1, 1, v.len()), &Device::Cpu).unwrap();
-        super::super::worker::save_outputs(path, &t(latent), &t(decoded)).unwrap();
+        save_outputs(path, &t(latent), &t(decoded)).unwrap();
     }
 
     fn record(id: &str, status: CaseStatus) -> CaseRecord {

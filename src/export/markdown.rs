@@ -7,8 +7,8 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::compare::render::{md_cell, secs};
-use crate::compare::verdict::status_word;
+use crate::compare::render::md_cell;
+use crate::format::seconds_plain as secs;
 use crate::report::{CaseRecord, CaseStatus, ErrorStats, PassStats, Report};
 
 fn time_cell(p: Option<&PassStats>) -> String {
@@ -35,7 +35,7 @@ fn total(case: &CaseRecord) -> Option<f64> {
 fn psnr_text(e: &Option<ErrorStats>) -> String {
     match e {
         None => "–".into(),
-        Some(e) => e.psnr_db.map_or("∞".into(), |v| format!("{v:.2}")),
+        Some(e) => crate::format::psnr(e.psnr_db, 2, "∞"),
     }
 }
 
@@ -80,7 +80,7 @@ pub fn markdown_table(report: &Report) -> String {
         let relative = total(case)
             .filter(|_| fastest > 0.0)
             .map_or("–".into(), |t| format!("{:.2}", t / fastest));
-        let mut status = status_word(case.status).to_string();
+        let mut status = case.status.name().to_string();
         if case.added_as_reference {
             status.push_str(" (added as reference)");
         }

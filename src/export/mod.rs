@@ -6,8 +6,6 @@ pub mod svg;
 pub use markdown::markdown_table;
 pub use svg::svg_chart;
 
-use anyhow::Context;
-
 use crate::report::{PassStats, Report};
 
 #[derive(Debug, clap::Args)]
@@ -22,10 +20,7 @@ pub struct PlotArgs {
 pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
     let report = Report::load(&args.report)?;
     let svg = svg_chart(&report)?;
-    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(&args.output, svg).with_context(|| format!("cannot write {}", args.output.display()))?;
+    crate::files::write_new(&args.output, svg)?;
     eprintln!("wrote {} ({} cases)", args.output.display(), report.cases.len());
     Ok(0)
 }
