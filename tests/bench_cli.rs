@@ -1,6 +1,5 @@
 //! `run` argument and matrix-file errors exit 2 and name the culprit, before any case runs.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 fn fails_naming(args: &[&str], culprit: &str) {
     let dir = scratch();

@@ -1,7 +1,6 @@
 //! `run` end to end with the real model on the tiny fixture weights (dim 8): every case is
 //! measured, env variants reach the worker, the report carries the model facts and costs.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 use wan_vae_bench::report::CaseStatus;
 

@@ -2,8 +2,7 @@
 //! env variants reach the worker; crashing, hanging, failing, out-of-memory and unsupported
 //! workers leave the other cases and a valid report; killing the parent leaves a parseable
 //! report and no worker behind.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 use wan_vae_bench::report::CaseStatus;
 

@@ -1,8 +1,6 @@
 //! `merge` keeps every case (renaming duplicates), and `plot` / the exporters produce a
 //! valid SVG naming every case and a Markdown table.
-mod common;
-
-use common::*;
+use crate::util::reports::*;
 use wan_vae_bench::report::{CaseStatus, Report};
 
 #[test]

@@ -194,6 +194,22 @@ mod tests {
     const CASE: &str = "bf16-chunk2-untiled-5x32x32-baseline";
 
     #[test]
+    fn outputs_round_trip_through_safetensors() {
+        use super::super::clip::structured_clip;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.outputs.safetensors");
+        let latent = structured_clip(1, 8, 8, &Device::Cpu)
+            .unwrap()
+            .to_dtype(candle_core::DType::BF16)
+            .unwrap();
+        let decoded = structured_clip(5, 16, 8, &Device::Cpu).unwrap();
+        save_outputs(&path, &latent, &decoded).unwrap();
+        let back = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
+        assert_eq!(back[LATENT].dtype(), candle_core::DType::F32);
+        assert_eq!(back[DECODED].dims(), &[1, 3, 5, 8, 16]);
+    }
+
+    #[test]
     fn identical_and_perturbed_outputs() {
         let dir = tempfile::tempdir().unwrap();
         let (rp, cp) = (dir.path().join("r.safetensors"), dir.path().join("c.safetensors"));

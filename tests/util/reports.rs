@@ -1,6 +1,5 @@
-//! Shared helpers of the report-level CLI tests: crafted reports, temp files, running the
-//! binary.
-#![allow(dead_code)]
+//! Helpers of the report-level CLI tests (compare, merge, plot): crafted reports, running
+//! the binary.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
