@@ -7,7 +7,7 @@
 //! processes, [`protocol`] the parent <-> worker wire format, [`worker`] the in-process
 //! measurement (with [`clip`] its input, [`fault`] the testing hook, [`memory`] process
 //! memory), [`outputs`] the outputs file and quality against references, [`progress`] the
-//! progress bar, [`table`] the summary table.
+//! progress bar. The end-of-run table and the exports are [`crate::export`]'s.
 //!
 //! Must not: hold model code or render exports (those are `model` and `export`).
 use std::path::PathBuf;
@@ -29,9 +29,9 @@ pub mod outputs;
 pub mod progress;
 pub mod protocol;
 pub mod scheduler;
-pub mod table;
 pub mod worker;
 
+use crate::export::{ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
 use options::{BenchOptions, MatrixFlags};
 pub use scheduler::RECORD_ENV_VAR;
 use scheduler::{RunWide, Scheduler};
@@ -159,26 +159,17 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         None => {}
     }
     scheduler.run(&mut report, &output)?;
-    print!("{}", table::render_table(&report));
+    print!("{}", TextTable.render(&report)?);
     println!("report: {}", output.display());
-    export(&report, args.export_markdown.as_deref(), args.export_svg.as_deref())?;
+    let mut exports = ExportManager::default();
+    exports.add(MarkdownTable, args.export_markdown.as_deref());
+    exports.add(SvgChart, args.export_svg.as_deref());
+    exports.write_all(&report)?;
     if args.keep_outputs {
         println!("outputs: {}", scheduler.executor.scratch.display());
     }
     let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
     Ok(if all_ok { 0 } else { 1 })
-}
-
-/// Write the Markdown table and the SVG chart of the finished run where asked.
-fn export(report: &Report, markdown: Option<&std::path::Path>, svg: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let write = |path: &std::path::Path, text: String| crate::files::write_new(path, text);
-    if let Some(path) = markdown {
-        write(path, crate::export::markdown_table(report))?;
-    }
-    if let Some(path) = svg {
-        write(path, crate::export::svg_chart(report)?)?;
-    }
-    Ok(())
 }
 
 /// `wan-vae-bench worker` (hidden): run one case, write its result JSON.

@@ -1,23 +1,10 @@
-//! The end-of-run summary table, behind the small [`Exporter`] trait that report exporters
-//! (Markdown, SVG, ...) share: case, encode and decode median ± stddev, each relative to the
-//! fastest case of that pass, and the PSNR of the decoded video against the case's reference
-//! (`ref` for a reference case, `inf` when identical, `-` when unknown).
+//! The plain-text summary table printed at the end of `run`: case, encode and decode
+//! median ± stddev, each relative to the fastest case of that pass, and the PSNR of the
+//! decoded video against the case's reference (`ref` for a reference case, `inf` when
+//! identical, `-` when unknown).
+//!
+//! Must not: write files (the [`super::Exporter`] caller does).
 use crate::report::{CaseRecord, CaseStatus, PassStats, Report};
-
-/// Turns a finished report into text.
-pub trait Exporter {
-    /// Render `report`.
-    fn export(&self, report: &Report) -> anyhow::Result<String>;
-}
-
-/// Plain-text, column-aligned table for the terminal.
-pub struct TextTable;
-
-impl Exporter for TextTable {
-    fn export(&self, report: &Report) -> anyhow::Result<String> {
-        Ok(render_table(report))
-    }
-}
 
 /// Render the summary table of `report`.
 pub fn render_table(report: &Report) -> String {
