@@ -65,16 +65,6 @@ pub fn student_t_two_sided_p(t: f64, df: f64) -> f64 {
     regularized_incomplete_beta(x, df / 2.0, 0.5).clamp(0.0, 1.0)
 }
 
-/// Student t cumulative distribution function `P(T <= t)`.
-pub fn student_t_cdf(t: f64, df: f64) -> f64 {
-    let tail = student_t_two_sided_p(t, df) / 2.0;
-    if t >= 0.0 {
-        1.0 - tail
-    } else {
-        tail
-    }
-}
-
 /// Regularized incomplete beta function `I_x(a, b)` for `a, b > 0`, `0 <= x <= 1`.
 pub fn regularized_incomplete_beta(x: f64, a: f64, b: f64) -> f64 {
     if x <= 0.0 {
