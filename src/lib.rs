@@ -12,6 +12,8 @@
 //!   seconds and PSNR, each in one place.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
 //!   merging reports, Markdown/SVG exports.
+//!
+//! Must not: hold logic of its own; it only declares the modules.
 pub mod bench;
 pub mod cli;
 pub mod compare;

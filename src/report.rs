@@ -2,6 +2,8 @@
 //!
 //! Every field is documented in `docs/report-schema.md`; keep the two in step. Readers
 //! (`compare`, `merge`, `plot`) refuse a different [`SCHEMA_VERSION`] unless forced.
+//!
+//! Must not: measure, render or know how cases run; it is the schema and its load/save.
 use std::collections::BTreeMap;
 use std::path::Path;
 

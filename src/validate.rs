@@ -4,6 +4,8 @@
 //! Cases file (see `tests/fixtures/README.md`): f32 tensors `<case>.input`, optional
 //! `<case>.latent` (then input is a video: encode is checked, and decode of the expected
 //! latent), and `<case>.decoded`.
+//!
+//! Must not: spawn workers or write a benchmark report; it runs the model in this process.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

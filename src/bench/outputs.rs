@@ -12,6 +12,8 @@
 //!   outputs are missing, e.g. the reference failed) and its `roundtrip_psnr_db`; `quality`
 //!   stays null when none of these is known;
 //! - a case that is not `ok` has no `quality`.
+//!
+//! Must not: time anything; the worker saves, the parent compares.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,6 @@
 //! Render a [`Comparison`] as terminal text, a Markdown PR comment, or JSON.
+//!
+//! Must not: decide verdicts (that is [`super::verdict`]); numbers go through `crate::format`.
 use std::fmt::Write;
 
 use super::verdict::{CaseComparison, Comparison, PassComparison, Verdict};

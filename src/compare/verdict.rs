@@ -12,6 +12,8 @@
 //!
 //! Quality rule: PSNR values are clamped to `psnr_ceiling_db` (identical = +inf, so
 //! clamped too) and a drop of more than `psnr_drop_db` is a regression.
+//!
+//! Must not: print or format text (that is [`super::render`]).
 use std::collections::BTreeMap;
 
 use serde::Serialize;

@@ -1,5 +1,7 @@
 //! Welch's unequal-variance t-test and the Student t distribution it needs (regularized
 //! incomplete beta via Lentz's continued fraction, log-gamma via Lanczos), all in f64.
+//!
+//! Must not: know about reports or cases: plain numbers in, numbers out.
 
 /// Outcome of Welch's t-test on two samples.
 #[derive(Debug, Clone, Copy, PartialEq)]

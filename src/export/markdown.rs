@@ -4,6 +4,8 @@
 //! relative (the case's encode+decode median total over the fastest ok case's total),
 //! status, PSNR [dB] of the decoded and latent output when any case has quality (`reference`
 //! for a reference case, `∞` when identical), and the round-trip PSNR [dB] when any case has it.
+//!
+//! Must not: write files (the [`super::ExportManager`] does); numbers go through `crate::format`.
 use std::collections::BTreeSet;
 use std::fmt::Write;
 

@@ -2,6 +2,8 @@
 //! encode and decode time as horizontal bars and min–max whiskers, rows grouped by size
 //! (width x height, frames). Cases that were not measured keep a labelled empty row.
 //! Drawn with plotters' SVG backend only: text is emitted as SVG `<text>`, no system fonts.
+//!
+//! Must not: write files (the [`super::ExportManager`] does).
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 

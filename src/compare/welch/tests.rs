@@ -1,5 +1,7 @@
 //! Reference values from SciPy 1.x: `scipy.stats.ttest_ind(a, b, equal_var=False)`,
 //! `scipy.stats.t.cdf`, `scipy.special.betainc`, `scipy.special.gammaln`.
+//!
+//! Must not: be compiled outside tests.
 use super::*;
 
 /// Student t cumulative distribution function `P(T <= t)`, from the two-sided p-value
