@@ -105,7 +105,7 @@ fn tile_none_and_tile_px_zero_mean_untiled() {
         assert_eq!(o.axes.tiles[0], None, "{flags:?}");
         assert_eq!(
             o.axes.tiles[1].map(|t| (t.tile_px, t.overlap_px)),
-            Some((16, 8)),
+            Some((64, 16)),
             "{flags:?}"
         );
     }
