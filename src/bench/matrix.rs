@@ -61,33 +61,47 @@ pub fn add_references(cases: &mut Vec<Case>) {
     cases.extend(added);
 }
 
-/// All cases in matrix order (frames, size, precision, tile, chunk, env; the last varies fastest).
+/// All cases in matrix order (frames, size, precision, tile, chunk, env; the last varies
+/// fastest). A new axis is one more [`product`] line.
 pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let a = &opts.axes;
-    let mut cases = Vec::with_capacity(opts.case_count());
-    for &frames in &a.frames {
-        for &(width, height) in &a.sizes {
-            for &precision in &a.precisions {
-                for &tiling in &a.tiles {
-                    for &chunk in &a.chunks {
-                        for env in &a.envs {
-                            let settings = CaseSettings {
-                                precision,
-                                chunk,
-                                tiling,
-                                frames,
-                                width,
-                                height,
-                                env_variant: env.clone(),
-                            };
-                            cases.push(Case::new(settings, opts.variants.get(env).cloned().unwrap_or_default()));
-                        }
-                    }
-                }
-            }
+    // Every field is overwritten by its axis below; the axes are never empty.
+    let seed = CaseSettings {
+        precision: crate::model::Precision::Fp32,
+        chunk: 1,
+        tiling: None,
+        frames: 1,
+        width: 8,
+        height: 8,
+        env_variant: String::new(),
+    };
+    let all = vec![seed];
+    let all = product(all, &a.frames, |s, &f| s.frames = f);
+    let all = product(all, &a.sizes, |s, &(w, h)| (s.width, s.height) = (w, h));
+    let all = product(all, &a.precisions, |s, &p| s.precision = p);
+    let all = product(all, &a.tiles, |s, &t| s.tiling = t);
+    let all = product(all, &a.chunks, |s, &c| s.chunk = c);
+    let all = product(all, &a.envs, |s, e| s.env_variant = e.clone());
+    all.into_iter()
+        .map(|s| {
+            let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
+            Case::new(s, vars)
+        })
+        .collect()
+}
+
+/// Each of `settings` combined with each of `values` (set by `set`), the values varying
+/// fastest.
+fn product<T>(settings: Vec<CaseSettings>, values: &[T], set: impl Fn(&mut CaseSettings, &T)) -> Vec<CaseSettings> {
+    let mut out = Vec::with_capacity(settings.len() * values.len());
+    for s in settings {
+        for v in values {
+            let mut next = s.clone();
+            set(&mut next, v);
+            out.push(next);
         }
     }
-    cases
+    out
 }
 
 #[cfg(test)]
