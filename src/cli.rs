@@ -1,5 +1,7 @@
 //! Command-line surface: the clap command enum and dispatch to each command's module.
 //! Each subcommand's typed arguments live in the module that owns the command.
+//!
+//! Must not: hold command logic; each command lives in its own module.
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]

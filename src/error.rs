@@ -3,6 +3,8 @@
 //! Commands return `anyhow::Result<i32>`: `Ok(0)` all good, `Ok(1)` a measured failure
 //! (a case failed, a tolerance was exceeded, a regression was found). Any `Err` means the
 //! input was unusable and exits with [`EXIT_UNUSABLE`] after printing the error chain.
+//!
+//! Must not: print anything (`cli` prints the error chain).
 use std::path::PathBuf;
 
 /// Exit code for unusable input (bad arguments, unreadable files, bad config).

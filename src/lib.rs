@@ -6,21 +6,30 @@
 //! - [`device`]: `--device` parsing and the devices this build supports.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
 //! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
-//! - [`stats`], [`report`], [`system`]: statistics, the JSON report schema, system context.
+//! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
+//!   context, tool and build facts.
+//! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
+//!   seconds and PSNR, each in one place.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
 //!   merging reports, Markdown/SVG exports.
+//!
+//! Must not: hold logic of its own; it only declares the modules.
 pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod device;
 pub mod error;
 pub mod export;
+pub mod files;
+pub mod format;
 pub mod inspect;
 pub mod merge;
 pub mod model;
 pub mod quality;
 pub mod report;
+pub mod settings;
 pub mod stats;
 pub mod system;
+pub mod tool;
 pub mod validate;
 pub mod weights;

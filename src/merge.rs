@@ -5,6 +5,8 @@
 //! `created_at` are the first input's. A case id already taken gets a suffix: `@HOST` (the
 //! case's host name), else `@inputN` (1-based input position), plus `-2`, `-3`, ... if still
 //! taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
+//!
+//! Must not: re-measure or recompute statistics; cases are copied as they are.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 

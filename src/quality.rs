@@ -3,6 +3,8 @@
 //! Convention: values live in [-1, 1] (peak-to-peak 2), so PSNR = 10·log10(2² / MSE) dB.
 //! Outputs with no differing value have infinite PSNR, recorded as `psnr_db: None, identical: true`.
 //! Everything is accumulated in f64.
+//!
+//! Must not: read files or tensors: plain f32 slices in, statistics out.
 use crate::report::ErrorStats;
 
 /// Peak-to-peak range of the [-1, 1] signal.

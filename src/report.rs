@@ -2,13 +2,17 @@
 //!
 //! Every field is documented in `docs/report-schema.md`; keep the two in step. Readers
 //! (`compare`, `merge`, `plot`) refuse a different [`SCHEMA_VERSION`] unless forced.
+//!
+//! Must not: measure, render or know how cases run; it is the schema and its load/save.
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
+use crate::settings::CaseSettings;
 use crate::system::SystemInfo;
+pub use crate::tool::ToolInfo;
 
 /// Version of this report layout; bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -30,17 +34,6 @@ pub struct Report {
     pub run: RunSettings,
     /// One record per case, in the order they finished.
     pub cases: Vec<CaseRecord>,
-}
-
-/// Name, version and build of the tool.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct ToolInfo {
-    /// Always `wan-vae-bench`.
-    pub name: String,
-    /// Crate version.
-    pub version: String,
-    /// Git commit the binary was built from, when known.
-    pub git_commit: Option<String>,
 }
 
 /// The model weights a report measured.
@@ -89,7 +82,7 @@ pub struct RunSettings {
     pub config_path: Option<String>,
 }
 
-/// Outcome of one case.
+/// Outcome of one case. [`CaseStatus::name`] is its JSON spelling.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum CaseStatus {
@@ -105,6 +98,25 @@ pub enum CaseStatus {
     Unsupported,
 }
 
+impl CaseStatus {
+    /// The name used in the JSON and in tables: `ok`, `failed`, `timeout`, `oom`, `unsupported`.
+    pub fn name(self) -> &'static str {
+        match self {
+            CaseStatus::Ok => "ok",
+            CaseStatus::Failed => "failed",
+            CaseStatus::Timeout => "timeout",
+            CaseStatus::Oom => "oom",
+            CaseStatus::Unsupported => "unsupported",
+        }
+    }
+}
+
+impl std::fmt::Display for CaseStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One benchmark case: a point of the matrix.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CaseRecord {
@@ -113,24 +125,14 @@ pub struct CaseRecord {
     /// True when the case was not in the matrix but added as a quality reference.
     #[serde(default)]
     pub added_as_reference: bool,
-    /// Requested precision: `fp32`, `bf16` or `fp16`.
-    pub precision: String,
-    /// What really ran, e.g. `f32`, or `bf16 (conv/matmul in f32)`; null if the case never ran.
+    /// The case's settings, flattened into the record's JSON as `precision` (`fp32`, `bf16`
+    /// or `fp16`), `chunk` (latent frames per decoder call), `tile_px`/`overlap_px` (null when
+    /// untiled), `frames`, `width`, `height` and `env_variant`.
+    #[serde(flatten)]
+    pub settings: CaseSettings,
+    /// What really ran (the model's `compute_dtype()`), e.g. `f32`, or on the CPU
+    /// `bf16 (conv, attention and norms in f32)`; null if the case never ran.
     pub compute_dtype: Option<String>,
-    /// Latent frames per decoder call (encoder: 4x this many frames per call).
-    pub chunk: usize,
-    /// Spatial tile size in pixels; null when untiled.
-    pub tile_px: Option<usize>,
-    /// Tile overlap in pixels; null when untiled.
-    pub overlap_px: Option<usize>,
-    /// Video frames requested.
-    pub frames: usize,
-    /// Video width in pixels.
-    pub width: usize,
-    /// Video height in pixels.
-    pub height: usize,
-    /// Name of the environment variant.
-    pub env_variant: String,
     /// Environment variables as the worker saw them (variant's plus relevant prefixes).
     pub env: BTreeMap<String, String>,
     /// Outcome.
@@ -182,6 +184,35 @@ pub struct PassStats {
     pub outliers: usize,
 }
 
+impl PassStats {
+    /// Statistics of one pass kind from its timed `samples` and `warmup` runs (seconds):
+    /// `frames` processed per pass, `gflop` per pass. Rates are 0 when the median is 0.
+    pub fn from_samples(samples: Vec<f64>, warmup: Vec<f64>, frames: usize, gflop: f64) -> PassStats {
+        let s = crate::stats::summarize(&samples).unwrap_or(crate::stats::Summary {
+            min: 0.0,
+            median: 0.0,
+            mean: 0.0,
+            stddev: 0.0,
+            max: 0.0,
+            outliers: 0,
+        });
+        let per_s = |x: f64| if s.median > 0.0 { x / s.median } else { 0.0 };
+        PassStats {
+            samples_s: samples,
+            min_s: s.min,
+            median_s: s.median,
+            mean_s: s.mean,
+            stddev_s: s.stddev,
+            max_s: s.max,
+            warmup_s: warmup,
+            frames_per_s: per_s(frames as f64),
+            gflop,
+            gflop_per_s: per_s(gflop),
+            outliers: s.outliers,
+        }
+    }
+}
+
 /// Error of one output against the reference output.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ErrorStats {
@@ -216,26 +247,36 @@ impl Report {
             .map_err(|e| crate::error::UserError::file(path, format!("not a valid wan-vae-bench report: {e}")).into())
     }
 
-    /// Write atomically: a temp file beside `path`, then rename, so readers never see a
+    /// Write atomically ([`crate::files::write_atomic`]), so readers never see a
     /// half-written report.
     pub fn save_atomic(&self, path: &Path) -> anyhow::Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        let tmp = path.with_extension(format!("json.tmp{}", std::process::id()));
-        let text = serde_json::to_string_pretty(self)?;
-        std::fs::write(&tmp, text).with_context(|| format!("cannot write {}", tmp.display()))?;
-        std::fs::rename(&tmp, path)
-            .with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))?;
-        Ok(())
+        crate::files::write_atomic(path, serde_json::to_string_pretty(self)?)
     }
 }
 
-/// Tool identity for this binary (git commit from the build environment when available).
-pub fn this_tool() -> ToolInfo {
-    ToolInfo {
-        name: env!("CARGO_PKG_NAME").to_string(),
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        git_commit: option_env!("WAN_VAE_BENCH_GIT_COMMIT").map(str::to_string),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_stats_derive_rates() {
+        let p = PassStats::from_samples(vec![2.0, 1.0, 3.0], vec![5.0], 5, 100.0);
+        assert_eq!(p.median_s, 2.0);
+        assert_eq!(p.frames_per_s, 2.5);
+        assert_eq!(p.gflop_per_s, 50.0);
+        assert_eq!(p.warmup_s, vec![5.0]);
+    }
+
+    #[test]
+    fn status_names_are_the_json_names() {
+        for s in [
+            CaseStatus::Ok,
+            CaseStatus::Failed,
+            CaseStatus::Timeout,
+            CaseStatus::Oom,
+            CaseStatus::Unsupported,
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
+        }
     }
 }

@@ -4,6 +4,8 @@
 //! outlier when its modified Z-score `|x - median| / MAD` exceeds `1.4826 * 10` (that is,
 //! more than ten MAD-estimated standard deviations from the median); a MAD of zero is
 //! replaced by `f64::EPSILON`.
+//!
+//! Must not: know about passes, cases or reports: plain samples in, numbers out.
 
 /// Threshold on `|x - median| / MAD` above which a sample is an outlier (hyperfine's value).
 pub const OUTLIER_THRESHOLD: f64 = 1.4826 * 10.0;

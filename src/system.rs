@@ -1,6 +1,9 @@
 //! System context: OS, CPU, memory, GPUs (AMD via KFD/DRM sysfs, NVIDIA via nvidia-smi),
-//! ROCm version, toolchain; and the `system` command. Missing pieces are `None`.
-//! All `/sys` reads go through [`sysfs_root`] (`WAN_VAE_BENCH_SYSFS_ROOT` replaces `/`).
+//! ROCm version, toolchain (build facts from [`crate::tool`]); and the `system` command.
+//! Missing pieces are `None`. All `/sys` reads go through [`sysfs_root`]
+//! (`WAN_VAE_BENCH_SYSFS_ROOT` replaces `/`); `nvidia-smi` runs only in [`nvidia_smi`].
+//!
+//! Must not: depend on the report (the report embeds [`SystemInfo`], not the other way).
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -40,9 +43,10 @@ pub struct SystemInfo {
     pub candle_version: Option<String>,
     /// Cargo features compiled in (cuda, cudnn, metal).
     pub cargo_features: Vec<String>,
-    /// Tool version and git commit.
+    /// Tool version.
     pub tool_version: Option<String>,
-    /// Tool git commit.
+    /// Git commit the tool was built from, when the build ran in a git checkout
+    /// ([`crate::tool::this_tool`]).
     pub git_commit: Option<String>,
 }
 
@@ -108,7 +112,7 @@ pub fn collect() -> SystemInfo {
     let mut gpus = amd_gpus();
     let (nvidia, nvidia_driver_version) = nvidia_gpus();
     gpus.extend(nvidia);
-    let tool = crate::report::this_tool();
+    let tool = crate::tool::this_tool();
     SystemInfo {
         os: Some(std::env::consts::OS.to_string()),
         distro: sysinfo::System::long_os_version().or_else(sysinfo::System::name),
@@ -123,8 +127,8 @@ pub fn collect() -> SystemInfo {
         gpus,
         rocm_version: rocm_version(),
         nvidia_driver_version,
-        rustc_version: option_env!("WAN_VAE_BENCH_RUSTC_VERSION").map(str::to_string),
-        candle_version: option_env!("WAN_VAE_BENCH_CANDLE_VERSION").map(str::to_string),
+        rustc_version: crate::tool::rustc_version(),
+        candle_version: crate::tool::candle_version(),
         cargo_features: crate::device::compiled_features(),
         tool_version: Some(tool.version),
         git_commit: tool.git_commit,
@@ -266,20 +270,28 @@ fn rocm_version() -> Option<String> {
     read_trimmed(&base.join(".info/version"))
 }
 
+/// Standard output of `nvidia-smi ARGS` (the one place that runs it); `None` when it is not
+/// installed or fails.
+pub fn nvidia_smi(args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// NVIDIA GPUs and driver version via `nvidia-smi`, when it is installed.
 fn nvidia_gpus() -> (Vec<GpuInfo>, Option<String>) {
-    let out = std::process::Command::new("nvidia-smi")
-        .args([
-            "--query-gpu=name,memory.total,driver_version",
-            "--format=csv,noheader,nounits",
-        ])
-        .stderr(std::process::Stdio::null())
-        .output();
-    let Some(out) = out.ok().filter(|o| o.status.success()) else {
+    let Some(text) = nvidia_smi(&[
+        "--query-gpu=name,memory.total,driver_version",
+        "--format=csv,noheader,nounits",
+    ]) else {
         return (Vec::new(), None);
     };
     let mut driver = None;
-    let gpus = String::from_utf8_lossy(&out.stdout)
+    let gpus = text
         .lines()
         .filter_map(|line| {
             let f: Vec<&str> = line.split(',').map(str::trim).collect();

@@ -4,6 +4,8 @@
 //! Cases file (see `tests/fixtures/README.md`): f32 tensors `<case>.input`, optional
 //! `<case>.latent` (then input is a video: encode is checked, and decode of the expected
 //! latent), and `<case>.decoded`.
+//!
+//! Must not: spawn workers or write a benchmark report; it runs the model in this process.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -11,8 +13,9 @@ use anyhow::Context;
 use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
+use crate::bench::options::{self, TileSetting};
 use crate::error::UserError;
-use crate::model::{ConvImpl, Precision, RunOptions, Tiling, WanVae};
+use crate::model::{ConvImpl, Precision, RunOptions, WanVae};
 
 /// Arguments of `wan-vae-bench validate`.
 #[derive(Debug, clap::Args)]
@@ -24,14 +27,15 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub cases: PathBuf,
     /// Precision: fp32, bf16 or fp16.
-    #[arg(long, default_value = "fp32")]
+    #[arg(long, default_value = "fp32", value_parser = options::precision_flag)]
     pub precision: Precision,
     /// Latent frames per decoder call after the first (encoder: 4x); 1 = reference.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = options::chunk_flag)]
     pub chunk: usize,
-    /// Spatial tiling TILE_PX:OVERLAP_PX (multiples of 8), e.g. 256:64.
-    #[arg(long)]
-    pub tile: Option<Tiling>,
+    /// Spatial tiling: `none` (default), TILE or TILE_PX:OVERLAP_PX in pixels (multiples of 8),
+    /// e.g. 256:64; the same values as `run --tile`.
+    #[arg(long, default_value = "none", value_parser = options::tile_flag)]
+    pub tile: TileSetting,
     /// Device: cpu, cuda:N or metal (the last two need the cargo feature).
     #[arg(long, default_value = "cpu")]
     pub device: String,
@@ -258,7 +262,9 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     }
     if let Some(path) = &args.save_outputs {
         let map: std::collections::HashMap<String, Tensor> = saved.into_iter().collect();
-        candle_core::safetensors::save(&map, path).with_context(|| format!("cannot write {}", path.display()))?;
+        crate::files::write_atomic_with(path, |tmp| {
+            candle_core::safetensors::save(&map, tmp).with_context(|| format!("cannot write {}", tmp.display()))
+        })?;
     }
     let pass = reports.iter().all(|c| c.outputs.iter().all(|o| o.pass));
     let report = ValidateReport {
@@ -298,7 +304,7 @@ fn print_text(r: &ValidateReport) {
     );
     for c in &r.cases {
         for o in &c.outputs {
-            let psnr = o.psnr_db.map_or("inf".to_string(), |p| format!("{p:.2}"));
+            let psnr = crate::format::psnr(o.psnr_db, 2, "inf");
             let verdict = if o.pass { "ok" } else { "FAIL" };
             println!(
                 "{:<10} {:<8} {:>13.3e} {:>13.3e} {:>9} {:>11.3e}  {verdict}",

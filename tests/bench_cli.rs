@@ -1,6 +1,5 @@
 //! `run` argument and matrix-file errors exit 2 and name the culprit, before any case runs.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 fn fails_naming(args: &[&str], culprit: &str) {
     let dir = scratch();
@@ -91,4 +90,23 @@ fn python_flag_spellings_are_accepted() {
     assert_eq!(o.warmup, 2);
     assert_eq!(o.axes.chunks, vec![1, 2, 4]);
     assert_eq!(o.case_count(), 6);
+}
+
+#[test]
+fn tile_none_and_tile_px_zero_mean_untiled() {
+    use clap::Parser;
+    for flags in [["--tile", "none,64:16"], ["--tile_px", "0,64"]] {
+        let cli = wan_vae_bench::cli::Cli::try_parse_from(["wan-vae-bench", "run", flags[0], flags[1]]).unwrap();
+        let wan_vae_bench::cli::Command::Run(args) = cli.command else {
+            panic!("not run")
+        };
+        let o = wan_vae_bench::bench::options_from_args(&args).unwrap();
+        assert_eq!(o.axes.tiles.len(), 2, "{flags:?}");
+        assert_eq!(o.axes.tiles[0], None, "{flags:?}");
+        assert_eq!(
+            o.axes.tiles[1].map(|t| (t.tile_px, t.overlap_px)),
+            Some((64, 16)),
+            "{flags:?}"
+        );
+    }
 }

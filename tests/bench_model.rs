@@ -1,7 +1,6 @@
 //! `run` end to end with the real model on the tiny fixture weights (dim 8): every case is
 //! measured, env variants reach the worker, the report carries the model facts and costs.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 use wan_vae_bench::report::CaseStatus;
 
@@ -72,7 +71,7 @@ MIOPEN_FIND_MODE = "2"
             assert!(p.median_s > 0.0 && p.gflop > 0.0 && p.gflop_per_s > 0.0 && p.frames_per_s > 0.0);
         }
         let seen = c.env.get("MIOPEN_FIND_MODE").map(String::as_str);
-        match c.env_variant.as_str() {
+        match c.settings.env_variant.as_str() {
             "fastfind" => assert_eq!(seen, Some("2"), "{}", c.id),
             _ => assert_eq!(seen, None, "{}", c.id),
         }
@@ -80,8 +79,8 @@ MIOPEN_FIND_MODE = "2"
     assert!(r
         .cases
         .iter()
-        .any(|c| c.id == "bf16-chunk1-tile16o8-5x32x32-fastfind" && c.tile_px == Some(16)));
-    let fp32 = r.cases.iter().find(|c| c.precision == "fp32").unwrap();
+        .any(|c| c.id == "bf16-chunk1-tile16o8-5x32x32-fastfind" && c.settings.tile_px() == Some(16)));
+    let fp32 = r.cases.iter().find(|c| c.settings.precision.name() == "fp32").unwrap();
     assert!(fp32.compute_dtype.as_deref().unwrap().contains("f32"));
 }
 

@@ -2,8 +2,7 @@
 //! env variants reach the worker; crashing, hanging, failing, out-of-memory and unsupported
 //! workers leave the other cases and a valid report; killing the parent leaves a parseable
 //! report and no worker behind.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 use wan_vae_bench::report::CaseStatus;
 
@@ -49,7 +48,7 @@ fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
     assert_eq!(r.run.config_path.as_deref(), Some(cfg.to_str().unwrap()));
     for c in &r.cases {
         assert_eq!(c.status, CaseStatus::Ok, "{:?}", c.error);
-        assert_eq!(c.env_variant, "tuned");
+        assert_eq!(c.settings.env_variant, "tuned");
         assert_eq!(c.env.get("MIOPEN_FIND_MODE").map(String::as_str), Some("2"));
         assert_eq!(c.env.get("MY_CUSTOM_KNOB").map(String::as_str), Some("hello"));
         assert_eq!(c.env.get("ROCBLAS_LAYER").map(String::as_str), Some("0"));
@@ -62,8 +61,8 @@ fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
         assert!(e.min_s > 0.0 && e.min_s <= e.median_s && e.median_s <= e.max_s);
         assert!(c.decode.as_ref().unwrap().median_s > 0.0);
         assert!(c.peak_rss_bytes.unwrap() > 0);
-        assert_eq!(c.tile_px, None);
-        assert_eq!(c.overlap_px, None);
+        assert_eq!(c.settings.tile_px(), None);
+        assert_eq!(c.settings.overlap_px(), None);
     }
     let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
     assert!(ids.contains(&"fp32-chunk1-untiled-5x32x32-tuned"), "{ids:?}");
@@ -111,12 +110,12 @@ WAN_VAE_BENCH_FAULT = "oom"
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = load(&report);
     let status = |variant: &str| {
-        let c = r.cases.iter().find(|c| c.env_variant == variant).unwrap();
+        let c = r.cases.iter().find(|c| c.settings.env_variant == variant).unwrap();
         (c.status, c.error.clone().unwrap_or_default(), c)
     };
     assert_eq!(r.cases.len(), 7);
     assert_eq!(r.run.shuffle_seed, None);
-    let order: Vec<&str> = r.cases.iter().map(|c| c.env_variant.as_str()).collect();
+    let order: Vec<&str> = r.cases.iter().map(|c| c.settings.env_variant.as_str()).collect();
     assert_eq!(order, ["crash", "ok1", "hang", "fail", "unsupported", "oom", "ok2"]);
     assert_eq!(status("ok1").0, CaseStatus::Ok);
     assert_eq!(status("ok2").0, CaseStatus::Ok);

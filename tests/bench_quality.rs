@@ -3,8 +3,7 @@
 //! cases show their error, chunk 2 matches the reference, the round trip is reported with
 //! real weights; `--keep-outputs` keeps the scratch directory (removed otherwise);
 //! `--export-markdown` and `--export-svg` write every case.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 use std::path::Path;
 

@@ -1,7 +1,6 @@
 //! `system` reads `/sys` through `WAN_VAE_BENCH_SYSFS_ROOT`: a fake Strix Halo (gfx1151)
 //! tree shows up in `system --json`, and an empty root gives nulls, not a crash.
-mod bench_common;
-use bench_common::*;
+use crate::util::cli::*;
 
 use wan_vae_bench::system::SystemInfo;
 

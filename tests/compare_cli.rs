@@ -1,7 +1,5 @@
 //! `compare` on crafted reports: exit codes 0/1/2 and what the output says.
-mod common;
-
-use common::*;
+use crate::util::reports::*;
 use wan_vae_bench::report::CaseStatus;
 
 /// Save baseline and current reports and run `compare` with `extra` arguments.

@@ -1,8 +1,6 @@
 //! `merge` keeps every case (renaming duplicates), and `plot` / the exporters produce a
 //! valid SVG naming every case and a Markdown table.
-mod common;
-
-use common::*;
+use crate::util::reports::*;
 use wan_vae_bench::report::{CaseStatus, Report};
 
 #[test]
@@ -80,10 +78,10 @@ fn merge_refuses_other_weights_unless_forced() {
 
 fn chart_report() -> Report {
     let mut big = case("bf16-128x96 <tiled & chunked>", &steady(2.0), &steady(4.0));
-    big.width = 128;
-    big.height = 96;
+    big.settings.width = 128;
+    big.settings.height = 96;
     let mut refc = case("fp32-128x96-ref", &steady(2.5), &steady(5.0));
-    (refc.width, refc.height, refc.added_as_reference) = (128, 96, true);
+    (refc.settings.width, refc.settings.height, refc.added_as_reference) = (128, 96, true);
     report(
         "h",
         vec![

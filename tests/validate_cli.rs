@@ -142,3 +142,15 @@ fn inspect_json_lists_every_tensor() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("126892531") && text.contains("dim=96 z_dim=16"), "{text}");
 }
+
+#[test]
+fn validate_accepts_the_tile_values_run_accepts() {
+    // `none` means untiled, as in `run --tile none` (the JSON's `tile` is then null).
+    let out = validate(&["--json", "--tile", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["tile"], serde_json::Value::Null);
+    let out = validate(&["--tile", "bogus"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--tile"));
+}

@@ -1,6 +1,8 @@
 //! The TOML matrix file: `[model]`, `[run]`, `[matrix]` and `[env.NAME]` tables, parsed
 //! strictly (an unknown key, an unknown env variant, an invalid value or an empty axis is an
 //! error naming it) into [`BenchOptions`]. Also the built-in smoke matrix.
+//!
+//! Must not: apply flags (that is `options`) or expand cases (that is `matrix`).
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -3,6 +3,8 @@
 //! random-length padding variable, as hyperfine does) added to the environment. The executor
 //! enforces the per-case timeout (killing the whole group), keeps the tail of stderr,
 //! forwards phase markers, and classifies a worker that died without a result.
+//!
+//! Must not: know what a worker measures (it passes the spec through) or touch the report.
 use std::collections::{BTreeMap, VecDeque};
 use std::io::BufRead;
 use std::path::PathBuf;
@@ -12,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use super::worker::{WorkerResult, WorkerSpec, PHASE_MARKER};
+use super::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
 use crate::report::CaseStatus;
 
 /// Lines of worker stderr kept for the report.
@@ -50,7 +52,7 @@ impl Executor {
 
     /// Where the worker of case `id` saves its outputs.
     pub fn outputs_path(&self, id: &str) -> PathBuf {
-        self.scratch.join(format!("{}.outputs.safetensors", sanitize(id)))
+        protocol::outputs_path(&self.scratch, id)
     }
 
     /// Run one case; `on_phase` receives the worker's phase markers. Never fails: spawn
@@ -61,7 +63,7 @@ impl Executor {
         vars: &BTreeMap<String, String>,
         on_phase: &mut dyn FnMut(&str),
     ) -> WorkerResult {
-        let result_path = self.scratch.join(format!("{}.result.json", sanitize(&spec.id)));
+        let result_path = protocol::result_path(&self.scratch, &spec.id);
         let _ = std::fs::remove_file(&result_path);
         if let Some(outputs) = &spec.outputs {
             let _ = std::fs::remove_file(outputs);
@@ -173,12 +175,6 @@ fn stderr_suffix(tail: &str) -> String {
 
 fn read_result(path: &std::path::Path) -> Option<WorkerResult> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
-}
-
-fn sanitize(id: &str) -> String {
-    id.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
-        .collect()
 }
 
 /// Status and message for a worker that exited without writing a result: out-of-memory

@@ -1,24 +1,20 @@
-//! Case expansion: every combination of the matrix axes is one [`Case`], with a stable id
-//! built from its settings (`compare` matches cases across reports by it).
+//! Case expansion: every combination of the matrix axes is one [`Case`], whose settings
+//! ([`CaseSettings`]) give it a stable id (`compare` matches cases across reports by it),
+//! and the quality references a matrix lacks.
+//!
+//! Must not: run anything or know how cases are ordered (that is the scheduler's).
 use std::collections::BTreeMap;
 
-use crate::model::{Precision, Tiling};
-
-use super::options::{precision_name, BenchOptions};
+use super::options::BenchOptions;
+use crate::settings::CaseSettings;
 
 /// One point of the matrix.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Case {
-    /// Stable id, see [`case_id`].
+    /// Stable id, [`CaseSettings::id`].
     pub id: String,
-    pub precision: Precision,
-    pub chunk: usize,
-    pub tiling: Option<Tiling>,
-    pub frames: usize,
-    pub width: usize,
-    pub height: usize,
-    /// Env variant name.
-    pub env_variant: String,
+    /// What the case measures.
+    pub settings: CaseSettings,
     /// Variables the variant adds to the worker's environment.
     pub env_vars: BTreeMap<String, String>,
     /// Not in the matrix: added by [`add_references`] as another case's quality reference.
@@ -26,33 +22,25 @@ pub struct Case {
 }
 
 impl Case {
+    /// A case of `settings` (its id derived from them).
+    pub fn new(settings: CaseSettings, env_vars: BTreeMap<String, String>) -> Case {
+        Case {
+            id: settings.id(),
+            settings,
+            env_vars,
+            added_as_reference: false,
+        }
+    }
+
     /// The case this one's outputs are compared with: fp32, untiled, chunk 1, same frames,
     /// size and env variant (a reference case is its own reference).
     pub fn reference(&self) -> Case {
-        let mut r = self.clone();
-        r.precision = Precision::Fp32;
-        r.tiling = None;
-        r.chunk = 1;
-        r.id = case_id(
-            r.precision,
-            r.chunk,
-            r.tiling,
-            r.frames,
-            r.width,
-            r.height,
-            &r.env_variant,
-        );
-        r
+        Case::new(self.settings.reference(), self.env_vars.clone())
     }
 
     /// Id of [`Case::reference`].
     pub fn reference_id(&self) -> String {
-        self.reference().id
-    }
-
-    /// True when the case is its own reference.
-    pub fn is_reference(&self) -> bool {
-        self.reference_id() == self.id
+        self.settings.reference().id()
     }
 }
 
@@ -73,55 +61,47 @@ pub fn add_references(cases: &mut Vec<Case>) {
     cases.extend(added);
 }
 
-/// `fp32-chunk1-untiled-5x64x64-baseline`; tiled as `tile256o64`; size as frames x W x H.
-pub fn case_id(
-    precision: Precision,
-    chunk: usize,
-    tiling: Option<Tiling>,
-    frames: usize,
-    width: usize,
-    height: usize,
-    env_variant: &str,
-) -> String {
-    let tile = match tiling {
-        None => "untiled".to_string(),
-        Some(t) => format!("tile{}o{}", t.tile_px, t.overlap_px),
-    };
-    format!(
-        "{}-chunk{chunk}-{tile}-{frames}x{width}x{height}-{env_variant}",
-        precision_name(precision)
-    )
-}
-
-/// All cases in matrix order (frames, size, precision, tile, chunk, env; the last varies fastest).
+/// All cases in matrix order (frames, size, precision, tile, chunk, env; the last varies
+/// fastest). A new axis is one more [`product`] line.
 pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let a = &opts.axes;
-    let mut cases = Vec::with_capacity(opts.case_count());
-    for &frames in &a.frames {
-        for &(width, height) in &a.sizes {
-            for &precision in &a.precisions {
-                for &tiling in &a.tiles {
-                    for &chunk in &a.chunks {
-                        for env in &a.envs {
-                            cases.push(Case {
-                                id: case_id(precision, chunk, tiling, frames, width, height, env),
-                                precision,
-                                chunk,
-                                tiling,
-                                frames,
-                                width,
-                                height,
-                                env_variant: env.clone(),
-                                env_vars: opts.variants.get(env).cloned().unwrap_or_default(),
-                                added_as_reference: false,
-                            });
-                        }
-                    }
-                }
-            }
+    // Every field is overwritten by its axis below; the axes are never empty.
+    let seed = CaseSettings {
+        precision: crate::model::Precision::Fp32,
+        chunk: 1,
+        tiling: None,
+        frames: 1,
+        width: 8,
+        height: 8,
+        env_variant: String::new(),
+    };
+    let all = vec![seed];
+    let all = product(all, &a.frames, |s, &f| s.frames = f);
+    let all = product(all, &a.sizes, |s, &(w, h)| (s.width, s.height) = (w, h));
+    let all = product(all, &a.precisions, |s, &p| s.precision = p);
+    let all = product(all, &a.tiles, |s, &t| s.tiling = t);
+    let all = product(all, &a.chunks, |s, &c| s.chunk = c);
+    let all = product(all, &a.envs, |s, e| s.env_variant = e.clone());
+    all.into_iter()
+        .map(|s| {
+            let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
+            Case::new(s, vars)
+        })
+        .collect()
+}
+
+/// Each of `settings` combined with each of `values` (set by `set`), the values varying
+/// fastest.
+fn product<T>(settings: Vec<CaseSettings>, values: &[T], set: impl Fn(&mut CaseSettings, &T)) -> Vec<CaseSettings> {
+    let mut out = Vec::with_capacity(settings.len() * values.len());
+    for s in settings {
+        for v in values {
+            let mut next = s.clone();
+            set(&mut next, v);
+            out.push(next);
         }
     }
-    cases
+    out
 }
 
 #[cfg(test)]
@@ -150,8 +130,8 @@ mod tests {
             .find(|c| c.id == "bf16-chunk2-tile256o64-5x64x64-f")
             .unwrap();
         assert_eq!(bf16.reference_id(), "fp32-chunk1-untiled-5x64x64-f");
-        assert!(!bf16.is_reference());
-        assert!(cases[0].is_reference());
+        assert_ne!(bf16.reference_id(), bf16.id);
+        assert_eq!(cases[0].reference_id(), cases[0].id);
     }
 
     #[test]
@@ -175,6 +155,9 @@ mod tests {
                 "fp32-chunk1-untiled-5x64x32-baseline"
             ]
         );
-        assert!(cases.iter().filter(|c| c.added_as_reference).all(|c| c.is_reference()));
+        assert!(cases
+            .iter()
+            .filter(|c| c.added_as_reference)
+            .all(|c| c.reference_id() == c.id));
     }
 }

@@ -1,30 +1,40 @@
 //! The benchmark run: `run` (matrix -> shuffled cases -> one worker process per case ->
 //! report rewritten after every case -> summary table) and the hidden `worker` command.
+//! `docs/architecture.md` draws the data flow.
 //!
-//! Sub-modules: [`options`] typed options, [`config`] the TOML matrix file, [`matrix`] case
-//! expansion and ids, [`scheduler`] order, [`executor`] worker processes, [`worker`] the
-//! in-process measurement, [`outputs`] the quality comparison of the cases' outputs with
-//! their references, [`progress`] the progress bar, [`table`] the summary table.
+//! Sub-modules: [`options`] typed options and flags, [`config`] the TOML matrix file,
+//! [`matrix`] case expansion, [`scheduler`] order and the run loop, [`executor`] worker
+//! processes, [`protocol`] the parent <-> worker wire format, [`worker`] the in-process
+//! measurement (with [`clip`] its input, [`fault`] the testing hook, [`memory`] process
+//! memory), [`outputs`] the outputs file and quality against references, [`progress`] the
+//! progress bar. The end-of-run table and the exports are [`crate::export`]'s.
+//!
+//! Must not: hold model code or render exports (those are `model` and `export`).
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
 
 use crate::error::UserError;
-use crate::report::{CaseRecord, CaseStatus, ModelInfo, Report, RunSettings};
-use crate::weights::WeightsSource;
+use crate::report::{CaseStatus, Report, RunSettings};
 
+pub mod clip;
 pub mod config;
 pub mod executor;
+pub mod fault;
 pub mod matrix;
+pub mod memory;
 pub mod options;
 pub mod outputs;
 pub mod progress;
+pub mod protocol;
 pub mod scheduler;
-pub mod table;
 pub mod worker;
 
-use options::{BenchOptions, Overrides};
+use crate::export::{ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
+use options::{BenchOptions, MatrixFlags};
+pub use scheduler::RECORD_ENV_VAR;
+use scheduler::{RunWide, Scheduler};
 
 /// Arguments of `wan-vae-bench run`. Every flag overrides the matrix file's value; list
 /// flags take comma-separated values.
@@ -33,57 +43,8 @@ pub struct RunArgs {
     /// Matrix file (TOML); without it the built-in smoke matrix runs.
     #[arg(long, short)]
     pub config: Option<PathBuf>,
-    /// Video frames per clip.
-    #[arg(long, value_delimiter = ',')]
-    pub frames: Vec<usize>,
-    /// Clip size, `WxH` or `W*H` (multiples of 8).
-    #[arg(long, value_delimiter = ',')]
-    pub size: Vec<String>,
-    /// Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels.
-    #[arg(long, value_delimiter = ',', conflicts_with = "tile_px")]
-    pub tile: Vec<String>,
-    /// Tile size in pixels (0 = untiled); overlap from --overlap_px or a quarter of the tile.
-    #[arg(long = "tile_px", alias = "tile-px", value_delimiter = ',')]
-    pub tile_px: Vec<usize>,
-    /// Tile overlap in pixels for --tile_px.
-    #[arg(long = "overlap_px", alias = "overlap-px", requires = "tile_px")]
-    pub overlap_px: Option<usize>,
-    /// Warmup passes per case (timed and reported separately).
-    #[arg(long)]
-    pub warmup: Option<usize>,
-    /// Timed passes per case.
-    #[arg(long)]
-    pub runs: Option<usize>,
-    /// Precisions: fp32, bf16, fp16.
-    #[arg(long, value_delimiter = ',')]
-    pub precision: Vec<String>,
-    /// Latent frames per decoder call.
-    #[arg(long, value_delimiter = ',')]
-    pub chunk: Vec<usize>,
-    /// Env variants (names of `[env.NAME]` tables; `baseline` always exists).
-    #[arg(long, value_delimiter = ',')]
-    pub env: Vec<String>,
-    /// Weights: `synthetic`, a local file, or a hub reference.
-    #[arg(long)]
-    pub weights: Option<String>,
-    /// Device: cpu, cuda:N, metal.
-    #[arg(long)]
-    pub device: Option<String>,
-    /// Per-case time limit in seconds.
-    #[arg(long = "timeout", alias = "timeout_s")]
-    pub timeout_s: Option<f64>,
-    /// Case order: `shuffled` (default, seed recorded) or `as-written`.
-    #[arg(long)]
-    pub order: Option<String>,
-    /// Seed of the case shuffle.
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Report file (default `results/<UTC time>-<host>.json`).
-    #[arg(long, short)]
-    pub output: Option<PathBuf>,
-    /// No progress bar and no per-case lines.
-    #[arg(long, short)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub flags: MatrixFlags,
     /// Also write the results table in Markdown to FILE (at the end of the run).
     #[arg(long = "export-markdown", value_name = "FILE")]
     pub export_markdown: Option<PathBuf>,
@@ -99,42 +60,12 @@ pub struct RunArgs {
 /// Arguments of the hidden `worker` command.
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
-    /// The case to run, as [`worker::WorkerSpec`] JSON.
+    /// The case to run, as [`protocol::WorkerSpec`] JSON.
     #[arg(long = "case-json")]
     pub case_json: String,
-    /// Where to write the [`worker::WorkerResult`] JSON.
+    /// Where to write the [`protocol::WorkerResult`] JSON.
     #[arg(long)]
     pub result: PathBuf,
-}
-
-impl RunArgs {
-    fn overrides(&self) -> anyhow::Result<Overrides> {
-        let mut tiles = self.tile.clone();
-        for &t in &self.tile_px {
-            tiles.push(match (t, self.overlap_px) {
-                (0, _) => "none".to_string(),
-                (t, Some(o)) => format!("{t}:{o}"),
-                (t, None) => t.to_string(),
-            });
-        }
-        Ok(Overrides {
-            frames: self.frames.clone(),
-            sizes: self.size.clone(),
-            tiles,
-            precisions: self.precision.clone(),
-            chunks: self.chunk.clone(),
-            envs: self.env.clone(),
-            warmup: self.warmup,
-            runs: self.runs,
-            timeout_s: self.timeout_s,
-            weights: self.weights.clone(),
-            device: self.device.clone(),
-            order: self.order.clone(),
-            seed: self.seed,
-            output: self.output.clone(),
-            quiet: self.quiet,
-        })
-    }
 }
 
 /// The matrix file (or the smoke matrix) with the flags applied.
@@ -143,33 +74,8 @@ pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
         Some(path) => config::load(path)?,
         None => config::smoke(),
     };
-    opts.apply(args.overrides()?)?;
+    opts.apply(&args.flags)?;
     Ok(opts)
-}
-
-/// Weights resolved once by the parent: what workers load, and what the report records.
-#[derive(Debug, Clone)]
-pub struct ResolvedRef {
-    /// `synthetic` or a local file path, passed to workers.
-    pub worker_ref: String,
-    /// The report's `model`, partially filled (workers add dtype, params, dims).
-    pub info: ModelInfo,
-}
-
-/// Resolve a weights reference once, in the parent, through the hub resolver
-/// ([`crate::weights::source::resolve`]: `synthetic`, a local file, a hub reference or a
-/// preset); workers then get the local path (or `synthetic`).
-pub fn resolve_weights(reference: &str) -> anyhow::Result<ResolvedRef> {
-    let resolved = crate::weights::source::resolve(reference)?;
-    let worker_ref = match &resolved.source {
-        WeightsSource::Synthetic { .. } => "synthetic".to_string(),
-        // Already absolute; kept as is (a hub cache symlink keeps its file extension).
-        WeightsSource::File(path) => path.display().to_string(),
-    };
-    Ok(ResolvedRef {
-        worker_ref,
-        info: resolved.info,
-    })
 }
 
 /// `results/<UTC time>-<host>.json`.
@@ -192,10 +98,13 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{host}.json"))
 }
 
-/// `wan-vae-bench run`.
+/// `wan-vae-bench run`: set up (options, weights resolved once, cases expanded and ordered,
+/// the report's header written), let the [`Scheduler`] run every case, then print the table
+/// and write the exports.
 pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let opts = options_from_args(&args)?;
-    let resolved = resolve_weights(&opts.weights)?;
+    // Resolved once, in the parent (a hub download happens here, not in every worker).
+    let resolved = crate::weights::source::resolve(&opts.weights)?;
     let mut cases = matrix::expand(&opts);
     matrix::add_references(&mut cases);
     let added = cases.iter().filter(|c| c.added_as_reference).count();
@@ -210,10 +119,10 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         .unwrap_or_default();
     let mut report = Report {
         schema_version: crate::report::SCHEMA_VERSION,
-        tool: crate::report::this_tool(),
+        tool: crate::tool::this_tool(),
         created_at,
         system,
-        model: resolved.info.clone(),
+        model: resolved.info,
         run: RunSettings {
             device: opts.device.clone(),
             warmup: opts.warmup,
@@ -231,166 +140,43 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
-    let mut book = outputs::QualityBook::new(&cases);
-    let mut progress = progress::Progress::new(cases.len(), opts.quiet);
+    let progress = progress::Progress::new(cases.len(), opts.quiet);
+    let run_wide = RunWide {
+        weights: resolved.source,
+        device: opts.device.clone(),
+        warmup: opts.warmup,
+        runs: opts.runs,
+    };
+    let total = cases.len();
+    let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
     let added_note = match added {
         0 => String::new(),
         n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
     };
     match seed {
-        Some(s) => progress.println(&format!("{} cases{added_note}, shuffled with seed {s}", cases.len())),
-        None if added > 0 => progress.println(&format!("{} cases{added_note}", cases.len())),
+        Some(s) => scheduler.println(&format!("{total} cases{added_note}, shuffled with seed {s}")),
+        None if added > 0 => scheduler.println(&format!("{total} cases{added_note}")),
         None => {}
     }
-    let mut model_known = false;
-    for case in &cases {
-        progress.start_case(&case.id);
-        let spec = worker::WorkerSpec {
-            id: case.id.clone(),
-            weights: resolved.worker_ref.clone(),
-            device: opts.device.clone(),
-            precision: case.precision,
-            chunk: case.chunk,
-            tile_px: case.tiling.map(|t| t.tile_px),
-            overlap_px: case.tiling.map(|t| t.overlap_px),
-            frames: case.frames,
-            width: case.width,
-            height: case.height,
-            warmup: opts.warmup,
-            runs: opts.runs,
-            variant_vars: case.env_vars.keys().cloned().chain(extra_recorded_vars()).collect(),
-            outputs: Some(executor.outputs_path(&case.id)),
-        };
-        let result = executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
-        if let (false, Some(m)) = (model_known, &result.model) {
-            report.model.on_disk_dtype = m.on_disk_dtype.clone();
-            report.model.params = m.params;
-            report.model.dim = m.dim;
-            report.model.z_dim = m.z_dim;
-            model_known = true;
-        }
-        let roundtrip = result.roundtrip_psnr_db;
-        if let Some(e) = &result.outputs_error {
-            progress.println(&format!(
-                "  warning: {} could not save its outputs (no quality): {e}",
-                case.id
-            ));
-        }
-        let record = to_record(case, result);
-        progress.finish_case(&case_line(&record));
-        for (name, pass) in [("encode", &record.encode), ("decode", &record.decode)] {
-            if let Some(p) = pass.as_ref().filter(|p| p.outliers > 0) {
-                progress.println(&format!(
-                    "  warning: {} statistical outlier(s) in {name} of {} (hyperfine's MAD rule); \
-                     consider more --warmup or --runs, or a quieter machine",
-                    p.outliers, record.id
-                ));
-            }
-        }
-        report.cases.push(record);
-        for w in book.finished(&mut report, &case.id, roundtrip, spec.outputs.clone()) {
-            progress.println(&format!("  warning: {w}"));
-        }
-        report.save_atomic(&output)?;
-    }
-    progress.finish();
-    print!("{}", table::render_table(&report));
+    scheduler.run(&mut report, &output)?;
+    print!("{}", TextTable.render(&report)?);
     println!("report: {}", output.display());
-    export(&report, args.export_markdown.as_deref(), args.export_svg.as_deref())?;
+    let mut exports = ExportManager::default();
+    exports.add(MarkdownTable, args.export_markdown.as_deref());
+    exports.add(SvgChart, args.export_svg.as_deref());
+    exports.write_all(&report)?;
     if args.keep_outputs {
-        println!("outputs: {}", executor.scratch.display());
+        println!("outputs: {}", scheduler.executor.scratch.display());
     }
     let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
     Ok(if all_ok { 0 } else { 1 })
 }
 
-/// Write the Markdown table and the SVG chart of the finished run where asked.
-fn export(report: &Report, markdown: Option<&std::path::Path>, svg: Option<&std::path::Path>) -> anyhow::Result<()> {
-    let write = |path: &std::path::Path, text: String| -> anyhow::Result<()> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-    };
-    if let Some(path) = markdown {
-        write(path, crate::export::markdown_table(report))?;
-    }
-    if let Some(path) = svg {
-        write(path, crate::export::svg_chart(report)?)?;
-    }
-    Ok(())
-}
-
-/// Extra variable names every worker records (`WAN_VAE_BENCH_RECORD_ENV`, comma-separated),
-/// e.g. the variable `scripts/sweep_env.sh` sweeps.
-fn extra_recorded_vars() -> Vec<String> {
-    std::env::var(RECORD_ENV_VAR)
-        .unwrap_or_default()
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-/// Names extra variables for the workers to record in each case's `env`.
-pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";
-
-fn to_record(case: &matrix::Case, r: worker::WorkerResult) -> CaseRecord {
-    CaseRecord {
-        id: case.id.clone(),
-        added_as_reference: case.added_as_reference,
-        precision: options::precision_name(case.precision).to_string(),
-        compute_dtype: r.compute_dtype,
-        chunk: case.chunk,
-        tile_px: case.tiling.map(|t| t.tile_px),
-        overlap_px: case.tiling.map(|t| t.overlap_px),
-        frames: case.frames,
-        width: case.width,
-        height: case.height,
-        env_variant: case.env_variant.clone(),
-        env: r.env,
-        status: r.status,
-        error: r.error,
-        encode: r.encode,
-        decode: r.decode,
-        load_s: r.load_s,
-        peak_rss_bytes: r.peak_rss_bytes,
-        device_memory_bytes: r.device_memory_bytes,
-        quality: None,
-        system: None,
-    }
-}
-
-fn case_line(c: &CaseRecord) -> String {
-    match (c.status, &c.encode, &c.decode) {
-        (CaseStatus::Ok, Some(e), Some(d)) => format!(
-            "ok       {}  encode {} ± {}  decode {} ± {}",
-            c.id,
-            table::fmt_s(e.median_s),
-            table::fmt_s(e.stddev_s),
-            table::fmt_s(d.median_s),
-            table::fmt_s(d.stddev_s)
-        ),
-        _ => {
-            let status = serde_json::to_value(c.status)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            let first = c.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
-            format!("{status:<8} {}  {first}", c.id)
-        }
-    }
-}
-
 /// `wan-vae-bench worker` (hidden): run one case, write its result JSON.
 pub fn worker_command(args: WorkerArgs) -> anyhow::Result<i32> {
-    let spec: worker::WorkerSpec = serde_json::from_str(&args.case_json)
+    let spec: protocol::WorkerSpec = serde_json::from_str(&args.case_json)
         .map_err(|e| UserError::invalid("--case-json", &args.case_json, e.to_string()))?;
     let result = worker::run(&spec);
-    let tmp = args.result.with_extension("json.tmp");
-    std::fs::write(&tmp, serde_json::to_string_pretty(&result)?)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &args.result).with_context(|| format!("cannot write {}", args.result.display()))?;
-    Ok(if result.status == CaseStatus::Ok { 0 } else { 1 })
+    crate::files::write_atomic(&args.result, serde_json::to_string_pretty(&result)?)?;
+    Ok(result.exit_code())
 }

@@ -1,6 +1,10 @@
-//! Typed benchmark options, independent of clap and of the TOML layout: the run settings,
-//! the matrix axes, the env variants, command-line [`Overrides`], and the value parsers
-//! (`WxH`, `TILE:OVERLAP`, precision names) shared by the config file and the flags.
+//! Typed benchmark options: the run settings, the matrix axes, the env variants, the
+//! command-line flags that override the matrix file ([`MatrixFlags`], typed by clap value
+//! parsers), and the value parsers themselves (`WxH`, `TILE:OVERLAP`/`none`, precision names,
+//! frames, chunks, order). The TOML parser (`config`) and the flags (also `validate`'s) call
+//! the same parsers, so a value means the same thing and fails the same way everywhere.
+//!
+//! Must not: read files or run anything.
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -9,8 +13,7 @@ use crate::model::{Precision, Tiling};
 
 use super::scheduler::Order;
 
-/// Name of the env variant that exists even when no `[env.baseline]` table is written.
-pub const BASELINE: &str = "baseline";
+pub use crate::settings::BASELINE;
 
 /// The axes of the matrix; every combination is one case.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,83 +61,112 @@ pub struct BenchOptions {
     pub variants: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-/// Values given on the command line; each replaces the config's value when present
-/// (an empty list means "not given").
-#[derive(Debug, Clone, Default)]
-pub struct Overrides {
+/// Flags of `run` that replace the matrix file's values when given (an empty list means
+/// "not given"); list flags take comma-separated values. Each value is parsed by the same
+/// function the matrix file uses.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MatrixFlags {
+    /// Video frames per clip.
+    #[arg(long, value_delimiter = ',', value_parser = frames_flag)]
     pub frames: Vec<usize>,
-    pub sizes: Vec<String>,
-    pub tiles: Vec<String>,
-    pub precisions: Vec<String>,
-    pub chunks: Vec<usize>,
-    pub envs: Vec<String>,
+    /// Clip size, `WxH` or `W*H` (multiples of 8).
+    #[arg(long, value_delimiter = ',', value_parser = size_flag)]
+    pub size: Vec<(usize, usize)>,
+    /// Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels.
+    #[arg(long, value_delimiter = ',', conflicts_with = "tile_px", value_parser = tile_flag)]
+    pub tile: Vec<TileSetting>,
+    /// Tile size in pixels (0 = untiled); overlap from --overlap_px or a quarter of the tile.
+    #[arg(long = "tile_px", alias = "tile-px", value_delimiter = ',')]
+    pub tile_px: Vec<usize>,
+    /// Tile overlap in pixels for --tile_px.
+    #[arg(long = "overlap_px", alias = "overlap-px", requires = "tile_px")]
+    pub overlap_px: Option<usize>,
+    /// Warmup passes per case (timed and reported separately).
+    #[arg(long)]
     pub warmup: Option<usize>,
+    /// Timed passes per case.
+    #[arg(long)]
     pub runs: Option<usize>,
-    pub timeout_s: Option<f64>,
+    /// Precisions: fp32, bf16, fp16.
+    #[arg(long, value_delimiter = ',', value_parser = precision_flag)]
+    pub precision: Vec<Precision>,
+    /// Latent frames per decoder call.
+    #[arg(long, value_delimiter = ',', value_parser = chunk_flag)]
+    pub chunk: Vec<usize>,
+    /// Env variants (names of `[env.NAME]` tables; `baseline` always exists).
+    #[arg(long, value_delimiter = ',')]
+    pub env: Vec<String>,
+    /// Weights: `synthetic`, a local file, or a hub reference.
+    #[arg(long)]
     pub weights: Option<String>,
+    /// Device: cpu, cuda:N, metal.
+    #[arg(long)]
     pub device: Option<String>,
-    pub order: Option<String>,
+    /// Per-case time limit in seconds.
+    #[arg(long = "timeout", alias = "timeout_s")]
+    pub timeout_s: Option<f64>,
+    /// Case order: `shuffled` (default, seed recorded) or `as-written`.
+    #[arg(long, value_parser = order_flag)]
+    pub order: Option<Order>,
+    /// Seed of the case shuffle.
+    #[arg(long)]
     pub seed: Option<u64>,
+    /// Report file (default `results/<UTC time>-<host>.json`).
+    #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// No progress bar and no per-case lines.
+    #[arg(long, short)]
     pub quiet: bool,
 }
 
+/// A tiling axis value: `None` = untiled. Spelled `::std::option::Option` where clap
+/// derives a flag from it, so clap parses `none` instead of treating the flag as optional.
+pub type TileSetting = ::std::option::Option<Tiling>;
+
 impl BenchOptions {
-    /// Apply command-line overrides, validating each value (errors name the flag).
-    pub fn apply(&mut self, o: Overrides) -> anyhow::Result<()> {
+    /// Apply command-line flags; cross-setting checks follow (errors name the flag).
+    pub fn apply(&mut self, o: &MatrixFlags) -> anyhow::Result<()> {
         if !o.frames.is_empty() {
-            self.axes.frames = check_frames("--frames", o.frames)?;
+            self.axes.frames = o.frames.clone();
         }
-        if !o.sizes.is_empty() {
-            self.axes.sizes = o
-                .sizes
-                .iter()
-                .map(|s| parse_size("--size", s))
-                .collect::<Result<_, _>>()?;
+        if !o.size.is_empty() {
+            self.axes.sizes = o.size.clone();
         }
-        if !o.tiles.is_empty() {
-            self.axes.tiles = o
-                .tiles
-                .iter()
-                .map(|s| parse_tile("--tile", s))
-                .collect::<Result<_, _>>()?;
+        let mut tiles = o.tile.clone();
+        for &t in &o.tile_px {
+            // `--tile_px T [--overlap_px O]` is the older spelling of `--tile T[:O]`.
+            let spelled = match (t, o.overlap_px) {
+                (0, _) => "none".to_string(),
+                (t, Some(o)) => format!("{t}:{o}"),
+                (t, None) => t.to_string(),
+            };
+            tiles.push(parse_tile("--tile_px", &spelled)?);
         }
-        if !o.precisions.is_empty() {
-            self.axes.precisions = o
-                .precisions
-                .iter()
-                .map(|s| parse_precision("--precision", s))
-                .collect::<Result<_, _>>()?;
+        if !tiles.is_empty() {
+            self.axes.tiles = tiles;
         }
-        if !o.chunks.is_empty() {
-            self.axes.chunks = check_chunks("--chunk", o.chunks)?;
+        if !o.precision.is_empty() {
+            self.axes.precisions = o.precision.clone();
         }
-        if !o.envs.is_empty() {
-            self.axes.envs = o.envs;
+        if !o.chunk.is_empty() {
+            self.axes.chunks = o.chunk.clone();
         }
-        if let Some(w) = o.warmup {
-            self.warmup = w;
+        if !o.env.is_empty() {
+            self.axes.envs = o.env.clone();
         }
-        if let Some(r) = o.runs {
-            self.runs = r;
+        self.warmup = o.warmup.unwrap_or(self.warmup);
+        self.runs = o.runs.unwrap_or(self.runs);
+        self.timeout_s = o.timeout_s.unwrap_or(self.timeout_s);
+        if let Some(w) = &o.weights {
+            self.weights = w.clone();
         }
-        if let Some(t) = o.timeout_s {
-            self.timeout_s = t;
+        if let Some(d) = &o.device {
+            self.device = d.clone();
         }
-        if let Some(w) = o.weights {
-            self.weights = w;
-        }
-        if let Some(d) = o.device {
-            self.device = d;
-        }
-        if let Some(order) = o.order {
-            self.order = Order::parse("--order", &order)?;
-        }
-        if o.seed.is_some() {
-            self.seed = o.seed;
-        }
+        self.order = o.order.unwrap_or(self.order);
+        self.seed = o.seed.or(self.seed);
         if o.output.is_some() {
-            self.output = o.output;
+            self.output = o.output.clone();
         }
         self.quiet |= o.quiet;
         self.validate()
@@ -166,7 +198,7 @@ impl BenchOptions {
         let a = &self.axes;
         no_duplicates("frames", a.frames.iter().map(|f| f.to_string()))?;
         no_duplicates("size", a.sizes.iter().map(|(w, h)| format!("{w}x{h}")))?;
-        no_duplicates("precision", a.precisions.iter().map(|p| precision_name(*p).to_string()))?;
+        no_duplicates("precision", a.precisions.iter().map(|p| p.name().to_string()))?;
         no_duplicates("tile", a.tiles.iter().map(|t| tile_name(*t)))?;
         no_duplicates("chunk", a.chunks.iter().map(|c| c.to_string()))?;
         no_duplicates("env", a.envs.iter().cloned())?;
@@ -262,9 +294,40 @@ pub fn parse_precision(what: &str, s: &str) -> Result<Precision, UserError> {
         .map_err(|_| UserError::invalid(what, s, "fp32, bf16 or fp16"))
 }
 
-/// Canonical name of a precision (`fp32`, `bf16`, `fp16`).
-pub fn precision_name(p: Precision) -> &'static str {
-    p.name()
+/// `--frames` value (clap value parser).
+pub fn frames_flag(s: &str) -> anyhow::Result<usize> {
+    Ok(check_frames("--frames", vec![parse_count("--frames", s)?])?[0])
+}
+
+/// `--chunk` value (clap value parser).
+pub fn chunk_flag(s: &str) -> anyhow::Result<usize> {
+    Ok(check_chunks("--chunk", vec![parse_count("--chunk", s)?])?[0])
+}
+
+/// `--size` value (clap value parser).
+pub fn size_flag(s: &str) -> Result<(usize, usize), UserError> {
+    parse_size("--size", s)
+}
+
+/// `--tile` value (clap value parser).
+pub fn tile_flag(s: &str) -> Result<TileSetting, UserError> {
+    parse_tile("--tile", s)
+}
+
+/// `--precision` value (clap value parser).
+pub fn precision_flag(s: &str) -> Result<Precision, UserError> {
+    parse_precision("--precision", s)
+}
+
+/// `--order` value (clap value parser).
+pub fn order_flag(s: &str) -> Result<Order, UserError> {
+    Order::parse("--order", s)
+}
+
+fn parse_count(what: &str, s: &str) -> Result<usize, UserError> {
+    s.trim()
+        .parse()
+        .map_err(|_| UserError::invalid(what, s, "a whole number"))
 }
 
 /// `cpu`, `cuda[:N]` or `metal[:N]` (syntax only: whether this build and machine have it is

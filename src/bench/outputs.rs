@@ -1,6 +1,6 @@
-//! The parent's half of the quality measurement: workers save the outputs of their last
-//! timed pass (f32 safetensors, tensors `latent` and `decoded`) in the run's scratch
-//! directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
+//! The outputs file and the quality measurement: workers save the outputs of their last
+//! timed pass with [`save_outputs`] (f32 safetensors, tensors [`LATENT`] and [`DECODED`]) in
+//! the run's scratch directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
 //! and env variant, see [`super::matrix::Case::reference`]) have both finished, [`QualityBook`]
 //! compares the two files with [`crate::quality::error_stats`] and fills the case's
 //! `quality`.
@@ -12,6 +12,8 @@
 //!   outputs are missing, e.g. the reference failed) and its `roundtrip_psnr_db`; `quality`
 //!   stays null when none of these is known;
 //! - a case that is not `ok` has no `quality`.
+//!
+//! Must not: time anything; the worker saves, the parent compares.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -21,10 +23,17 @@ use candle_core::{DType, Device, Tensor};
 use super::matrix::Case;
 use crate::report::{CaseStatus, ErrorStats, Quality, Report};
 
-/// Tensor names in an outputs file.
-pub const LATENT: &str = "latent";
-/// Tensor names in an outputs file.
-pub const DECODED: &str = "decoded";
+pub use super::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
+
+/// Save `latent` and `decoded` (as f32, on the CPU) as a safetensors file, atomically.
+pub fn save_outputs(path: &Path, latent: &Tensor, decoded: &Tensor) -> anyhow::Result<()> {
+    let cpu = |t: &Tensor| -> anyhow::Result<Tensor> { Ok(t.to_dtype(DType::F32)?.to_device(&Device::Cpu)?) };
+    let tensors =
+        std::collections::HashMap::from([(LATENT.to_string(), cpu(latent)?), (DECODED.to_string(), cpu(decoded)?)]);
+    crate::files::write_atomic_with(path, |tmp| {
+        candle_core::safetensors::save(&tensors, tmp).with_context(|| format!("cannot write {}", tmp.display()))
+    })
+}
 
 /// One output tensor, flattened to f32, with its shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -163,7 +172,7 @@ mod tests {
 
     fn save(path: &Path, latent: &[f32], decoded: &[f32]) {
         let t = |v: &[f32]| Tensor::from_slice(v, (1, 1, v.len()), &Device::Cpu).unwrap();
-        super::super::worker::save_outputs(path, &t(latent), &t(decoded)).unwrap();
+        save_outputs(path, &t(latent), &t(decoded)).unwrap();
     }
 
     fn record(id: &str, status: CaseStatus) -> CaseRecord {
@@ -185,6 +194,22 @@ mod tests {
 
     const REF: &str = "fp32-chunk1-untiled-5x32x32-baseline";
     const CASE: &str = "bf16-chunk2-untiled-5x32x32-baseline";
+
+    #[test]
+    fn outputs_round_trip_through_safetensors() {
+        use super::super::clip::structured_clip;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("case.outputs.safetensors");
+        let latent = structured_clip(1, 8, 8, &Device::Cpu)
+            .unwrap()
+            .to_dtype(candle_core::DType::BF16)
+            .unwrap();
+        let decoded = structured_clip(5, 16, 8, &Device::Cpu).unwrap();
+        save_outputs(&path, &latent, &decoded).unwrap();
+        let back = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
+        assert_eq!(back[LATENT].dtype(), candle_core::DType::F32);
+        assert_eq!(back[DECODED].dims(), &[1, 3, 5, 8, 16]);
+    }
 
     #[test]
     fn identical_and_perturbed_outputs() {

@@ -1,6 +1,8 @@
 //! Progress display (indicatif): cases done/total with ETA, the current case and its phase.
 //! Silent when stderr is not a terminal or with `--quiet`; per-case lines then go to stderr
 //! as plain text unless `--quiet`.
+//!
+//! Must not: decide anything about cases; it only displays what the scheduler tells it.
 use std::io::IsTerminal;
 use std::time::Duration;
 

@@ -1,9 +1,22 @@
-//! Case order: shuffled with a recorded seed (the default, so slow drift of the machine does
-//! not line up with one axis of the matrix), or as written in the matrix.
+//! The scheduler: case order (shuffled with a recorded seed, the default, so slow drift of
+//! the machine does not line up with one axis of the matrix, or as written), and
+//! [`Scheduler::run`], which runs each case through the executor, records it in the report,
+//! fills quality as references finish, and rewrites the report after every case.
+//!
+//! Must not: parse options, spawn processes itself (the executor does) or render tables.
+use std::path::Path;
+
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
+use super::executor::Executor;
+use super::matrix::Case;
+use super::outputs::QualityBook;
+use super::progress::Progress;
+use super::protocol::{WorkerResult, WorkerSpec};
 use crate::error::UserError;
+use crate::report::{CaseRecord, CaseStatus, Report};
+use crate::weights::WeightsSource;
 
 /// How cases are ordered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +55,154 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
             let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
             items.shuffle(&mut rng);
             Some(seed)
+        }
+    }
+}
+
+/// Names extra variables for the workers to record in each case's `env`
+/// (comma-separated), e.g. the variable `scripts/sweep_env.sh` sweeps.
+pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";
+
+/// The run-wide part of every worker spec.
+#[derive(Debug, Clone)]
+pub struct RunWide {
+    /// Weights resolved by the parent (a local file or synthetic).
+    pub weights: WeightsSource,
+    pub device: String,
+    pub warmup: usize,
+    pub runs: usize,
+}
+
+/// Runs the cases of a report, in the order given, one worker process each.
+pub struct Scheduler {
+    cases: Vec<Case>,
+    run_wide: RunWide,
+    /// The worker processes and the run's scratch directory.
+    pub executor: Executor,
+    progress: Progress,
+    book: QualityBook,
+}
+
+impl Scheduler {
+    /// A scheduler over `cases` (already ordered, references included).
+    pub fn new(cases: Vec<Case>, run_wide: RunWide, executor: Executor, progress: Progress) -> Scheduler {
+        let book = QualityBook::new(&cases);
+        Scheduler {
+            cases,
+            run_wide,
+            executor,
+            progress,
+            book,
+        }
+    }
+
+    /// Print a line above the progress display.
+    pub fn println(&self, line: &str) {
+        self.progress.println(line);
+    }
+
+    /// Run every case: spec it, run it in a worker, record it in `report` (the first case
+    /// that loaded the model also fills `report.model`), fill quality as references finish,
+    /// and rewrite the report at `output` after each case, so a crash loses at most the
+    /// case in flight.
+    pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<()> {
+        let mut model_known = false;
+        let recorded = recorded_vars();
+        for case in &self.cases {
+            self.progress.start_case(&case.id);
+            let spec = WorkerSpec {
+                id: case.id.clone(),
+                settings: case.settings.clone(),
+                weights: self.run_wide.weights.clone(),
+                device: self.run_wide.device.clone(),
+                warmup: self.run_wide.warmup,
+                runs: self.run_wide.runs,
+                variant_vars: case.env_vars.keys().cloned().chain(recorded.iter().cloned()).collect(),
+                outputs: Some(self.executor.outputs_path(&case.id)),
+            };
+            let progress = &self.progress;
+            let result = self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
+            if let (false, Some(m)) = (model_known, &result.model) {
+                report.model.on_disk_dtype = m.on_disk_dtype.clone();
+                report.model.params = m.params;
+                report.model.dim = m.dim;
+                report.model.z_dim = m.z_dim;
+                model_known = true;
+            }
+            let roundtrip = result.roundtrip_psnr_db;
+            if let Some(e) = &result.outputs_error {
+                self.progress.println(&format!(
+                    "  warning: {} could not save its outputs (no quality): {e}",
+                    case.id
+                ));
+            }
+            let record = to_record(case, result);
+            self.progress.finish_case(&case_line(&record));
+            for (name, pass) in [("encode", &record.encode), ("decode", &record.decode)] {
+                if let Some(p) = pass.as_ref().filter(|p| p.outliers > 0) {
+                    self.progress.println(&format!(
+                        "  warning: {} statistical outlier(s) in {name} of {} (hyperfine's MAD rule); \
+                         consider more --warmup or --runs, or a quieter machine",
+                        p.outliers, record.id
+                    ));
+                }
+            }
+            report.cases.push(record);
+            for w in self.book.finished(report, &case.id, roundtrip, spec.outputs.clone()) {
+                self.progress.println(&format!("  warning: {w}"));
+            }
+            report.save_atomic(output)?;
+        }
+        self.progress.finish();
+        Ok(())
+    }
+}
+
+/// Extra variable names every worker records ([`RECORD_ENV_VAR`]).
+fn recorded_vars() -> Vec<String> {
+    std::env::var(RECORD_ENV_VAR)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
+    CaseRecord {
+        id: case.id.clone(),
+        added_as_reference: case.added_as_reference,
+        settings: case.settings.clone(),
+        compute_dtype: r.compute_dtype,
+        env: r.env,
+        status: r.status,
+        error: r.error,
+        encode: r.encode,
+        decode: r.decode,
+        load_s: r.load_s,
+        peak_rss_bytes: r.peak_rss_bytes,
+        device_memory_bytes: r.device_memory_bytes,
+        quality: None,
+        system: None,
+    }
+}
+
+/// The per-case line: timings when ok, otherwise the status and the error's first line.
+fn case_line(c: &CaseRecord) -> String {
+    use crate::format::seconds;
+    match (c.status, &c.encode, &c.decode) {
+        (CaseStatus::Ok, Some(e), Some(d)) => format!(
+            "ok       {}  encode {} ± {}  decode {} ± {}",
+            c.id,
+            seconds(e.median_s),
+            seconds(e.stddev_s),
+            seconds(d.median_s),
+            seconds(d.stddev_s)
+        ),
+        _ => {
+            let first = c.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
+            format!("{:<8} {}  {first}", c.status.name(), c.id)
         }
     }
 }

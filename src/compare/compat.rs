@@ -1,4 +1,6 @@
 //! Whether two reports may be compared or merged: same schema version, same model weights.
+//!
+//! Must not: compare timings or write anything.
 use crate::report::{ModelInfo, Report};
 
 /// Reasons the two reports are not comparable (empty when they are).

@@ -3,6 +3,8 @@
 //! Exit 0: no regression; 1: a regression (slower pass, PSNR drop, or a case no longer ok);
 //! 2: unusable input (unreadable or invalid report, incompatible reports without `--force`).
 //! The decision rules are documented in [`verdict`].
+//!
+//! Must not: change the reports it reads; rendering is [`render`]'s, deciding [`verdict`]'s.
 pub mod compat;
 pub mod render;
 pub mod verdict;

@@ -1,20 +1,11 @@
 //! Render a [`Comparison`] as terminal text, a Markdown PR comment, or JSON.
+//!
+//! Must not: decide verdicts (that is [`super::verdict`]); numbers go through `crate::format`.
 use std::fmt::Write;
 
-use super::verdict::{status_word, CaseComparison, Comparison, PassComparison, Verdict};
+use super::verdict::{CaseComparison, Comparison, PassComparison, Verdict};
 
-/// Seconds with about four significant digits.
-pub fn secs(x: f64) -> String {
-    if !x.is_finite() {
-        "n/a".into()
-    } else if x >= 100.0 {
-        format!("{x:.1}")
-    } else if x >= 1.0 {
-        format!("{x:.3}")
-    } else {
-        format!("{x:.4}")
-    }
-}
+use crate::format::seconds_plain as secs;
 
 fn p_text(p: &PassComparison) -> String {
     match p.p_value {
@@ -34,7 +25,7 @@ fn verdict_text(p: &PassComparison) -> &'static str {
 }
 
 fn psnr(v: Option<f64>) -> String {
-    v.map_or("inf".into(), |v| format!("{v:.2}"))
+    crate::format::psnr(v, 2, "inf")
 }
 
 fn header(c: &Comparison) -> String {
@@ -112,8 +103,8 @@ fn status_suffix(case: &CaseComparison) -> String {
     } else {
         format!(
             "  [status {} -> {}]{}",
-            status_word(case.baseline_status),
-            status_word(case.current_status),
+            case.baseline_status.name(),
+            case.current_status.name(),
             if case.status_regression { " REGRESSION" } else { "" }
         )
     }

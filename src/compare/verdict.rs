@@ -12,6 +12,8 @@
 //!
 //! Quality rule: PSNR values are clamped to `psnr_ceiling_db` (identical = +inf, so
 //! clamped too) and a drop of more than `psnr_drop_db` is a regression.
+//!
+//! Must not: print or format text (that is [`super::render`]).
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -182,14 +184,14 @@ fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison
             .as_deref()
             .and_then(|e| e.lines().next())
             .unwrap_or("no error message");
-        notes.push(format!("status ok -> {}: {why}", status_word(c.status)));
+        notes.push(format!("status ok -> {}: {why}", c.status.name()));
     } else if b.status != CaseStatus::Ok && c.status == CaseStatus::Ok {
-        notes.push(format!("fixed: was {} in the baseline", status_word(b.status)));
+        notes.push(format!("fixed: was {} in the baseline", b.status.name()));
     } else if b.status != CaseStatus::Ok {
         notes.push(format!(
             "not ok in either report ({} -> {})",
-            status_word(b.status),
-            status_word(c.status)
+            b.status.name(),
+            c.status.name()
         ));
     }
     let mut passes = Vec::new();
@@ -223,17 +225,6 @@ fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison
         quality,
         regression,
         notes,
-    }
-}
-
-/// Lowercase name of a status, as in the JSON.
-pub fn status_word(s: CaseStatus) -> &'static str {
-    match s {
-        CaseStatus::Ok => "ok",
-        CaseStatus::Failed => "failed",
-        CaseStatus::Timeout => "timeout",
-        CaseStatus::Oom => "oom",
-        CaseStatus::Unsupported => "unsupported",
     }
 }
 

@@ -4,11 +4,13 @@
 //! relative (the case's encode+decode median total over the fastest ok case's total),
 //! status, PSNR [dB] of the decoded and latent output when any case has quality (`reference`
 //! for a reference case, `∞` when identical), and the round-trip PSNR [dB] when any case has it.
+//!
+//! Must not: write files (the [`super::ExportManager`] does); numbers go through `crate::format`.
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::compare::render::{md_cell, secs};
-use crate::compare::verdict::status_word;
+use crate::compare::render::md_cell;
+use crate::format::seconds_plain as secs;
 use crate::report::{CaseRecord, CaseStatus, ErrorStats, PassStats, Report};
 
 fn time_cell(p: Option<&PassStats>) -> String {
@@ -35,7 +37,7 @@ fn total(case: &CaseRecord) -> Option<f64> {
 fn psnr_text(e: &Option<ErrorStats>) -> String {
     match e {
         None => "–".into(),
-        Some(e) => e.psnr_db.map_or("∞".into(), |v| format!("{v:.2}")),
+        Some(e) => crate::format::psnr(e.psnr_db, 2, "∞"),
     }
 }
 
@@ -80,7 +82,7 @@ pub fn markdown_table(report: &Report) -> String {
         let relative = total(case)
             .filter(|_| fastest > 0.0)
             .map_or("–".into(), |t| format!("{:.2}", t / fastest));
-        let mut status = status_word(case.status).to_string();
+        let mut status = case.status.name().to_string();
         if case.added_as_reference {
             status.push_str(" (added as reference)");
         }

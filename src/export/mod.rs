@@ -1,14 +1,78 @@
-//! Exporters of a finished report: Markdown table ([`markdown`]) and SVG bar chart
-//! ([`svg`]), and the `plot REPORT.json -o FILE.svg` command.
+//! Exporters of a finished report, each behind the one [`Exporter`] trait (as hyperfine's
+//! `export/` module): the terminal table ([`text`]), the Markdown table ([`markdown`]) and
+//! the SVG bar chart ([`svg`]); [`ExportManager`] writes the ones a run asked for. Also the
+//! `plot REPORT.json -o FILE.svg` command.
+//!
+//! A new export format is one module here with an [`Exporter`] impl, plus its flag in
+//! `bench::RunArgs` feeding [`ExportManager::add`].
+//!
+//! Must not: read workers' results or change the report; exporters only render it.
+use std::path::{Path, PathBuf};
+
 pub mod markdown;
 pub mod svg;
+pub mod text;
 
 pub use markdown::markdown_table;
 pub use svg::svg_chart;
 
-use anyhow::Context;
-
 use crate::report::{PassStats, Report};
+
+/// Renders a finished report in one format.
+pub trait Exporter {
+    /// The report as this format's text.
+    fn render(&self, report: &Report) -> anyhow::Result<String>;
+}
+
+/// Plain-text, column-aligned table for the terminal ([`text`]).
+pub struct TextTable;
+
+impl Exporter for TextTable {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        Ok(text::render_table(report))
+    }
+}
+
+/// Markdown table ([`markdown`]).
+pub struct MarkdownTable;
+
+impl Exporter for MarkdownTable {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        Ok(markdown_table(report))
+    }
+}
+
+/// SVG bar chart ([`svg`]).
+pub struct SvgChart;
+
+impl Exporter for SvgChart {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        svg_chart(report)
+    }
+}
+
+/// The exports a run asked for, each written to its file.
+#[derive(Default)]
+pub struct ExportManager {
+    targets: Vec<(Box<dyn Exporter>, PathBuf)>,
+}
+
+impl ExportManager {
+    /// Also write `exporter`'s rendering to `path` when a path is given.
+    pub fn add(&mut self, exporter: impl Exporter + 'static, path: Option<&Path>) {
+        if let Some(path) = path {
+            self.targets.push((Box::new(exporter), path.to_path_buf()));
+        }
+    }
+
+    /// Render and write every export (creating parent folders).
+    pub fn write_all(&self, report: &Report) -> anyhow::Result<()> {
+        for (exporter, path) in &self.targets {
+            crate::files::write_new(path, exporter.render(report)?)?;
+        }
+        Ok(())
+    }
+}
 
 #[derive(Debug, clap::Args)]
 pub struct PlotArgs {
@@ -21,11 +85,9 @@ pub struct PlotArgs {
 
 pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
     let report = Report::load(&args.report)?;
-    let svg = svg_chart(&report)?;
-    if let Some(dir) = args.output.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(&args.output, svg).with_context(|| format!("cannot write {}", args.output.display()))?;
+    let mut exports = ExportManager::default();
+    exports.add(SvgChart, Some(&args.output));
+    exports.write_all(&report)?;
     eprintln!("wrote {} ({} cases)", args.output.display(), report.cases.len());
     Ok(0)
 }

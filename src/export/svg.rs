@@ -2,10 +2,11 @@
 //! encode and decode time as horizontal bars and min–max whiskers, rows grouped by size
 //! (width x height, frames). Cases that were not measured keep a labelled empty row.
 //! Drawn with plotters' SVG backend only: text is emitted as SVG `<text>`, no system fonts.
+//!
+//! Must not: write files (the [`super::ExportManager`] does).
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::compare::verdict::status_word;
 use crate::report::{CaseRecord, CaseStatus, PassStats, Report};
 
 const ROW_PX: u32 = 30;
@@ -24,14 +25,18 @@ enum Row<'a> {
 /// Cases grouped by (pixels, width, height, frames), original order within a group.
 fn rows(report: &Report) -> Vec<Row<'_>> {
     let mut cases: Vec<&CaseRecord> = report.cases.iter().collect();
-    let key = |c: &CaseRecord| (c.width * c.height, c.width, c.height, c.frames);
+    let key = |c: &CaseRecord| {
+        let s = &c.settings;
+        (s.width * s.height, s.width, s.height, s.frames)
+    };
     cases.sort_by_key(|c| key(c));
     let mut out = Vec::new();
     let mut last = None;
     for c in cases {
         if last != Some(key(c)) {
             last = Some(key(c));
-            out.push(Row::Group(format!("{}x{}, {} frames", c.width, c.height, c.frames)));
+            let s = &c.settings;
+            out.push(Row::Group(format!("{}x{}, {} frames", s.width, s.height, s.frames)));
         }
         out.push(Row::Case(c));
     }
@@ -117,7 +122,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
                         .map_err(plot_err)?;
                     let measured = c.status == CaseStatus::Ok && (c.encode.is_some() || c.decode.is_some());
                     if !measured {
-                        let note = format!("not measured: {}", status_word(c.status));
+                        let note = format!("not measured: {}", c.status.name());
                         chart
                             .draw_series(std::iter::once(Text::new(
                                 note,

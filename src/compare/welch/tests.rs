@@ -1,6 +1,19 @@
 //! Reference values from SciPy 1.x: `scipy.stats.ttest_ind(a, b, equal_var=False)`,
 //! `scipy.stats.t.cdf`, `scipy.special.betainc`, `scipy.special.gammaln`.
+//!
+//! Must not: be compiled outside tests.
 use super::*;
+
+/// Student t cumulative distribution function `P(T <= t)`, from the two-sided p-value
+/// (only the tests need it: they check that p-value against SciPy's cdf).
+fn student_t_cdf(t: f64, df: f64) -> f64 {
+    let tail = student_t_two_sided_p(t, df) / 2.0;
+    if t >= 0.0 {
+        1.0 - tail
+    } else {
+        tail
+    }
+}
 
 fn close(got: f64, want: f64, rel: f64) {
     assert!(

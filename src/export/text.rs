@@ -1,23 +1,10 @@
-//! The end-of-run summary table, behind the small [`Exporter`] trait that report exporters
-//! (Markdown, SVG, ...) share: case, encode and decode median ± stddev, each relative to the
-//! fastest case of that pass, and the PSNR of the decoded video against the case's reference
-//! (`ref` for a reference case, `inf` when identical, `-` when unknown).
+//! The plain-text summary table printed at the end of `run`: case, encode and decode
+//! median ± stddev, each relative to the fastest case of that pass, and the PSNR of the
+//! decoded video against the case's reference (`ref` for a reference case, `inf` when
+//! identical, `-` when unknown).
+//!
+//! Must not: write files (the [`super::Exporter`] caller does).
 use crate::report::{CaseRecord, CaseStatus, PassStats, Report};
-
-/// Turns a finished report into text.
-pub trait Exporter {
-    /// Render `report`.
-    fn export(&self, report: &Report) -> anyhow::Result<String>;
-}
-
-/// Plain-text, column-aligned table for the terminal.
-pub struct TextTable;
-
-impl Exporter for TextTable {
-    fn export(&self, report: &Report) -> anyhow::Result<String> {
-        Ok(render_table(report))
-    }
-}
 
 /// Render the summary table of `report`.
 pub fn render_table(report: &Report) -> String {
@@ -46,10 +33,7 @@ pub fn render_table(report: &Report) -> String {
     for c in &report.cases {
         let (e, er) = cell(c.encode.as_ref(), enc_best);
         let (d, dr) = cell(c.decode.as_ref(), dec_best);
-        let status = serde_json::to_value(c.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
+        let status = c.status.name().to_string();
         let id = if c.added_as_reference {
             format!("{} (added)", c.id)
         } else {
@@ -92,7 +76,7 @@ pub fn psnr_cell(c: &CaseRecord) -> String {
     match &c.quality {
         Some(q) if q.reference_id == c.id => "ref".into(),
         Some(q) => match &q.decoded {
-            Some(e) => e.psnr_db.map_or("inf".into(), |v| format!("{v:.1}")),
+            Some(e) => crate::format::psnr(e.psnr_db, 1, "inf"),
             None => "-".into(),
         },
         None => "-".into(),
@@ -108,16 +92,14 @@ fn cell(p: Option<&PassStats>, best: f64) -> (String, String) {
             } else {
                 "-".into()
             };
-            (format!("{} ± {}", fmt_s(p.median_s), fmt_s(p.stddev_s)), rel)
+            (
+                format!(
+                    "{} ± {}",
+                    crate::format::seconds(p.median_s),
+                    crate::format::seconds(p.stddev_s)
+                ),
+                rel,
+            )
         }
-    }
-}
-
-/// Seconds with a unit that keeps 3-4 significant digits.
-pub fn fmt_s(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.3} s")
-    } else {
-        format!("{:.1} ms", s * 1e3)
     }
 }

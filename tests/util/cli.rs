@@ -1,5 +1,4 @@
-//! Shared helpers of the `bench_*` integration tests: run the binary, read its report.
-#![allow(dead_code)]
+//! Helpers of the `bench_*` tests: run the binary, read its report.
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,43 +1,21 @@
-//! Shared helpers of the report-level CLI tests: crafted reports, temp files, running the
-//! binary.
-#![allow(dead_code)]
+//! Helpers of the report-level CLI tests (compare, merge, plot): crafted reports, running
+//! the binary.
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use wan_vae_bench::model::Precision;
 use wan_vae_bench::report::{
     CaseRecord, CaseStatus, ErrorStats, ModelInfo, PassStats, Quality, Report, RunSettings, SCHEMA_VERSION,
 };
+use wan_vae_bench::settings::CaseSettings;
 use wan_vae_bench::system::SystemInfo;
 
-/// Pass statistics computed from samples (sample stddev, upper-middle median for even n).
+/// Pass statistics from samples, through the real [`PassStats::from_samples`] (5 frames,
+/// 10 GFLOP per pass, one warmup run of twice the median).
 pub fn pass(samples: &[f64]) -> PassStats {
-    let n = samples.len() as f64;
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let median = if sorted.len() % 2 == 1 {
-        sorted[sorted.len() / 2]
-    } else {
-        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2.0
-    };
-    let mean = samples.iter().sum::<f64>() / n;
-    let var = if samples.len() > 1 {
-        samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
-    PassStats {
-        samples_s: samples.to_vec(),
-        min_s: sorted[0],
-        median_s: median,
-        mean_s: mean,
-        stddev_s: var.sqrt(),
-        max_s: *sorted.last().unwrap(),
-        warmup_s: vec![median * 2.0],
-        frames_per_s: 5.0 / median,
-        gflop: 10.0,
-        gflop_per_s: 10.0 / median,
-        outliers: 0,
-    }
+    let mut p = PassStats::from_samples(samples.to_vec(), Vec::new(), 5, 10.0);
+    p.warmup_s = vec![p.median_s * 2.0];
+    p
 }
 
 /// An ok case (5 frames 64x64) with the given encode and decode samples.
@@ -45,15 +23,16 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
     CaseRecord {
         id: id.to_string(),
         added_as_reference: false,
-        precision: "fp32".into(),
+        settings: CaseSettings {
+            precision: Precision::Fp32,
+            chunk: 1,
+            tiling: None,
+            frames: 5,
+            width: 64,
+            height: 64,
+            env_variant: "default".into(),
+        },
         compute_dtype: Some("f32".into()),
-        chunk: 1,
-        tile_px: None,
-        overlap_px: None,
-        frames: 5,
-        width: 64,
-        height: 64,
-        env_variant: "default".into(),
         env: Default::default(),
         status: CaseStatus::Ok,
         error: None,
@@ -99,7 +78,7 @@ pub fn quality(reference: &str, decoded: Option<f64>, latent: Option<f64>) -> Qu
 pub fn report(host: &str, cases: Vec<CaseRecord>) -> Report {
     Report {
         schema_version: SCHEMA_VERSION,
-        tool: wan_vae_bench::report::this_tool(),
+        tool: wan_vae_bench::tool::this_tool(),
         created_at: "2025-01-01T00:00:00Z".into(),
         system: SystemInfo {
             hostname: Some(host.into()),

@@ -1,0 +1,81 @@
+//! The worker's testing hook: `WAN_VAE_BENCH_FAULT` (set by an env variant) makes the worker
+//! `crash` (abort after writing to stderr), `oom` (abort with an allocation-failure message),
+//! `hang` (sleep forever), `fail` (report an error), `unsupported` (report an unsupported
+//! setting) or `fake` (skip the model and report tiny made-up timings), so the orchestration
+//! can be tested without a model.
+//!
+//! Must not: touch the model; only the worker calls it, before measuring.
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::protocol::{phase, WorkerResult, WorkerSpec};
+use crate::report::{CaseStatus, PassStats};
+
+/// Environment variable that injects a fault (testing hook).
+pub const FAULT_VAR: &str = "WAN_VAE_BENCH_FAULT";
+
+/// The result the fault asks for, `None` when no fault is set (or it is empty). `crash`,
+/// `oom` and `hang` never return.
+pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
+    let fault = std::env::var(FAULT_VAR).ok()?;
+    let empty = |status, msg: &str| Some(WorkerResult::empty(status, Some(msg.to_string()), BTreeMap::new()));
+    match fault.as_str() {
+        "" => None,
+        "crash" => {
+            eprintln!("wan-vae-bench worker: injected crash ({FAULT_VAR}=crash)");
+            std::process::abort();
+        }
+        "oom" => {
+            eprintln!("memory allocation of 1099511627776 bytes failed ({FAULT_VAR}=oom)");
+            std::process::abort();
+        }
+        "hang" => {
+            phase("hang");
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        "fail" => empty(CaseStatus::Failed, "injected failure (WAN_VAE_BENCH_FAULT=fail)"),
+        "unsupported" => empty(
+            CaseStatus::Unsupported,
+            "injected unsupported setting (WAN_VAE_BENCH_FAULT=unsupported)",
+        ),
+        "fake" => Some(fake(spec)),
+        other => empty(
+            CaseStatus::Failed,
+            &format!("unknown {FAULT_VAR} value {other:?} (crash, oom, hang, fail, unsupported, fake)"),
+        ),
+    }
+}
+
+/// Made-up but well-formed timings (a few milliseconds of sleep per pass).
+fn fake(spec: &WorkerSpec) -> WorkerResult {
+    let pass = |ms: u64, phase_name: &str| {
+        let mut warm = Vec::new();
+        let mut samples = Vec::new();
+        for i in 0..spec.warmup {
+            phase(&format!("warmup {phase_name} {}/{}", i + 1, spec.warmup));
+            warm.push(timed(|| std::thread::sleep(Duration::from_millis(2 * ms))));
+        }
+        for i in 0..spec.runs {
+            phase(&format!("{phase_name} {}/{}", i + 1, spec.runs));
+            samples.push(timed(|| std::thread::sleep(Duration::from_millis(ms))));
+        }
+        PassStats::from_samples(samples, warm, spec.settings.frames, 0.0)
+    };
+    let encode = pass(5, "encode");
+    let decode = pass(10, "decode");
+    WorkerResult {
+        compute_dtype: Some("fake".into()),
+        encode: Some(encode),
+        decode: Some(decode),
+        load_s: Some(0.0),
+        ..WorkerResult::empty(CaseStatus::Ok, None, BTreeMap::new())
+    }
+}
+
+fn timed(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64()
+}

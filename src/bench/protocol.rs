@@ -1,0 +1,241 @@
+//! The parent <-> worker protocol, for any worker (this binary's hidden `worker` command, or
+//! a worker in another language): the spec the parent passes (JSON), the phase marker lines
+//! the worker prints on stderr, the result file it writes (JSON), the statuses, the
+//! environment it reports and the file layout of the run's scratch directory.
+//! `docs/worker-protocol.md` describes the same wire format for implementers; keep the two
+//! in step.
+//!
+//! Must not: measure anything, or spawn processes (that is the executor's job).
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{CaseStatus, PassStats};
+use crate::settings::CaseSettings;
+use crate::weights::WeightsSource;
+
+/// Prefix of the stderr lines through which the worker tells the parent its current phase.
+pub const PHASE_MARKER: &str = "@@wan-vae-bench-phase ";
+
+/// Tensor name of the latent in an outputs file.
+pub const OUTPUT_LATENT: &str = "latent";
+/// Tensor name of the decoded video in an outputs file.
+pub const OUTPUT_DECODED: &str = "decoded";
+
+/// Prefixes of the variables a worker reports besides those its variant set.
+pub const REPORTED_ENV_PREFIXES: &[&str] = &[
+    "MIOPEN_",
+    "HSA_",
+    "HIP_",
+    "ROCM_",
+    "ROCBLAS_",
+    "HIPBLASLT_",
+    "PYTORCH_",
+    "TORCH_",
+    "CUDA_",
+    "CUBLAS_",
+    "CUDNN_",
+    "RAYON_",
+    "OMP_",
+    "CANDLE_",
+];
+
+/// What the parent asks one worker to measure (`worker --case-json JSON`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkerSpec {
+    pub id: String,
+    /// The case's settings, flattened: `precision`, `chunk`, `tile_px`, `overlap_px`,
+    /// `frames`, `width`, `height`, `env_variant`.
+    #[serde(flatten)]
+    pub settings: CaseSettings,
+    /// The weights, already resolved by the parent: `"synthetic"` (seed 0),
+    /// `"synthetic:SEED"`, or a local file path.
+    #[serde(with = "weights_wire")]
+    pub weights: WeightsSource,
+    pub device: String,
+    pub warmup: usize,
+    pub runs: usize,
+    /// Names of the variables the env variant set (always reported).
+    pub variant_vars: Vec<String>,
+    /// Where to save the last timed pass's outputs (safetensors, f32 tensors
+    /// [`OUTPUT_LATENT`] and [`OUTPUT_DECODED`]); nothing is saved when `None`.
+    #[serde(default)]
+    pub outputs: Option<PathBuf>,
+}
+
+/// Model facts a worker learned while loading (the parent fills the report's `model`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct WorkerModel {
+    pub format: String,
+    pub on_disk_dtype: String,
+    pub params: u64,
+    pub dim: usize,
+    pub z_dim: usize,
+}
+
+/// What a worker writes back (a JSON file at the path the parent gave).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkerResult {
+    pub status: CaseStatus,
+    pub error: Option<String>,
+    pub compute_dtype: Option<String>,
+    pub encode: Option<PassStats>,
+    pub decode: Option<PassStats>,
+    pub load_s: Option<f64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub device_memory_bytes: Option<u64>,
+    pub env: BTreeMap<String, String>,
+    pub model: Option<WorkerModel>,
+    /// PSNR (dB) of the last timed pass's decode(encode(clip)), clamped to [-1, 1], against
+    /// the clip; real weights only (null with synthetic weights, or when identical).
+    #[serde(default)]
+    pub roundtrip_psnr_db: Option<f64>,
+    /// Why the outputs could not be saved (the timings are still valid).
+    #[serde(default)]
+    pub outputs_error: Option<String>,
+}
+
+impl WorkerResult {
+    /// A result with nothing measured.
+    pub fn empty(status: CaseStatus, error: Option<String>, env: BTreeMap<String, String>) -> Self {
+        WorkerResult {
+            status,
+            error,
+            compute_dtype: None,
+            encode: None,
+            decode: None,
+            load_s: None,
+            peak_rss_bytes: None,
+            device_memory_bytes: None,
+            env,
+            model: None,
+            roundtrip_psnr_db: None,
+            outputs_error: None,
+        }
+    }
+
+    /// The worker's exit code for this result: 0 when `ok`, 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        if self.status == CaseStatus::Ok {
+            0
+        } else {
+            1
+        }
+    }
+}
+
+/// Tell the parent which phase is running (a marker line on stderr).
+pub fn phase(name: &str) {
+    eprintln!("{PHASE_MARKER}{name}");
+}
+
+/// The variables the variant set plus every variable with a reported prefix.
+pub fn seen_env(variant_vars: &[String]) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    for (k, v) in std::env::vars_os() {
+        let (Some(k), Some(v)) = (k.to_str(), v.to_str()) else {
+            continue;
+        };
+        if variant_vars.iter().any(|n| n == k) || REPORTED_ENV_PREFIXES.iter().any(|p| k.starts_with(p)) {
+            env.insert(k.to_string(), v.to_string());
+        }
+    }
+    env
+}
+
+/// File layout of the run's scratch directory, named after the case id with every
+/// character other than ASCII letters, digits and `-` replaced by `_`.
+pub fn result_path(scratch: &Path, id: &str) -> PathBuf {
+    scratch.join(format!("{}.result.json", file_stem(id)))
+}
+
+/// Where the worker of case `id` saves its outputs (see [`result_path`]).
+pub fn outputs_path(scratch: &Path, id: &str) -> PathBuf {
+    scratch.join(format!("{}.outputs.safetensors", file_stem(id)))
+}
+
+fn file_stem(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .collect()
+}
+
+/// [`WeightsSource`] on the wire: a string, so the protocol stays the one workers already
+/// speak (`"synthetic"` or a path), with `"synthetic:SEED"` for another seed.
+mod weights_wire {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::weights::WeightsSource;
+
+    pub fn serialize<S: Serializer>(w: &WeightsSource, s: S) -> Result<S::Ok, S::Error> {
+        match w {
+            WeightsSource::Synthetic { seed: 0 } => s.serialize_str("synthetic"),
+            WeightsSource::Synthetic { seed } => s.serialize_str(&format!("synthetic:{seed}")),
+            WeightsSource::File(path) => match path.to_str() {
+                Some(p) => s.serialize_str(p),
+                None => Err(serde::ser::Error::custom(format!(
+                    "weights path {} is not UTF-8",
+                    path.display()
+                ))),
+            },
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<WeightsSource, D::Error> {
+        let text = String::deserialize(d)?;
+        if text == "synthetic" {
+            return Ok(WeightsSource::Synthetic { seed: 0 });
+        }
+        if let Some(seed) = text.strip_prefix("synthetic:") {
+            let seed = seed
+                .parse()
+                .map_err(|_| serde::de::Error::custom(format!("bad synthetic seed in {text:?}")))?;
+            return Ok(WeightsSource::Synthetic { seed });
+        }
+        Ok(WeightsSource::File(text.into()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Precision;
+
+    #[test]
+    fn spec_wire_format_is_flat_with_a_weights_string() {
+        let spec = WorkerSpec {
+            id: "fp32-chunk1-untiled-5x64x64-baseline".into(),
+            settings: CaseSettings {
+                precision: Precision::Fp32,
+                chunk: 1,
+                tiling: None,
+                frames: 5,
+                width: 64,
+                height: 64,
+                env_variant: "baseline".into(),
+            },
+            weights: WeightsSource::Synthetic { seed: 0 },
+            device: "cpu".into(),
+            warmup: 1,
+            runs: 2,
+            variant_vars: vec![],
+            outputs: None,
+        };
+        let v = serde_json::to_value(&spec).unwrap();
+        assert_eq!(v["weights"], "synthetic");
+        assert_eq!(v["precision"], "fp32");
+        assert_eq!(v["tile_px"], serde_json::Value::Null);
+        assert_eq!(serde_json::from_value::<WorkerSpec>(v.clone()).unwrap(), spec);
+        let mut file = v;
+        file["weights"] = "/models/wan.safetensors".into();
+        let back: WorkerSpec = serde_json::from_value(file).unwrap();
+        assert_eq!(back.weights, WeightsSource::File("/models/wan.safetensors".into()));
+    }
+
+    #[test]
+    fn scratch_names_are_safe() {
+        let p = outputs_path(Path::new("/s"), "fp32-chunk1-a/b c");
+        assert_eq!(p, Path::new("/s/fp32-chunk1-a_b_c.outputs.safetensors"));
+    }
+}

@@ -1,0 +1,50 @@
+//! How numbers are shown to people, in one place: seconds (with and without a unit) and
+//! PSNR values (identical outputs have infinite PSNR, stored as null). Every table, export
+//! and comparison renders through these, so a change of style happens once.
+//!
+//! Must not: decide what to show (that is the table's or exporter's job) or touch JSON.
+
+/// Seconds with a unit that keeps 3-4 significant digits: `1.234 s`, `12.3 ms`.
+pub fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else {
+        format!("{:.1} ms", s * 1e3)
+    }
+}
+
+/// Seconds as a bare number with about four significant digits (`n/a` when not finite),
+/// for tables whose header carries the unit.
+pub fn seconds_plain(x: f64) -> String {
+    if !x.is_finite() {
+        "n/a".into()
+    } else if x >= 100.0 {
+        format!("{x:.1}")
+    } else if x >= 1.0 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.4}")
+    }
+}
+
+/// A PSNR in dB with `decimals` digits; `None` (identical outputs) renders as `infinity`
+/// (`inf` in plain text, `∞` in Markdown).
+pub fn psnr(db: Option<f64>, decimals: usize, infinity: &str) -> String {
+    db.map_or(infinity.to_string(), |v| format!("{v:.decimals$}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn styles() {
+        assert_eq!(seconds(1.5), "1.500 s");
+        assert_eq!(seconds(0.0123), "12.3 ms");
+        assert_eq!(seconds_plain(123.45), "123.5");
+        assert_eq!(seconds_plain(0.5), "0.5000");
+        assert_eq!(seconds_plain(f64::NAN), "n/a");
+        assert_eq!(psnr(None, 1, "inf"), "inf");
+        assert_eq!(psnr(Some(40.04), 1, "inf"), "40.0");
+    }
+}

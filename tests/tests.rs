@@ -1,0 +1,14 @@
+//! The integration tests, in one binary (as ripgrep does): linking candle once instead of
+//! once per file. Each module is one former test file; [`util`] holds the shared helpers.
+mod bench_cli;
+mod bench_model;
+mod bench_orchestration;
+mod bench_quality;
+mod bench_system;
+mod compare_cli;
+mod hub;
+mod hub_cli;
+mod merge_plot_cli;
+mod model;
+mod util;
+mod validate_cli;
