@@ -335,7 +335,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     }
     drop(video);
     let (f, w, h) = (spec.frames, spec.width, spec.height);
-    let out_frames = crate::model::frames_used(f).map_err(|e| classify(e.into()))?;
+    let out_frames = cfg.frames_used(f).map_err(|e| classify(e.into()))?;
     let encode = pass_stats(enc, enc_warm, f, crate::model::flops::encode_gflop(&cfg, f, w, h));
     let decode = pass_stats(
         dec,

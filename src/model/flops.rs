@@ -128,4 +128,17 @@ mod tests {
         assert!((e - 109.25).abs() < 0.01, "encode {e}");
         assert!((d - 182.40).abs() < 0.01, "decode {d}");
     }
+
+    #[test]
+    fn matches_the_costs_in_the_wan22_doc() {
+        // docs/wan22-vae.md: 5 frames at 64x64: encode 76.22, decode 394.66 GFLOP;
+        // 1 frame: 19.02 and 93.29.
+        let c = Config::wan22();
+        for (frames, enc, dec) in [(5, 76.22, 394.66), (1, 19.02, 93.29)] {
+            let e = encode_gflop(&c, frames, 64, 64);
+            let d = decode_gflop(&c, frames, 64, 64);
+            assert!((e - enc).abs() < 0.01, "{frames} frames: encode {e}, reference {enc}");
+            assert!((d - dec).abs() < 0.01, "{frames} frames: decode {d}, reference {dec}");
+        }
+    }
 }
