@@ -101,7 +101,7 @@ pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
         println!("file:           {path} ({} bytes)", m.file_size_bytes.unwrap_or(0));
         println!("sha256:         {}", m.sha256.as_deref().unwrap_or("?"));
     }
-    println!("model:          {} ({})", w.config.kind().title(), info.model);
+    println!("model:          {} [{}]", w.config.kind().title(), info.model);
     println!("format:         {}", info.format);
     println!("on-disk dtype:  {}", info.on_disk_dtypes.join(", "));
     println!("tensors:        {}", info.tensor_count);

@@ -66,6 +66,9 @@ pub struct RunArgs {
     /// Weights: `synthetic`, a local file, or a hub reference.
     #[arg(long)]
     pub weights: Option<String>,
+    /// Model of `synthetic` weights: wan2.1 (default) or wan2.2; with a file it must agree.
+    #[arg(long)]
+    pub model: Option<crate::model::ModelKind>,
     /// Device: cpu, cuda:N, metal.
     #[arg(long)]
     pub device: Option<String>,
@@ -128,6 +131,7 @@ impl RunArgs {
             runs: self.runs,
             timeout_s: self.timeout_s,
             weights: self.weights.clone(),
+            model: self.model,
             device: self.device.clone(),
             order: self.order.clone(),
             seed: self.seed,
@@ -196,7 +200,20 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
 pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let opts = options_from_args(&args)?;
     let resolved = resolve_weights(&opts.weights)?;
+    // The model (from the file's shapes, or --model for synthetic weights) decides the size
+    // and tile rules: check every case before starting any.
+    let source = match resolved.worker_ref.as_str() {
+        "synthetic" => WeightsSource::Synthetic { seed: 0 },
+        path => WeightsSource::File(path.into()),
+    };
+    let model_cfg = crate::weights::resolve_config(&source, opts.model)?;
     let mut cases = matrix::expand(&opts);
+    for case in &cases {
+        model_cfg.check_size(case.width, case.height)?;
+        if let Some(t) = &case.tiling {
+            model_cfg.check_tiling(t)?;
+        }
+    }
     matrix::add_references(&mut cases);
     let added = cases.iter().filter(|c| c.added_as_reference).count();
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
@@ -248,6 +265,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         let spec = worker::WorkerSpec {
             id: case.id.clone(),
             weights: resolved.worker_ref.clone(),
+            model: Some(model_cfg.kind()),
             device: opts.device.clone(),
             precision: case.precision,
             chunk: case.chunk,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::UserError;
-use crate::model::{Precision, Tiling};
+use crate::model::{ModelKind, Precision, Tiling};
 
 use super::scheduler::Order;
 
@@ -34,6 +34,9 @@ pub struct Axes {
 pub struct BenchOptions {
     /// Weights reference (`synthetic`, a path, a hub reference or preset).
     pub weights: String,
+    /// `--model` / `[model] model`: the architecture of synthetic weights (Wan 2.1 when
+    /// `None`); with a file it must agree with the file.
+    pub model: Option<ModelKind>,
     /// Device string (`cpu`, `cuda:0`, `metal`).
     pub device: String,
     /// Warmup passes per case.
@@ -72,6 +75,7 @@ pub struct Overrides {
     pub runs: Option<usize>,
     pub timeout_s: Option<f64>,
     pub weights: Option<String>,
+    pub model: Option<ModelKind>,
     pub device: Option<String>,
     pub order: Option<String>,
     pub seed: Option<u64>,
@@ -123,6 +127,9 @@ impl BenchOptions {
         }
         if let Some(w) = o.weights {
             self.weights = w;
+        }
+        if o.model.is_some() {
+            self.model = o.model;
         }
         if let Some(d) = o.device {
             self.device = d;

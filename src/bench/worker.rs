@@ -56,6 +56,9 @@ pub struct WorkerSpec {
     pub id: String,
     /// `synthetic` or a local weights file.
     pub weights: String,
+    /// The model of synthetic weights (Wan 2.1 when absent); a file must agree with it.
+    #[serde(default)]
+    pub model: Option<crate::model::ModelKind>,
     pub device: String,
     pub precision: Precision,
     pub chunk: usize,
@@ -255,7 +258,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     phase("load");
     let sync = |d: &Device| crate::device::synchronize(d).map_err(classify);
     let t0 = Instant::now();
-    let weights = crate::weights::load(&source).map_err(classify)?;
+    let weights = crate::weights::load_model(&source, spec.model).map_err(classify)?;
     let vae = WanVae::new(
         &weights.config,
         weights.var_builder(spec.precision, &device),
