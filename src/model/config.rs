@@ -427,6 +427,73 @@ mod tests {
     }
 
     #[test]
+    fn wan22_stages_are_the_reference_tables() {
+        let c = Config::wan22();
+        let enc: Vec<_> = c
+            .encoder_stages()
+            .iter()
+            .map(|s| (s.inp, s.out, s.res_blocks, s.resample))
+            .collect();
+        assert_eq!(
+            enc,
+            [
+                (160, 160, 2, Some(Downsample2d)),
+                (160, 320, 2, Some(Downsample3d)),
+                (320, 640, 2, Some(Downsample3d)),
+                (640, 640, 2, None)
+            ]
+        );
+        // docs/wan22-vae.md: decoder widths 1024, 1024, 1024, 512, 256; upsamples keep width.
+        let dec: Vec<_> = c
+            .decoder_stages()
+            .iter()
+            .map(|s| (s.inp, s.out, s.res_blocks, s.resample, s.resampled))
+            .collect();
+        assert_eq!(
+            dec,
+            [
+                (1024, 1024, 3, Some(Upsample3d), 1024),
+                (1024, 1024, 3, Some(Upsample3d), 1024),
+                (1024, 512, 3, Some(Upsample2d), 512),
+                (512, 256, 3, None, 256)
+            ]
+        );
+        assert_eq!((c.spatial_compression(), c.temporal_compression()), (16, 4));
+        assert_eq!((c.image_channels(), c.kind()), (12, ModelKind::Wan22));
+        assert_eq!(c.latent_mean.len(), 48);
+        assert_eq!(c.block_path("upsamples", 2, 3, 99), "upsamples.2.upsamples.3");
+    }
+
+    #[test]
+    fn size_and_tile_rules_name_the_model_and_the_nearest_valid_value() {
+        use super::super::Tiling;
+        let (a, b) = (Config::wan21(), Config::wan22());
+        assert!(a.check_size(40, 24).is_ok());
+        let err = b.check_size(40, 32).unwrap_err().to_string();
+        assert!(
+            err.contains("multiple of 16 for the Wan 2.2 VAE") && err.contains("32 or 48"),
+            "{err}"
+        );
+        let err = a.check_size(64, 4).unwrap_err().to_string();
+        assert!(
+            err.contains("height") && err.contains("Wan 2.1 VAE") && err.contains("valid: 8)"),
+            "{err}"
+        );
+        let t = Tiling::new(200, 56).unwrap();
+        assert!(a.check_tiling(&t).is_ok());
+        let err = b.check_tiling(&t).unwrap_err().to_string();
+        assert!(err.contains("multiples of 16") && err.contains("192:48"), "{err}");
+        assert_eq!(b.frames_used(7).unwrap(), 5);
+        assert!(b.frames_used(0).is_err());
+        assert_eq!("WAN2.2".parse::<ModelKind>().unwrap(), ModelKind::Wan22);
+        assert!("wan3"
+            .parse::<ModelKind>()
+            .unwrap_err()
+            .to_string()
+            .contains("wan2.1 or wan2.2"));
+    }
+
+    #[test]
     fn summary_names_the_reference_arguments() {
         assert_eq!(
             Config::wan21().summary(),
