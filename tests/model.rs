@@ -426,6 +426,22 @@ fn wan22_synthetic_weights_have_the_real_layout_and_stay_finite() {
     }
 }
 
+#[test]
+fn the_wan22_matrix_file_fits_the_wan22_rules() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/wan22-ti2v.toml");
+    let opts = wan_vae_bench::bench::config::load(&path).unwrap();
+    assert_eq!(opts.weights, "wan2.2");
+    let cfg = ModelKind::Wan22.config();
+    let cases = wan_vae_bench::bench::matrix::expand(&opts);
+    assert_eq!(cases.len(), 3 * 2 * 2 * 2);
+    for case in &cases {
+        cfg.check_size(case.width, case.height).unwrap();
+        if let Some(t) = &case.tiling {
+            cfg.check_tiling(t).unwrap();
+        }
+    }
+}
+
 fn tiny_tensors() -> HashMap<String, Tensor> {
     candle_core::safetensors::load(fixture("wan21_tiny.weights.safetensors"), &Device::Cpu).unwrap()
 }
