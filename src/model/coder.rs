@@ -105,13 +105,13 @@ fn shortcut(cfg: &Config, st: &Stage, encoder: bool) -> Option<Shortcut> {
     if cfg.stage_shortcut == StageShortcut::None {
         return None;
     }
+    let out = st.resampled;
     let factor_s = if st.resample.is_some() { 2 } else { 1 };
     let factor_t = if matches!(st.resample, Some(Upsample3d | Downsample3d)) {
         2
     } else {
         1
     };
-    let (out, factor_t, factor_s) = (st.resampled, factor_t, factor_s);
     match (encoder, st.resample) {
         (true, _) => Some(Shortcut::Avg(AvgDown3d {
             out,

@@ -115,7 +115,8 @@ impl WanVae {
         self.cfg.check_size(w, h)?;
         let used = self.cfg.frames_used(t)?;
         if used != t {
-            eprintln!("warning: {t} frames is not 1+4k: encoding the first {used} frames, ignoring the last {} (as the reference does)", t - used);
+            let tc = self.cfg.temporal_compression();
+            eprintln!("warning: {t} frames is not 1+{tc}k: encoding the first {used} frames, ignoring the last {} (as the reference does)", t - used);
         }
         check_chunk(opts.chunk)?;
         if let Some(tl) = &opts.tiling {
