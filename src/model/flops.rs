@@ -1,7 +1,8 @@
 //! Analytic cost of encode and decode in GFLOP (2 x multiply-adds of every convolution and
 //! matmul, bias and elementwise work not counted), walking the same layers and frame
-//! counts as the chunked reference computes them (`docs/wan21-vae.md`, "Cost"): the
-//! stage tables come from [`Config`].
+//! counts as the chunked reference computes them (`docs/wan21-vae.md` and
+//! `docs/wan22-vae.md`, "Cost"): the stage tables come from [`Config`]. Wan 2.2's patchify
+//! and stage shortcuts are reshapes, copies and averages: no multiply-adds, not counted.
 //!
 //! Must not build or run the model: the count is analytic.
 use super::blocks::ResampleMode;
