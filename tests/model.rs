@@ -427,6 +427,40 @@ fn wan22_synthetic_weights_have_the_real_layout_and_stay_finite() {
 }
 
 #[test]
+fn inspect_names_the_model_from_the_shapes() {
+    let bin = env!("CARGO_BIN_EXE_wan-vae-bench");
+    for (weights, model, dims) in [
+        ("wan21_tiny.weights.safetensors", "wan2.1", (8, 8, 16)),
+        ("wan22_tiny.weights.pth", "wan2.2", (8, 16, 48)),
+    ] {
+        let out = std::process::Command::new(bin)
+            .args(["inspect", "--json", "--weights", fixture(weights).to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(j["model"], model);
+        assert_eq!(
+            (j["dim"].as_u64(), j["dec_dim"].as_u64(), j["z_dim"].as_u64()),
+            (Some(dims.0), Some(dims.1), Some(dims.2))
+        );
+    }
+    let out = std::process::Command::new(bin)
+        .args([
+            "inspect",
+            "--weights",
+            fixture("wan22_tiny.weights.safetensors").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("model:          Wan 2.2 VAE (TI2V-5B) [wan2.2]"),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_wan22_matrix_file_fits_the_wan22_rules() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/wan22-ti2v.toml");
     let opts = wan_vae_bench::bench::config::load(&path).unwrap();
