@@ -427,6 +427,37 @@ fn wan22_synthetic_weights_have_the_real_layout_and_stay_finite() {
 }
 
 #[test]
+fn validate_passes_every_wan22_case_from_both_formats() {
+    let bin = env!("CARGO_BIN_EXE_wan-vae-bench");
+    for weights in ["wan22_tiny.weights.safetensors", "wan22_tiny.weights.pth"] {
+        let out = std::process::Command::new(bin)
+            .args([
+                "validate",
+                "--json",
+                "--weights",
+                fixture(weights).to_str().unwrap(),
+                "--cases",
+            ])
+            .arg(fixture("wan22_tiny.cases.safetensors"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            (report["pass"].as_bool(), report["model"].as_str()),
+            (Some(true), Some("wan2.2"))
+        );
+        let outputs: usize = report["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["outputs"].as_array().unwrap().len())
+            .sum();
+        assert_eq!(outputs, 7);
+    }
+}
+
+#[test]
 fn inspect_names_the_model_from_the_shapes() {
     let bin = env!("CARGO_BIN_EXE_wan-vae-bench");
     for (weights, model, dims) in [
