@@ -1,8 +1,7 @@
 //! Building blocks of the Wan VAEs, as the reference `wan/modules/vae.py` (2.1) and
 //! `vae2_2.py` (2.2) compute them: causal conv3d with its frame cache, RMS norm, residual
-//! block, attention block, resample, and Wan 2.2's parameter-free stage shortcuts
-//! (`AvgDown3D`, `DupUp3D`) and patchify. Struct fields and `vb.pp(..)` names mirror the
-//! checkpoint keys.
+//! block, attention block, resample (Wan 2.2's parameter-free folds are in `fold.rs`).
+//! Struct fields and `vb.pp(..)` names mirror the checkpoint keys.
 //!
 //! Owns one block's weights and arithmetic (and the frame cache those blocks share); must
 //! not know where a block sits in the model (`coder.rs`) nor the conv kernels (`conv.rs`).
@@ -423,106 +422,4 @@ pub fn upsample_nearest2x(x: &Tensor) -> Result<Tensor> {
         .reshape(vec![b, c, t, h, 1, w, 1])?
         .broadcast_as(vec![b, c, t, h, 2, w, 2])?;
     y.reshape((b, c, t, 2 * h, 2 * w))
-}
-
-/// Wan 2.2's `AvgDown3D(in, out, factor_t, factor_s)`: zero-pad time in front to a multiple
-/// of `factor_t`, fold `factor_t x factor_s x factor_s` into channels in the order
-/// `(C, ft, fs_h, fs_w)`, then average groups of `in*factor/out` consecutive channels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AvgDown3d {
-    pub out: usize,
-    pub factor_t: usize,
-    pub factor_s: usize,
-}
-
-impl AvgDown3d {
-    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (b, c, t, h, w) = x.dims5()?;
-        let (ft, fs) = (self.factor_t, self.factor_s);
-        let factor = ft * fs * fs;
-        if factor == 1 && c == self.out {
-            return Ok(x.clone());
-        }
-        let pad_t = (ft - t % ft) % ft;
-        let x = if pad_t > 0 {
-            Tensor::cat(&[&Tensor::zeros((b, c, pad_t, h, w), x.dtype(), x.device())?, x], 2)?
-        } else {
-            x.clone()
-        };
-        let t = t + pad_t;
-        if !h.is_multiple_of(fs) || !w.is_multiple_of(fs) || !(c * factor).is_multiple_of(self.out) {
-            candle_core::bail!(
-                "AvgDown3D: {c}x{t}x{h}x{w} does not fold by {ft}x{fs}x{fs} into {} channels",
-                self.out
-            );
-        }
-        let (to, ho, wo) = (t / ft, h / fs, w / fs);
-        let group = c * factor / self.out;
-        // [b, c, to, ft, ho, fs, wo, fs] -> [b, c, ft, fs, fs, to, ho, wo]
-        let y = x
-            .reshape(vec![b, c, to, ft, ho, fs, wo, fs])?
-            .permute(vec![0, 1, 3, 5, 7, 2, 4, 6])?
-            .reshape(vec![b, self.out, group, to, ho, wo])?;
-        // Averaged in f32 so that 16-bit models do not lose the low bits of the sum.
-        y.to_dtype(DType::F32)?.mean(2)?.to_dtype(x.dtype())
-    }
-}
-
-/// Wan 2.2's `DupUp3D(in, out, factor_t, factor_s)`: repeat each channel `out*factor/in`
-/// times, unfold `(out, ft, fs, fs)` into time and space; on the first decoder call drop
-/// the first `factor_t - 1` frames (the reference's `first_chunk`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DupUp3d {
-    pub out: usize,
-    pub factor_t: usize,
-    pub factor_s: usize,
-}
-
-impl DupUp3d {
-    pub fn forward(&self, x: &Tensor, first_chunk: bool) -> Result<Tensor> {
-        let (b, c, t, h, w) = x.dims5()?;
-        let (ft, fs) = (self.factor_t, self.factor_s);
-        let factor = ft * fs * fs;
-        if !(self.out * factor).is_multiple_of(c) {
-            candle_core::bail!("DupUp3D: {c} channels do not repeat into {} x {factor}", self.out);
-        }
-        let repeats = self.out * factor / c;
-        // repeat_interleave on channels: [b, c, 1, t, h, w] -> [b, c, repeats, t, h, w]
-        let y = x
-            .reshape(vec![b, c, 1, t, h, w])?
-            .broadcast_as(vec![b, c, repeats, t, h, w])?
-            .reshape(vec![b, self.out, ft, fs, fs, t, h, w])?
-            // -> [b, out, t, ft, h, fs, w, fs]
-            .permute(vec![0, 1, 5, 2, 6, 3, 7, 4])?
-            .reshape((b, self.out, t * ft, h * fs, w * fs))?;
-        if first_chunk && ft > 1 {
-            return y.narrow(2, ft - 1, t * ft - (ft - 1));
-        }
-        Ok(y)
-    }
-}
-
-/// Wan 2.2's `patchify`: `b c f (h q) (w r) -> b (c r q) f h w` (channel `c*p*p + r*p + q`,
-/// `q` the row offset, `r` the column offset).
-pub fn patchify(x: &Tensor, p: usize) -> Result<Tensor> {
-    if p == 1 {
-        return Ok(x.clone());
-    }
-    let (b, c, f, h, w) = x.dims5()?;
-    x.reshape(vec![b, c, f, h / p, p, w / p, p])?
-        .permute(vec![0, 1, 6, 4, 2, 3, 5])?
-        .reshape((b, c * p * p, f, h / p, w / p))
-}
-
-/// The inverse of [`patchify`]: `b (c r q) f h w -> b c f (h q) (w r)`.
-pub fn unpatchify(x: &Tensor, p: usize) -> Result<Tensor> {
-    if p == 1 {
-        return Ok(x.clone());
-    }
-    let (b, cpp, f, h, w) = x.dims5()?;
-    let c = cpp / (p * p);
-    // [b, c, r, q, f, h, w] -> [b, c, f, h, q, w, r]
-    x.reshape(vec![b, c, p, p, f, h, w])?
-        .permute(vec![0, 1, 4, 5, 3, 6, 2])?
-        .reshape((b, c, f, h * p, w * p))
 }

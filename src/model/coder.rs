@@ -8,11 +8,10 @@
 use candle_core::{Result, Tensor};
 use candle_nn::VarBuilder;
 
-use super::blocks::{
-    AttentionBlock, AvgDown3d, CausalConv3d, DupUp3d, FeatCache, Resample, ResampleMode, ResidualBlock, RmsNorm,
-};
+use super::blocks::{AttentionBlock, CausalConv3d, FeatCache, Resample, ResampleMode, ResidualBlock, RmsNorm};
 use super::config::{Config, Stage, StageShortcut};
 use super::conv::ConvImpl;
+use super::fold::{AvgDown3d, DupUp3d};
 
 /// One entry of a flat `downsamples` / `upsamples` list.
 #[allow(clippy::large_enum_variant)] // a few dozen per model, built once

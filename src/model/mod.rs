@@ -12,6 +12,7 @@ pub mod config;
 pub mod conv;
 pub mod cpu_kernels;
 pub mod flops;
+pub mod fold;
 pub mod tiling;
 mod vae;
 

@@ -8,9 +8,10 @@ use anyhow::{bail, Context};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
-use super::blocks::{patchify, unpatchify, CausalConv3d, FeatCache};
+use super::blocks::{CausalConv3d, FeatCache};
 use super::coder::{Decoder, Encoder};
 use super::conv::ConvImpl;
+use super::fold::{patchify, unpatchify};
 use super::{tiling, Config, Precision, RunOptions};
 
 /// The loaded VAE.
