@@ -1,5 +1,6 @@
-//! `inspect`: a checkpoint's format, on-disk dtype(s), tensor and parameter counts and the
-//! inferred config; `--json` adds every tensor's name, shape and dtype.
+//! `inspect`: which model a checkpoint holds (Wan 2.1 or Wan 2.2, from its shapes), its
+//! format, on-disk dtype(s), tensor and parameter counts and the inferred config; `--json`
+//! adds every tensor's name, shape and dtype.
 //!
 //! Must not describe the architecture itself: the config line is `Config::summary`.
 use serde::Serialize;
@@ -12,6 +13,10 @@ pub struct InspectArgs {
     /// Weights: `synthetic`, a `.safetensors`/`.pth` path, `hf://OWNER/REPO/FILE[@REV]` or a preset.
     #[arg(long, required_unless_present = "list_presets")]
     pub weights: Option<String>,
+    /// Model of `synthetic` weights: wan2.1 (default) or wan2.2. With a file the model is
+    /// read from it, and a different --model is an error.
+    #[arg(long)]
+    pub model: Option<crate::model::ModelKind>,
     /// Print one JSON object (with every tensor) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -33,6 +38,8 @@ pub struct TensorInfo {
 pub struct Inspection {
     /// The reference as given.
     pub weights: String,
+    /// `wan2.1` or `wan2.2`, from the tensor shapes.
+    pub model: crate::model::ModelKind,
     /// `safetensors`, `pth` or `synthetic`.
     pub format: String,
     /// Distinct on-disk dtypes.
@@ -40,6 +47,8 @@ pub struct Inspection {
     pub tensor_count: usize,
     pub params: u64,
     pub dim: usize,
+    /// Decoder base width (equal to `dim` in Wan 2.1).
+    pub dec_dim: usize,
     pub z_dim: usize,
     /// Tensors in state-dict order.
     pub tensors: Vec<TensorInfo>,
@@ -57,11 +66,13 @@ pub fn inspection(reference: &str, w: &Weights) -> Inspection {
         .collect::<Vec<_>>();
     Inspection {
         weights: reference.to_string(),
+        model: w.config.kind(),
         format: w.format.clone(),
         on_disk_dtypes: w.on_disk_dtypes.iter().map(|d| d.as_str().to_string()).collect(),
         tensor_count: tensors.len(),
         params: w.params,
         dim: w.config.dim,
+        dec_dim: w.config.dec_dim,
         z_dim: w.config.z_dim,
         tensors,
     }
@@ -74,7 +85,7 @@ pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
     }
     let reference = args.weights.expect("clap requires --weights");
     let resolved = crate::weights::source::resolve(&reference)?;
-    let w = crate::weights::load(&resolved.source)?;
+    let w = crate::weights::load_model(&resolved.source, args.model)?;
     let info = inspection(&reference, &w);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&info)?);
@@ -90,6 +101,7 @@ pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
         println!("file:           {path} ({} bytes)", m.file_size_bytes.unwrap_or(0));
         println!("sha256:         {}", m.sha256.as_deref().unwrap_or("?"));
     }
+    println!("model:          {} [{}]", w.config.kind().title(), info.model);
     println!("format:         {}", info.format);
     println!("on-disk dtype:  {}", info.on_disk_dtypes.join(", "));
     println!("tensors:        {}", info.tensor_count);

@@ -1,7 +1,7 @@
-//! wan-vae-bench: measure the Wan 2.1 video VAE (encode/decode) on candle.
+//! wan-vae-bench: measure the Wan 2.1 and Wan 2.2 video VAEs (encode/decode) on candle.
 //!
 //! Module map (each module opens with a `//!` saying what it owns):
-//! - [`model`]: the Wan 2.1 VAE itself (config, blocks, causal conv3d, chunking, tiling).
+//! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling).
 //! - [`weights`]: loading `.safetensors` / `.pth`, synthetic weights, hub references.
 //! - [`device`]: `--device` parsing and the devices this build supports.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.

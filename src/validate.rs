@@ -23,6 +23,10 @@ pub struct ValidateArgs {
     /// Weights: `synthetic`, a `.safetensors`/`.pth` path, `hf://OWNER/REPO/FILE[@REV]` or a preset.
     #[arg(long)]
     pub weights: String,
+    /// Model of `synthetic` weights: wan2.1 (default) or wan2.2. With a file the model is
+    /// read from it, and a different --model is an error (exit 2).
+    #[arg(long)]
+    pub model: Option<crate::model::ModelKind>,
     /// Cases file: a safetensors file of `<case>.input`, `<case>.latent`, `<case>.decoded`.
     #[arg(long)]
     pub cases: PathBuf,
@@ -134,6 +138,8 @@ struct CaseReport {
 #[derive(Debug, Serialize)]
 struct ValidateReport {
     weights: String,
+    /// `wan2.1` or `wan2.2`.
+    model: crate::model::ModelKind,
     precision: String,
     compute_dtype: String,
     chunk: usize,
@@ -222,7 +228,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     // Cases first: a bad cases file must not start a 508 MB download.
     let cases = read_cases(&args.cases)?;
     let source = crate::weights::source::resolve(&args.weights)?.source;
-    let weights = crate::weights::load(&source)?;
+    let weights = crate::weights::load_model(&source, args.model)?;
     let vae = WanVae::new(&weights.config, weights.var_builder(args.precision, &device), args.conv)?;
     let opts = RunOptions {
         chunk: args.chunk,
@@ -269,6 +275,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     let pass = reports.iter().all(|c| c.outputs.iter().all(|o| o.pass));
     let report = ValidateReport {
         weights: args.weights.clone(),
+        model: vae.config().kind(),
         precision: args.precision.to_string(),
         compute_dtype: vae.compute_dtype(),
         chunk: args.chunk,
@@ -289,8 +296,9 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
 
 fn print_text(r: &ValidateReport) {
     println!(
-        "weights {}  precision {} (computes {})  chunk {}  tile {}  device {}",
+        "weights {} ({})  precision {} (computes {})  chunk {}  tile {}  device {}",
         r.weights,
+        r.model,
         r.precision,
         r.compute_dtype,
         r.chunk,

@@ -32,6 +32,8 @@ struct File {
 #[serde(deny_unknown_fields)]
 struct ModelSection {
     weights: Option<String>,
+    /// `wan2.1` or `wan2.2` (synthetic weights; with a file it must agree).
+    model: Option<String>,
     device: Option<String>,
 }
 
@@ -125,6 +127,13 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
     };
     let opts = BenchOptions {
         weights: file.model.weights.unwrap_or_else(|| "synthetic".into()),
+        model: match &file.model.model {
+            Some(m) => Some(
+                m.parse()
+                    .map_err(|_| UserError::invalid("model.model", m, "wan2.1 or wan2.2"))?,
+            ),
+            None => None,
+        },
         device: file.model.device.unwrap_or_else(|| "cpu".into()),
         warmup: file.run.warmup.unwrap_or(1),
         runs: file.run.runs.unwrap_or(3),

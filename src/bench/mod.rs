@@ -105,7 +105,16 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let opts = options_from_args(&args)?;
     // Resolved once, in the parent (a hub download happens here, not in every worker).
     let resolved = crate::weights::source::resolve(&opts.weights)?;
+    // The model (from the file's shapes, or --model for synthetic weights) decides the size
+    // and tile rules: check every case before starting any.
+    let model_cfg = crate::weights::resolve_config(&resolved.source, opts.model)?;
     let mut cases = matrix::expand(&opts);
+    for case in &cases {
+        model_cfg.check_size(case.settings.width, case.settings.height)?;
+        if let Some(t) = &case.settings.tiling {
+            model_cfg.check_tiling(t)?;
+        }
+    }
     matrix::add_references(&mut cases);
     let added = cases.iter().filter(|c| c.added_as_reference).count();
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
@@ -143,6 +152,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let progress = progress::Progress::new(cases.len(), opts.quiet);
     let run_wide = RunWide {
         weights: resolved.source,
+        model: Some(model_cfg.kind()),
         device: opts.device.clone(),
         warmup: opts.warmup,
         runs: opts.runs,

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::UserError;
-use crate::model::{Precision, Tiling};
+use crate::model::{ModelKind, Precision, Tiling};
 
 use super::scheduler::Order;
 
@@ -37,6 +37,9 @@ pub struct Axes {
 pub struct BenchOptions {
     /// Weights reference (`synthetic`, a path, a hub reference or preset).
     pub weights: String,
+    /// `--model` / `[model] model`: the architecture of synthetic weights (Wan 2.1 when
+    /// `None`); with a file it must agree with the file.
+    pub model: Option<ModelKind>,
     /// Device string (`cpu`, `cuda:0`, `metal`).
     pub device: String,
     /// Warmup passes per case.
@@ -99,6 +102,9 @@ pub struct MatrixFlags {
     /// Weights: `synthetic`, a local file, or a hub reference.
     #[arg(long)]
     pub weights: Option<String>,
+    /// Model of `synthetic` weights: wan2.1 (default) or wan2.2; with a file it must agree.
+    #[arg(long)]
+    pub model: Option<ModelKind>,
     /// Device: cpu, cuda:N, metal.
     #[arg(long)]
     pub device: Option<String>,
@@ -159,6 +165,9 @@ impl BenchOptions {
         self.timeout_s = o.timeout_s.unwrap_or(self.timeout_s);
         if let Some(w) = &o.weights {
             self.weights = w.clone();
+        }
+        if o.model.is_some() {
+            self.model = o.model;
         }
         if let Some(d) = &o.device {
             self.device = d.clone();

@@ -53,6 +53,9 @@ pub struct WorkerSpec {
     /// `"synthetic:SEED"`, or a local file path.
     #[serde(with = "weights_wire")]
     pub weights: WeightsSource,
+    /// The model of synthetic weights (Wan 2.1 when absent); a file must agree with it.
+    #[serde(default)]
+    pub model: Option<crate::model::ModelKind>,
     pub device: String,
     pub warmup: usize,
     pub runs: usize,
@@ -216,6 +219,7 @@ mod tests {
                 env_variant: "baseline".into(),
             },
             weights: WeightsSource::Synthetic { seed: 0 },
+            model: None,
             device: "cpu".into(),
             warmup: 1,
             runs: 2,

@@ -68,6 +68,8 @@ pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";
 pub struct RunWide {
     /// Weights resolved by the parent (a local file or synthetic).
     pub weights: WeightsSource,
+    /// The model the weights must hold (from the file, or `--model` for synthetic weights).
+    pub model: Option<crate::model::ModelKind>,
     pub device: String,
     pub warmup: usize,
     pub runs: usize,
@@ -114,6 +116,7 @@ impl Scheduler {
                 id: case.id.clone(),
                 settings: case.settings.clone(),
                 weights: self.run_wide.weights.clone(),
+                model: self.run_wide.model,
                 device: self.run_wide.device.clone(),
                 warmup: self.run_wide.warmup,
                 runs: self.run_wide.runs,

@@ -64,7 +64,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     phase("load");
     let sync = |d: &Device| crate::device::synchronize(d).map_err(classify);
     let t0 = Instant::now();
-    let weights = crate::weights::load(&spec.weights).map_err(classify)?;
+    let weights = crate::weights::load_model(&spec.weights, spec.model).map_err(classify)?;
     let vae = WanVae::new(
         &weights.config,
         weights.var_builder(spec.settings.precision, &device),
@@ -139,7 +139,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     }
     drop(video);
     let (f, w, h) = (s.frames, s.width, s.height);
-    let out_frames = crate::model::frames_used(f).map_err(|e| classify(e.into()))?;
+    let out_frames = cfg.frames_used(f).map_err(|e| classify(e.into()))?;
     let encode = PassStats::from_samples(enc, enc_warm, f, crate::model::flops::encode_gflop(&cfg, f, w, h));
     let decode = PassStats::from_samples(
         dec,

@@ -1,5 +1,6 @@
-//! Building blocks of the Wan 2.1 VAE, as the reference `wan/modules/vae.py` computes them:
-//! causal conv3d with its frame cache, RMS norm, residual block, attention block, resample.
+//! Building blocks of the Wan VAEs, as the reference `wan/modules/vae.py` (2.1) and
+//! `vae2_2.py` (2.2) compute them: causal conv3d with its frame cache, RMS norm, residual
+//! block, attention block, resample (Wan 2.2's parameter-free folds are in `fold.rs`).
 //! Struct fields and `vb.pp(..)` names mirror the checkpoint keys.
 //!
 //! Owns one block's weights and arithmetic (and the frame cache those blocks share); must
@@ -30,12 +31,20 @@ pub enum Slot {
 pub struct FeatCache {
     slots: Vec<Slot>,
     idx: usize,
+    /// Model calls started on this cache.
+    calls: usize,
 }
 
 impl FeatCache {
     /// Start a new model call (the reference resets `feat_idx` to 0 per call).
     pub fn rewind(&mut self) {
         self.idx = 0;
+        self.calls += 1;
+    }
+    /// Whether the call in progress is the first on this cache (the reference's
+    /// `first_chunk`, which Wan 2.2's `DupUp3D` reads).
+    pub fn first_call(&self) -> bool {
+        self.calls <= 1
     }
     /// The next slot, in visiting order.
     fn next(&mut self) -> &mut Slot {

@@ -1,7 +1,8 @@
 //! The architecture written once: [`Config`] holds the stage tables of a Wan VAE (widths,
 //! blocks per stage, which stages resample in time, patch size, stage shortcut) and derives
 //! the stage list and checkpoint key paths that the layer walk (`coder.rs`), the key layout
-//! (`weights::layout`), the FLOP count (`flops.rs`) and `inspect` all read.
+//! (`weights::layout`), the FLOP count (`flops.rs`) and `inspect` all read. [`ModelKind`]
+//! names the two released architectures (Wan 2.1 and Wan 2.2) a config belongs to.
 //!
 //! It owns no tensors and must not know about files: `dim` / `z_dim` of a checkpoint are
 //! inferred by `weights::layout` and written into a `Config` there.
@@ -13,9 +14,64 @@ pub enum StageShortcut {
     /// Wan 2.1: nothing; every stage's blocks sit in one flat list (`downsamples.N`).
     None,
     /// Wan 2.2: a parameter-free `AvgDown3D` / `DupUp3D` shortcut around each stage, whose
-    /// blocks are keyed `downsamples.i.downsamples.j` (`docs/wan22-vae.md`). The layer walk
-    /// does not implement it yet; the key layout and the stage tables do.
+    /// blocks are keyed `downsamples.i.downsamples.j` (`docs/wan22-vae.md`).
     AvgDup,
+}
+
+/// Which released Wan VAE a config is (`--model wan2.1|wan2.2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ModelKind {
+    /// `Wan2.1_VAE.pth` (also the VAE of the Wan 2.2 14B models).
+    #[serde(rename = "wan2.1")]
+    Wan21,
+    /// `Wan2.2_VAE.pth`, the VAE of Wan 2.2 TI2V-5B.
+    #[serde(rename = "wan2.2")]
+    Wan22,
+}
+
+impl ModelKind {
+    pub const ALL: [ModelKind; 2] = [ModelKind::Wan21, ModelKind::Wan22];
+
+    /// The `--model` spelling: `wan2.1` or `wan2.2`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelKind::Wan21 => "wan2.1",
+            ModelKind::Wan22 => "wan2.2",
+        }
+    }
+
+    /// For messages: `the Wan 2.1 VAE` / `the Wan 2.2 VAE (TI2V-5B)`.
+    pub fn title(self) -> &'static str {
+        match self {
+            ModelKind::Wan21 => "Wan 2.1 VAE",
+            ModelKind::Wan22 => "Wan 2.2 VAE (TI2V-5B)",
+        }
+    }
+
+    /// The real checkpoint's config.
+    pub fn config(self) -> Config {
+        match self {
+            ModelKind::Wan21 => Config::wan21(),
+            ModelKind::Wan22 => Config::wan22(),
+        }
+    }
+}
+
+impl std::fmt::Display for ModelKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for ModelKind {
+    type Err = crate::error::UserError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().replace(['_', ' '], "").as_str() {
+            "wan2.1" | "wan21" => Ok(ModelKind::Wan21),
+            "wan2.2" | "wan22" => Ok(ModelKind::Wan22),
+            _ => Err(crate::error::UserError::invalid("model", s, "wan2.1 or wan2.2")),
+        }
+    }
 }
 
 /// Hyper-parameters of a Wan VAE, named as in the reference's `WanVAE_` constructor.
@@ -77,6 +133,20 @@ const WAN21_LATENT_STD: [f32; 16] = [
     2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253,
     2.8251, 1.9160,
 ];
+/// The 48 latent channel means of Wan 2.2 (`Wan2_2_VAE.__init__`).
+const WAN22_LATENT_MEAN: [f32; 48] = [
+    -0.2289, -0.0052, -0.1323, -0.2339, -0.2799, 0.0174, 0.1838, 0.1557, -0.1382, 0.0542, 0.2813, 0.0891, 0.1570,
+    -0.0098, 0.0375, -0.1825, -0.2246, -0.1207, -0.0698, 0.5109, 0.2665, -0.2108, -0.2158, 0.2502, -0.2055, -0.0322,
+    0.1109, 0.1567, -0.0729, 0.0899, -0.2799, -0.1230, -0.0313, -0.1649, 0.0117, 0.0723, -0.2839, -0.2083, -0.0520,
+    0.3748, 0.0152, 0.1957, 0.1433, -0.2944, 0.3573, -0.0548, -0.1681, -0.0667,
+];
+/// The 48 latent channel standard deviations of Wan 2.2.
+const WAN22_LATENT_STD: [f32; 48] = [
+    0.4765, 1.0364, 0.4514, 1.1677, 0.5313, 0.4990, 0.4818, 0.5013, 0.8158, 1.0344, 0.5894, 1.0901, 0.6885, 0.6165,
+    0.8454, 0.4978, 0.5759, 0.3523, 0.7135, 0.6804, 0.5833, 1.4146, 0.8986, 0.5659, 0.7069, 0.5338, 0.4889, 0.4917,
+    0.4069, 0.4999, 0.6866, 0.4093, 0.5709, 0.6065, 0.6415, 0.4944, 0.5726, 1.2042, 0.5458, 1.6887, 0.3971, 1.0600,
+    0.3943, 0.5537, 0.5444, 0.4089, 0.7468, 0.7744,
+];
 
 impl Config {
     /// The real Wan 2.1 VAE (`Wan2.1_VAE.pth`, `docs/wan21-vae.md`).
@@ -103,6 +173,42 @@ impl Config {
             dec_dim: dim,
             z_dim,
             ..Config::wan21()
+        }
+    }
+
+    /// The real Wan 2.2 VAE (`Wan2.2_VAE.pth`, `docs/wan22-vae.md`): a 2x2 patchify, stage
+    /// shortcuts, width-keeping upsamples, a 256-wide decoder and 48 latent channels.
+    pub fn wan22() -> Self {
+        Config {
+            dim: 160,
+            dec_dim: 256,
+            z_dim: 48,
+            dim_mult: vec![1, 2, 4, 4],
+            num_res_blocks: 2,
+            temporal_downsample: vec![false, true, true],
+            patch_size: 2,
+            upsample_halves_width: false,
+            stage_shortcut: StageShortcut::AvgDup,
+            latent_mean: WAN22_LATENT_MEAN.to_vec(),
+            latent_std: WAN22_LATENT_STD.to_vec(),
+        }
+    }
+
+    /// Wan 2.2's architecture at other widths / latent size (test checkpoints).
+    pub fn wan22_sized(dim: usize, dec_dim: usize, z_dim: usize) -> Self {
+        Config {
+            dim,
+            dec_dim,
+            z_dim,
+            ..Config::wan22()
+        }
+    }
+
+    /// Which released architecture this is (the widths may differ from the real model's).
+    pub fn kind(&self) -> ModelKind {
+        match self.stage_shortcut {
+            StageShortcut::None => ModelKind::Wan21,
+            StageShortcut::AvgDup => ModelKind::Wan22,
         }
     }
 
@@ -196,6 +302,66 @@ impl Config {
         }
     }
 
+    /// Frames the reference encodes out of `frames`: `1 + tc*((frames-1)/tc)` with `tc` the
+    /// temporal compression (frames past the last full group are ignored); zero is an error.
+    pub fn frames_used(&self, frames: usize) -> Result<usize, crate::error::UserError> {
+        let tc = self.temporal_compression();
+        if frames == 0 {
+            return Err(crate::error::UserError::invalid(
+                "frames",
+                "0",
+                format!("at least 1 frame (1+{tc}k frames, e.g. 1, 5, 9, 21, 81)"),
+            ));
+        }
+        Ok(1 + tc * ((frames - 1) / tc))
+    }
+
+    /// Height and width must be positive multiples of the spatial compression (8 for Wan
+    /// 2.1, 16 for Wan 2.2); the error names the model and the nearest valid sizes.
+    pub fn check_size(&self, width: usize, height: usize) -> Result<(), crate::error::UserError> {
+        let sc = self.spatial_compression();
+        for (what, v) in [("width", width), ("height", height)] {
+            if v == 0 || !v.is_multiple_of(sc) {
+                let lo = v / sc * sc;
+                let hi = lo + sc;
+                let nearest = if lo == 0 {
+                    format!("{hi}")
+                } else {
+                    format!("{lo} or {hi}")
+                };
+                return Err(crate::error::UserError::invalid(
+                    what,
+                    v.to_string(),
+                    format!(
+                        "a multiple of {sc} for the {} (nearest valid: {nearest})",
+                        self.kind().title()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Tiles and overlaps must be multiples of the spatial compression (tiles are cut in
+    /// latent positions); the error names the model and the nearest valid values.
+    pub fn check_tiling(&self, t: &super::Tiling) -> Result<(), crate::error::UserError> {
+        let sc = self.spatial_compression();
+        if t.tile_px.is_multiple_of(sc) && t.overlap_px.is_multiple_of(sc) {
+            return Ok(());
+        }
+        let round = |v: usize| (v / sc * sc).max(sc);
+        let tile = round(t.tile_px);
+        let overlap = (t.overlap_px / sc * sc).min(tile - sc);
+        Err(crate::error::UserError::invalid(
+            "tile",
+            format!("{}:{}", t.tile_px, t.overlap_px),
+            format!(
+                "TILE_PX:OVERLAP_PX both multiples of {sc} for the {} (nearest valid: {tile}:{overlap})",
+                self.kind().title()
+            ),
+        ))
+    }
+
     /// One line in the reference's terms, for `inspect`.
     pub fn summary(&self) -> String {
         let list = |v: &[String]| format!("[{}]", v.join(","));
@@ -258,6 +424,73 @@ mod tests {
         );
         assert_eq!((c.spatial_compression(), c.temporal_compression()), (8, 4));
         assert_eq!(c.image_channels(), 3);
+    }
+
+    #[test]
+    fn wan22_stages_are_the_reference_tables() {
+        let c = Config::wan22();
+        let enc: Vec<_> = c
+            .encoder_stages()
+            .iter()
+            .map(|s| (s.inp, s.out, s.res_blocks, s.resample))
+            .collect();
+        assert_eq!(
+            enc,
+            [
+                (160, 160, 2, Some(Downsample2d)),
+                (160, 320, 2, Some(Downsample3d)),
+                (320, 640, 2, Some(Downsample3d)),
+                (640, 640, 2, None)
+            ]
+        );
+        // docs/wan22-vae.md: decoder widths 1024, 1024, 1024, 512, 256; upsamples keep width.
+        let dec: Vec<_> = c
+            .decoder_stages()
+            .iter()
+            .map(|s| (s.inp, s.out, s.res_blocks, s.resample, s.resampled))
+            .collect();
+        assert_eq!(
+            dec,
+            [
+                (1024, 1024, 3, Some(Upsample3d), 1024),
+                (1024, 1024, 3, Some(Upsample3d), 1024),
+                (1024, 512, 3, Some(Upsample2d), 512),
+                (512, 256, 3, None, 256)
+            ]
+        );
+        assert_eq!((c.spatial_compression(), c.temporal_compression()), (16, 4));
+        assert_eq!((c.image_channels(), c.kind()), (12, ModelKind::Wan22));
+        assert_eq!(c.latent_mean.len(), 48);
+        assert_eq!(c.block_path("upsamples", 2, 3, 99), "upsamples.2.upsamples.3");
+    }
+
+    #[test]
+    fn size_and_tile_rules_name_the_model_and_the_nearest_valid_value() {
+        use super::super::Tiling;
+        let (a, b) = (Config::wan21(), Config::wan22());
+        assert!(a.check_size(40, 24).is_ok());
+        let err = b.check_size(40, 32).unwrap_err().to_string();
+        assert!(
+            err.contains("multiple of 16 for the Wan 2.2 VAE") && err.contains("32 or 48"),
+            "{err}"
+        );
+        let err = a.check_size(64, 4).unwrap_err().to_string();
+        assert!(
+            err.contains("height") && err.contains("Wan 2.1 VAE") && err.contains("valid: 8)"),
+            "{err}"
+        );
+        let t = Tiling::new(200, 56).unwrap();
+        assert!(a.check_tiling(&t).is_ok());
+        let err = b.check_tiling(&t).unwrap_err().to_string();
+        assert!(err.contains("multiples of 16") && err.contains("192:48"), "{err}");
+        assert_eq!(b.frames_used(7).unwrap(), 5);
+        assert!(b.frames_used(0).is_err());
+        assert_eq!("WAN2.2".parse::<ModelKind>().unwrap(), ModelKind::Wan22);
+        assert!("wan3"
+            .parse::<ModelKind>()
+            .unwrap_err()
+            .to_string()
+            .contains("wan2.1 or wan2.2"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Analytic cost of encode and decode in GFLOP (2 x multiply-adds of every convolution and
 //! matmul, bias and elementwise work not counted), walking the same layers and frame
-//! counts as the chunked reference computes them (`docs/wan21-vae.md`, "Cost"): the
-//! stage tables come from [`Config`].
+//! counts as the chunked reference computes them (`docs/wan21-vae.md` and
+//! `docs/wan22-vae.md`, "Cost"): the stage tables come from [`Config`]. Wan 2.2's patchify
+//! and stage shortcuts are reshapes, copies and averages: no multiply-adds, not counted.
 //!
 //! Must not build or run the model: the count is analytic.
 use super::blocks::ResampleMode;
@@ -127,5 +128,18 @@ mod tests {
         let d = decode_gflop(&Config::wan21(), 5, 64, 64);
         assert!((e - 109.25).abs() < 0.01, "encode {e}");
         assert!((d - 182.40).abs() < 0.01, "decode {d}");
+    }
+
+    #[test]
+    fn matches_the_costs_in_the_wan22_doc() {
+        // docs/wan22-vae.md: 5 frames at 64x64: encode 76.22, decode 394.66 GFLOP;
+        // 1 frame: 19.02 and 93.29.
+        let c = Config::wan22();
+        for (frames, enc, dec) in [(5, 76.22, 394.66), (1, 19.02, 93.29)] {
+            let e = encode_gflop(&c, frames, 64, 64);
+            let d = decode_gflop(&c, frames, 64, 64);
+            assert!((e - enc).abs() < 0.01, "{frames} frames: encode {e}, reference {enc}");
+            assert!((d - dec).abs() < 0.01, "{frames} frames: decode {d}, reference {dec}");
+        }
     }
 }

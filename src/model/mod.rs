@@ -1,7 +1,8 @@
-//! The Wan VAE on candle: public API (build, encode, decode), its options and input rules.
-//! Sub-modules mirror the reference implementation's building blocks;
-//! `docs/wan21-vae.md` describes what each computes (`docs/wan22-vae.md` the Wan 2.2
-//! differences, not built yet).
+//! The Wan VAEs (2.1 and 2.2) on candle: public API (build, encode, decode), its options.
+//! Sub-modules mirror the reference implementations' building blocks;
+//! `docs/wan21-vae.md` describes what each computes, `docs/wan22-vae.md` what Wan 2.2 does
+//! differently. The input rules that depend on the model (sizes, frames, tiles) are
+//! [`Config`] methods.
 //!
 //! Must not import `weights` or read files: callers build the model from a `Config` and a
 //! `VarBuilder` they make.
@@ -11,10 +12,11 @@ pub mod config;
 pub mod conv;
 pub mod cpu_kernels;
 pub mod flops;
+pub mod fold;
 pub mod tiling;
 mod vae;
 
-pub use config::{Config, Stage, StageShortcut};
+pub use config::{Config, ModelKind, Stage, StageShortcut};
 pub use conv::ConvImpl;
 pub use vae::WanVae;
 
@@ -73,7 +75,8 @@ impl std::str::FromStr for Precision {
     }
 }
 
-/// Spatial tiling in pixels (both multiples of 8, overlap < tile).
+/// Spatial tiling in pixels (both multiples of 8, overlap < tile; Wan 2.2 needs multiples of
+/// 16, checked by [`Config::check_tiling`] once the model is known).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tiling {
     pub tile_px: usize,
@@ -144,37 +147,4 @@ impl Default for RunOptions {
     fn default() -> Self {
         RunOptions { chunk: 1, tiling: None }
     }
-}
-
-/// Frames the reference encodes out of `frames`: `1 + 4*((frames-1)/4)`; zero is an error.
-pub fn frames_used(frames: usize) -> Result<usize, UserError> {
-    if frames == 0 {
-        return Err(UserError::invalid(
-            "frames",
-            "0",
-            "at least 1 frame (1+4k frames, e.g. 1, 5, 9, 21, 81)",
-        ));
-    }
-    Ok(1 + 4 * ((frames - 1) / 4))
-}
-
-/// Height and width must be positive multiples of 8 (the VAE's spatial compression).
-pub fn check_size(width: usize, height: usize) -> Result<(), UserError> {
-    for (what, v) in [("width", width), ("height", height)] {
-        if v == 0 || !v.is_multiple_of(8) {
-            let lo = v / 8 * 8;
-            let hi = lo + 8;
-            let nearest = if lo == 0 {
-                format!("{hi}")
-            } else {
-                format!("{lo} or {hi}")
-            };
-            return Err(UserError::invalid(
-                what,
-                v.to_string(),
-                format!("a multiple of 8 (nearest valid: {nearest})"),
-            ));
-        }
-    }
-    Ok(())
 }

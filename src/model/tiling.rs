@@ -2,6 +2,9 @@
 //! with fresh time caches, blended with linear ramps (top edge, then left edge, each tile
 //! updated in place as in diffusers), cropped to the stride and stitched.
 //!
+//! Tiles are cut on latent positions: `sc` is the model's spatial compression (pixels per
+//! latent position: 8 in Wan 2.1, 16 in Wan 2.2), and tile sizes must be multiples of it.
+//!
 //! Owns the tile grid and the blending; must not call the model itself: encode/decode come
 //! in as closures.
 use candle_core::{DType, Result, Tensor};
@@ -9,7 +12,7 @@ use candle_core::{DType, Result, Tensor};
 use super::Tiling;
 
 /// Encode `x` `[B,3,T,H,W]` tile by tile with `encode` (pixels -> latent moments).
-pub fn tiled_encode(x: &Tensor, tl: Tiling, encode: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+pub fn tiled_encode(x: &Tensor, tl: Tiling, sc: usize, encode: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
     let (h, w) = (x.dim(3)?, x.dim(4)?);
     let grid = Grid {
         len_h: h,
@@ -18,20 +21,20 @@ pub fn tiled_encode(x: &Tensor, tl: Tiling, encode: impl Fn(&Tensor) -> Result<T
         stride: tl.stride_px(),
     };
     let tiles = grid.map(x, encode)?;
-    blend_and_stitch(tiles, tl.overlap_px / 8, tl.stride_px() / 8, h / 8, w / 8)
+    blend_and_stitch(tiles, tl.overlap_px / sc, tl.stride_px() / sc, h / sc, w / sc)
 }
 
 /// Decode `z` `[B,z,t,h,w]` (after `conv2`) tile by tile with `decode` (latent -> pixels).
-pub fn tiled_decode(z: &Tensor, tl: Tiling, decode: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+pub fn tiled_decode(z: &Tensor, tl: Tiling, sc: usize, decode: impl Fn(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
     let (h, w) = (z.dim(3)?, z.dim(4)?);
     let grid = Grid {
         len_h: h,
         len_w: w,
-        tile: tl.tile_px / 8,
-        stride: tl.stride_px() / 8,
+        tile: tl.tile_px / sc,
+        stride: tl.stride_px() / sc,
     };
     let tiles = grid.map(z, decode)?;
-    blend_and_stitch(tiles, tl.overlap_px, tl.stride_px(), 8 * h, 8 * w)
+    blend_and_stitch(tiles, tl.overlap_px, tl.stride_px(), sc * h, sc * w)
 }
 
 /// Tile origins `0, stride, 2*stride, ... < len` in both spatial dims, as in diffusers.
@@ -132,6 +135,7 @@ mod tests {
                     tile_px: tile,
                     overlap_px: overlap,
                 },
+                8,
                 up8,
             )?;
             let diff = (&tiled - &whole)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;
@@ -152,6 +156,7 @@ mod tests {
                     tile_px: tile,
                     overlap_px: overlap,
                 },
+                8,
                 down8,
             )?;
             let diff = (&tiled - &z)?.abs()?.flatten_all()?.max(0)?.to_scalar::<f32>()?;

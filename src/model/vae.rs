@@ -1,5 +1,5 @@
-//! `WanVae`: the whole model (encoder, decoder, the two 1x1 convs, latent normalization)
-//! and the reference's time handling: first frame alone, then chunks.
+//! `WanVae`: the whole model (patchify in Wan 2.2, encoder, decoder, the two 1x1 convs,
+//! latent normalization) and the reference's time handling: first frame alone, then chunks.
 //!
 //! Owns building the whole model from a `Config` and a caller-made `VarBuilder`, input
 //! checks and the encode/decode entry points; must not load files (that is `weights`) nor
@@ -11,7 +11,8 @@ use candle_nn::VarBuilder;
 use super::blocks::{CausalConv3d, FeatCache};
 use super::coder::{Decoder, Encoder};
 use super::conv::ConvImpl;
-use super::{check_size, frames_used, tiling, Config, Precision, RunOptions};
+use super::fold::{patchify, unpatchify};
+use super::{tiling, Config, Precision, RunOptions};
 
 /// The loaded VAE.
 pub struct WanVae {
@@ -103,8 +104,8 @@ impl WanVae {
     }
 
     /// `video` `[1,3,T,H,W]` in [-1,1] (any float dtype) -> normalized latent
-    /// `[1, z, 1+(T-1)/4, H/8, W/8]` in the model dtype. Frames past `1+4k` are ignored,
-    /// with a warning, as the reference does.
+    /// `[1, z, 1+(T-1)/4, H/sc, W/sc]` in the model dtype (`sc` = 8 in Wan 2.1, 16 in 2.2).
+    /// Frames past `1+4k` are ignored, with a warning, as the reference does.
     pub fn encode(&self, video: &Tensor, opts: &RunOptions) -> anyhow::Result<Tensor> {
         let (_, c, t, h, w) = video
             .dims5()
@@ -112,19 +113,24 @@ impl WanVae {
         if c != 3 {
             bail!("video has {c} channels, expected 3 (RGB)");
         }
-        check_size(w, h)?;
-        let used = frames_used(t)?;
+        self.cfg.check_size(w, h)?;
+        let used = self.cfg.frames_used(t)?;
         if used != t {
-            eprintln!("warning: {t} frames is not 1+4k: encoding the first {used} frames, ignoring the last {} (as the reference does)", t - used);
+            let tc = self.cfg.temporal_compression();
+            eprintln!("warning: {t} frames is not 1+{tc}k: encoding the first {used} frames, ignoring the last {} (as the reference does)", t - used);
         }
         check_chunk(opts.chunk)?;
+        if let Some(tl) = &opts.tiling {
+            self.cfg.check_tiling(tl)?;
+        }
         let x = video
             .narrow(2, 0, used)?
             .to_device(&self.device)?
             .to_dtype(self.precision.dtype())?;
         let moments = match opts.tiling {
             Some(tl) if h > tl.tile_px || w > tl.tile_px => {
-                tiling::tiled_encode(&x, tl, |tile| self.encode_moments(tile, opts.chunk))?
+                let sc = self.cfg.spatial_compression();
+                tiling::tiled_encode(&x, tl, sc, |tile| self.encode_moments(tile, opts.chunk))?
             }
             _ => self.encode_moments(&x, opts.chunk)?,
         };
@@ -133,7 +139,7 @@ impl WanVae {
         Ok(z.to_dtype(self.precision.dtype())?)
     }
 
-    /// Normalized latent `[1, z, t, h, w]` -> video `[1, 3, 1+4(t-1), 8h, 8w]` (not clamped).
+    /// Normalized latent `[1, z, t, h, w]` -> video `[1, 3, 1+4(t-1), sc*h, sc*w]` (not clamped).
     pub fn decode(&self, latent: &Tensor, opts: &RunOptions) -> anyhow::Result<Tensor> {
         let (_, c, t, h, w) = latent
             .dims5()
@@ -145,31 +151,39 @@ impl WanVae {
             bail!("latent has an empty dimension: {:?}", latent.dims());
         }
         check_chunk(opts.chunk)?;
+        if let Some(tl) = &opts.tiling {
+            self.cfg.check_tiling(tl)?;
+        }
         let z = latent.to_device(&self.device)?.to_dtype(DType::F32)?;
         let z = z
             .broadcast_div(&self.inv_std)?
             .broadcast_add(&self.mean)?
             .to_dtype(self.precision.dtype())?;
         let x = self.conv2.forward(&z, None)?;
+        let sc = self.cfg.spatial_compression();
         let out = match opts.tiling {
-            Some(tl) if 8 * h > tl.tile_px || 8 * w > tl.tile_px => {
-                tiling::tiled_decode(&x, tl, |tile| self.decode_frames(tile, opts.chunk))?
+            Some(tl) if sc * h > tl.tile_px || sc * w > tl.tile_px => {
+                tiling::tiled_decode(&x, tl, sc, |tile| self.decode_frames(tile, opts.chunk))?
             }
             _ => self.decode_frames(&x, opts.chunk)?,
         };
         Ok(out)
     }
 
-    /// Encoder over frame chunks (`[0]`, then `4*chunk` frames per call), then `conv1`:
-    /// `[1, 2z, t, H/8, W/8]`.
+    /// Patchify (Wan 2.2), then the encoder over frame chunks (`[0]`, then `4*chunk` frames
+    /// per call), then `conv1`: video pixels -> `[1, 2z, t, H/sc, W/sc]`.
     fn encode_moments(&self, x: &Tensor, chunk: usize) -> candle_core::Result<Tensor> {
-        let out = first_then_chunks(x, 4 * chunk, |frames, cache| self.encoder.forward(frames, cache))?;
+        let x = patchify(x, self.cfg.patch_size)?;
+        let step = self.cfg.temporal_compression() * chunk;
+        let out = first_then_chunks(&x, step, |frames, cache| self.encoder.forward(frames, cache))?;
         self.conv1.forward(&out, None)
     }
 
-    /// Decoder over latent chunks (`[0]`, then `chunk` frames per call), after `conv2`.
+    /// Decoder over latent chunks (`[0]`, then `chunk` frames per call), after `conv2`, then
+    /// unpatchify (Wan 2.2): video pixels.
     fn decode_frames(&self, x: &Tensor, chunk: usize) -> candle_core::Result<Tensor> {
-        first_then_chunks(x, chunk, |frames, cache| self.decoder.forward(frames, cache))
+        let y = first_then_chunks(x, chunk, |frames, cache| self.decoder.forward(frames, cache))?;
+        unpatchify(&y, self.cfg.patch_size)
     }
 }
 

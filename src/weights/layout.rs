@@ -1,11 +1,12 @@
 //! The checkpoint layout: every tensor name and shape a model `Config` has, in the order
-//! of the official state dict, and inferring the Wan 2.1 config from a checkpoint.
+//! of the official state dict, and inferring the model (Wan 2.1 or 2.2) and its config
+//! from a checkpoint's shapes.
 //!
 //! Derives everything from the config's stage tables and block paths; must not repeat a
 //! width or stage table of its own. A test builds the model on a recording `VarBuilder`
 //! to check that the model asks for exactly these keys.
 use crate::model::blocks::ResampleMode;
-use crate::model::{Config, Stage};
+use crate::model::{Config, ModelKind, Stage};
 
 /// One expected tensor: original checkpoint key and shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,22 +112,42 @@ pub fn param_count(specs: &[TensorSpec]) -> u64 {
     specs.iter().map(|s| s.shape.iter().product::<usize>() as u64).sum()
 }
 
-/// Infer `dim` and `z_dim` from two shapes: `encoder.conv1.weight` `[dim,3,3,3,3]` and
-/// `conv2.weight` `[z,z,1,1,1]`. Returns a message naming the key on failure.
+/// Infer the model and its widths from three shapes: `encoder.conv1.weight` is
+/// `[dim, 3, 3, 3, 3]` in Wan 2.1 and `[dim, 12, 3, 3, 3]` (patchified RGB) in Wan 2.2,
+/// `conv2.weight` `[z, z, 1, 1, 1]`, and in Wan 2.2 `decoder.head.2.weight`
+/// `[12, dec_dim, 3, 3, 3]`. Returns a message naming the key on failure.
 pub fn infer_config(shape_of: impl Fn(&str) -> Option<Vec<usize>>) -> Result<Config, String> {
     let conv1 = shape_of("encoder.conv1.weight").ok_or("missing key encoder.conv1.weight (needed to infer dim)")?;
     let conv2 = shape_of("conv2.weight").ok_or("missing key conv2.weight (needed to infer z_dim)")?;
-    if conv1.len() != 5 || conv1[1..] != [3, 3, 3, 3] || conv1[0] == 0 {
-        return Err(format!(
-            "encoder.conv1.weight has shape {conv1:?}, expected [dim, 3, 3, 3, 3]"
-        ));
-    }
+    let kind = match conv1.as_slice() {
+        [d, 3, 3, 3, 3] if *d > 0 => ModelKind::Wan21,
+        [d, 12, 3, 3, 3] if *d > 0 => ModelKind::Wan22,
+        _ => {
+            return Err(format!(
+                "encoder.conv1.weight has shape {conv1:?}, expected [dim, 3, 3, 3, 3] (Wan 2.1) \
+                 or [dim, 12, 3, 3, 3] (Wan 2.2)"
+            ))
+        }
+    };
     if conv2.len() != 5 || conv2[0] != conv2[1] || conv2[2..] != [1, 1, 1] || conv2[0] == 0 {
         return Err(format!(
             "conv2.weight has shape {conv2:?}, expected [z_dim, z_dim, 1, 1, 1]"
         ));
     }
-    Ok(Config::wan21_sized(conv1[0], conv2[0]))
+    let (dim, z) = (conv1[0], conv2[0]);
+    match kind {
+        ModelKind::Wan21 => Ok(Config::wan21_sized(dim, z)),
+        ModelKind::Wan22 => {
+            let head = shape_of("decoder.head.2.weight")
+                .ok_or("missing key decoder.head.2.weight (needed to infer dec_dim of this Wan 2.2 VAE checkpoint)")?;
+            match head.as_slice() {
+                [12, d, 3, 3, 3] if *d > 0 => Ok(Config::wan22_sized(dim, *d, z)),
+                _ => Err(format!(
+                    "decoder.head.2.weight has shape {head:?}, expected [12, dec_dim, 3, 3, 3] (Wan 2.2)"
+                )),
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -152,27 +173,18 @@ mod tests {
         assert_eq!(param_count(&specs), 126_892_531);
     }
 
-    /// The stage tables can already express Wan 2.2's key layout: its keys are derived
-    /// from a config that differs from Wan 2.1 only in fields (the model itself is not
-    /// built here: issue 13).
+    /// Wan 2.2's key layout is derived from a config that differs from Wan 2.1 only in
+    /// fields.
     #[test]
-    fn a_wan22_config_derives_the_wan22_key_list() {
+    fn wan22_layout_matches_key_list() {
         let text = std::fs::read_to_string(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/wan22_vae_keys.json"
         ))
         .unwrap();
         let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text).unwrap();
-        let cfg = Config {
-            dim: 160,
-            dec_dim: 256,
-            z_dim: 48,
-            patch_size: 2,
-            upsample_halves_width: false,
-            stage_shortcut: crate::model::StageShortcut::AvgDup,
-            ..Config::wan21()
-        };
-        let specs = expected_tensors(&cfg);
+        let specs = expected_tensors(&Config::wan22());
+        assert_eq!(specs.len(), 196);
         let mut names: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
         names.sort();
         assert_eq!(names, keys.keys().map(String::as_str).collect::<Vec<_>>());
@@ -184,7 +196,7 @@ mod tests {
     }
 
     /// A `VarBuilder` backend that records every name and shape the model asks for and
-    /// hands back zeros.
+    /// hands back zeros (a broadcast scalar: no memory per tensor).
     #[derive(Clone, Default)]
     struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<Key>>>);
 
@@ -201,7 +213,7 @@ mod tests {
             dev: &candle_core::Device,
         ) -> candle_core::Result<candle_core::Tensor> {
             self.0.lock().unwrap().push((name.to_string(), s.dims().to_vec()));
-            candle_core::Tensor::zeros(s, dtype, dev)
+            candle_core::Tensor::zeros((), dtype, dev)?.broadcast_as(s)
         }
         fn get_unchecked(
             &self,
@@ -216,24 +228,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_model_asks_for_exactly_the_layout_keys() {
+    /// Build the model for `cfg` on a [`Recorder`] and compare what it asked for with the
+    /// layout, key by key and shape by shape.
+    fn assert_model_asks_for_the_layout(cfg: &Config, count: usize) {
         use crate::model::{ConvImpl, WanVae};
-        let cfg = Config::wan21();
         let rec = Recorder::default();
-        // f16 and candle's conv (no f32 copy of the weights) keep the zeros at ~250 MB.
+        // candle's conv keeps no f32 copy of the weights, and the zeros are broadcast scalars.
         let vb = candle_nn::VarBuilder::from_backend(
             Box::new(rec.clone()),
             candle_core::DType::F16,
             candle_core::Device::Cpu,
         );
-        WanVae::new(&cfg, vb, ConvImpl::Candle).unwrap();
+        WanVae::new(cfg, vb, ConvImpl::Candle).unwrap();
         let asked: Vec<Key> = rec.0.lock().unwrap().clone();
         let mut asked_sorted = asked.clone();
         asked_sorted.sort();
         asked_sorted.dedup();
         assert_eq!(asked_sorted.len(), asked.len(), "a key was requested twice");
-        let mut layout: Vec<Key> = expected_tensors(&cfg).into_iter().map(|s| (s.name, s.shape)).collect();
+        let mut layout: Vec<Key> = expected_tensors(cfg).into_iter().map(|s| (s.name, s.shape)).collect();
         layout.sort();
         let missing: Vec<_> = layout.iter().filter(|k| !asked_sorted.contains(k)).collect();
         let unlisted: Vec<_> = asked_sorted.iter().filter(|k| !layout.contains(k)).collect();
@@ -242,6 +254,41 @@ mod tests {
             unlisted.is_empty(),
             "keys the model asks for outside the layout: {unlisted:?}"
         );
-        assert_eq!(layout.len(), 194);
+        assert_eq!(layout.len(), count);
+    }
+
+    #[test]
+    fn the_wan21_model_asks_for_exactly_the_layout_keys() {
+        assert_model_asks_for_the_layout(&Config::wan21(), 194);
+    }
+
+    #[test]
+    fn the_wan22_model_asks_for_exactly_the_layout_keys() {
+        // With `wan22_layout_matches_key_list`: the model asks for the real checkpoint's keys.
+        assert_model_asks_for_the_layout(&Config::wan22(), 196);
+    }
+
+    #[test]
+    fn the_model_is_inferred_from_shapes() {
+        let shapes = |cfg: &Config| -> std::collections::HashMap<String, Vec<usize>> {
+            expected_tensors(cfg).into_iter().map(|s| (s.name, s.shape)).collect()
+        };
+        for cfg in [
+            Config::wan21(),
+            Config::wan22(),
+            Config::wan21_sized(8, 4),
+            Config::wan22_sized(8, 16, 48),
+        ] {
+            let s = shapes(&cfg);
+            assert_eq!(infer_config(|k| s.get(k).cloned()).unwrap(), cfg);
+        }
+        let mut s = shapes(&Config::wan22());
+        s.insert("encoder.conv1.weight".into(), vec![160, 6, 3, 3, 3]);
+        let err = infer_config(|k| s.get(k).cloned()).unwrap_err();
+        assert!(err.contains("[dim, 12, 3, 3, 3] (Wan 2.2)"), "{err}");
+        s.insert("encoder.conv1.weight".into(), vec![160, 12, 3, 3, 3]);
+        s.remove("decoder.head.2.weight");
+        let err = infer_config(|k| s.get(k).cloned()).unwrap_err();
+        assert!(err.contains("missing key decoder.head.2.weight"), "{err}");
     }
 }

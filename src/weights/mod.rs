@@ -1,8 +1,9 @@
 //! Model weights: the checkpoint layout, loading `.safetensors` / `.pth`, synthetic weights.
 //!
-//! Whatever the source, the result is checked against the layout for the inferred
-//! `dim`/`z_dim`: a missing or extra key, or a wrong shape, is an error naming the file
-//! and the key.
+//! Which model a checkpoint holds (Wan 2.1 or Wan 2.2) and its widths are inferred from
+//! tensor shapes; the result is then checked against the layout of that config: a missing
+//! or extra key, or a wrong shape, is an error naming the file and the key. `--model` only
+//! chooses the architecture of synthetic weights; with a file it must agree with the file.
 //!
 //! Owns turning a source into checked tensors in memory, and the `VarBuilder` over them
 //! that the model is built from; must not build the model nor know its layers beyond the
@@ -14,7 +15,7 @@ use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
 use crate::error::UserError;
-use crate::model::{Config, Precision};
+use crate::model::{Config, ModelKind, Precision};
 
 pub mod layout;
 pub mod source;
@@ -23,7 +24,8 @@ pub mod synthetic;
 /// Where weights come from once a reference is resolved to something local.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WeightsSource {
-    /// Built-in synthetic weights of the real layout (dim 96, z 16), from a seed.
+    /// Built-in synthetic weights of a real layout (the model comes from `--model`, Wan 2.1
+    /// by default), from a seed.
     Synthetic { seed: u64 },
     /// A local `.safetensors` or `.pth` file.
     File(PathBuf),
@@ -85,10 +87,11 @@ impl Weights {
         let known: std::collections::HashSet<&str> = expected.iter().map(|s| s.name.as_str()).collect();
         let mut extra: Vec<&String> = tensors.keys().filter(|k| !known.contains(k.as_str())).collect();
         extra.sort();
+        let title = config.kind().title();
         problems.extend(
             extra
                 .iter()
-                .map(|k| format!("unexpected key {k} (not part of the Wan 2.1 VAE)")),
+                .map(|k| format!("unexpected key {k} (not part of the {title})")),
         );
         for (name, t) in &tensors {
             if !matches!(t.dtype(), DType::F32 | DType::F16 | DType::BF16 | DType::F64) {
@@ -109,9 +112,8 @@ impl Weights {
             return Err(UserError::file(
                 origin,
                 format!(
-                    "not a Wan 2.1 VAE checkpoint for dim={} z_dim={} ({n} problem(s)):\n  {}{more}",
-                    config.dim,
-                    config.z_dim,
+                    "not a {title} checkpoint for {} ({n} problem(s)):\n  {}{more}",
+                    widths(&config),
                     shown.join("\n  ")
                 ),
             ));
@@ -129,12 +131,119 @@ impl Weights {
     }
 }
 
-/// Load and validate weights (every expected key present with its shape, no extras).
-pub fn load(source: &WeightsSource) -> anyhow::Result<Weights> {
-    match source {
-        WeightsSource::Synthetic { seed } => Ok(synthetic::build(&Config::wan21(), *seed)?),
-        WeightsSource::File(path) => Ok(load_file(path)?),
+/// `dim=.. z_dim=..` (and `dec_dim` where it differs), for messages.
+fn widths(c: &Config) -> String {
+    match c.dec_dim == c.dim {
+        true => format!("dim={} z_dim={}", c.dim, c.z_dim),
+        false => format!("dim={} dec_dim={} z_dim={}", c.dim, c.dec_dim, c.z_dim),
     }
+}
+
+/// Load and validate weights (every expected key present with its shape, no extras);
+/// synthetic weights are Wan 2.1's. See [`load_model`] for `--model`.
+pub fn load(source: &WeightsSource) -> anyhow::Result<Weights> {
+    load_model(source, None)
+}
+
+/// [`load`] with the user's `--model`: it picks the architecture of synthetic weights
+/// (Wan 2.1 when `None`), and a file holding the other model is an error saying which
+/// model the file holds.
+pub fn load_model(source: &WeightsSource, model: Option<ModelKind>) -> anyhow::Result<Weights> {
+    match source {
+        WeightsSource::Synthetic { seed } => Ok(synthetic::build(&model.unwrap_or(ModelKind::Wan21).config(), *seed)?),
+        WeightsSource::File(path) => {
+            if let Some(m) = model {
+                // Shapes only: a mismatch is reported before reading gigabytes.
+                check_model(path, &peek_config(path)?, m)?;
+            }
+            Ok(load_file(path)?)
+        }
+    }
+}
+
+/// The model of `source` under `--model`: synthetic weights take `model` (Wan 2.1 when
+/// `None`); a file's is read from its tensor shapes only (no tensor data is read) and must
+/// agree with `model` when one is given. The config has the file's widths.
+pub fn resolve_config(source: &WeightsSource, model: Option<ModelKind>) -> Result<Config, UserError> {
+    match source {
+        WeightsSource::Synthetic { .. } => Ok(model.unwrap_or(ModelKind::Wan21).config()),
+        WeightsSource::File(path) => {
+            let cfg = peek_config(path)?;
+            if let Some(m) = model {
+                check_model(path, &cfg, m)?;
+            }
+            Ok(cfg)
+        }
+    }
+}
+
+/// `--model` must agree with the file: the error names the model the file holds.
+fn check_model(path: &Path, held: &Config, asked: ModelKind) -> Result<(), UserError> {
+    let kind = held.kind();
+    if kind == asked {
+        return Ok(());
+    }
+    Err(UserError::file(
+        path,
+        format!(
+            "holds the {} ({}), not the {} that --model {asked} asks for; \
+             drop --model (it is only needed for synthetic weights) or pass --model {kind}",
+            kind.title(),
+            widths(held),
+            asked.title()
+        ),
+    ))
+}
+
+/// The config of a checkpoint file, inferred from the shapes in its header (safetensors)
+/// or pickle (pth) without reading tensor data.
+pub fn peek_config(path: &Path) -> Result<Config, UserError> {
+    let shapes: HashMap<String, Vec<usize>> = match detect_format(path)? {
+        "safetensors" => safetensors_shapes(path)?,
+        _ => {
+            let unreadable = |e: candle_core::Error| {
+                UserError::file(
+                    path,
+                    format!("cannot read as a PyTorch (.pth zip pickle) checkpoint: {e}"),
+                )
+            };
+            let mut infos = candle_core::pickle::read_pth_tensor_info(path, false, None).map_err(unreadable)?;
+            for key in ["state_dict", "model"] {
+                if !infos.is_empty() {
+                    break;
+                }
+                infos = candle_core::pickle::read_pth_tensor_info(path, false, Some(key)).unwrap_or_default();
+            }
+            infos
+                .into_iter()
+                .map(|i| (i.name, i.layout.shape().dims().to_vec()))
+                .collect()
+        }
+    };
+    layout::infer_config(|k| shapes.get(k).cloned()).map_err(|m| UserError::file(path, m))
+}
+
+/// Tensor shapes from a safetensors header (8-byte little-endian length, then JSON).
+fn safetensors_shapes(path: &Path) -> Result<HashMap<String, Vec<usize>>, UserError> {
+    use std::io::Read;
+    let bad = |why: String| UserError::file(path, format!("cannot read as safetensors: {why}"));
+    let mut f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut len = [0u8; 8];
+    f.read_exact(&mut len).map_err(|e| bad(e.to_string()))?;
+    let len = u64::from_le_bytes(len);
+    let file_len = f.metadata().map_err(|e| bad(e.to_string()))?.len();
+    if len == 0 || len > 100 << 20 || len + 8 > file_len {
+        return Err(bad(format!("header length {len} does not fit a {file_len}-byte file")));
+    }
+    let mut header = vec![0u8; len as usize];
+    f.read_exact(&mut header).map_err(|e| bad(e.to_string()))?;
+    let json: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&header).map_err(|e| bad(format!("header is not JSON: {e}")))?;
+    Ok(json
+        .into_iter()
+        .filter(|(k, _)| k != "__metadata__")
+        .filter_map(|(k, v)| Some((k, serde_json::from_value(v.get("shape")?.clone()).ok()?)))
+        .collect())
 }
 
 /// Load a `.safetensors` or `.pth` file (format by extension, else by content).

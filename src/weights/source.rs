@@ -81,10 +81,21 @@ pub const PRESETS: &[Preset] = &[
         reference: "hf://Comfy-Org/Wan_2.1_ComfyUI_repackaged/split_files/vae/wan_2.1_vae.safetensors",
         description: "ComfyUI repackage of the same VAE, .safetensors, 16-bit, 254 MB",
     },
+    Preset {
+        name: "wan2.2",
+        reference: "hf://Wan-AI/Wan2.2-TI2V-5B/Wan2.2_VAE.pth",
+        description: "official Wan 2.2 VAE (TI2V-5B), PyTorch .pth, fp32, 2.82 GB",
+    },
+    Preset {
+        name: "wan2.2-comfy",
+        reference: "hf://Comfy-Org/Wan_2.2_ComfyUI_Repackaged/split_files/vae/wan2.2_vae.safetensors",
+        description: "ComfyUI repackage of the Wan 2.2 VAE, .safetensors, 16-bit, 1.41 GB",
+    },
 ];
 
 /// The forms `--weights` accepts, for error messages.
-const FORMS: &str = "`synthetic`, a preset (`wan2.1`, `wan2.1-comfy`; see `inspect --list-presets`), \
+const FORMS: &str = "`synthetic`, a preset (`wan2.1`, `wan2.1-comfy`, `wan2.2`, `wan2.2-comfy`; see \
+                     `inspect --list-presets`), \
                      hf://OWNER/REPO/PATH/IN/REPO[@REVISION], or a local .pth / .safetensors file";
 
 /// Parse a reference: `synthetic`, a preset name, `hf://OWNER/REPO/PATH[@REVISION]`, else a
@@ -251,7 +262,7 @@ pub fn list_presets() -> String {
         ));
     }
     out.push_str(&format!(
-        "\nOther forms:\n  {:width$}  built-in random weights of the real layout (no download)\n  \
+        "\nOther forms:\n  {:width$}  built-in random weights of the real layout (no download; --model wan2.1|wan2.2)\n  \
          {:width$}  a local .pth or .safetensors file\n  {:width$}  hf://OWNER/REPO/PATH/IN/REPO[@REVISION]\n\n\
          Hub files are looked up in the Hugging Face cache first (HF_HUB_CACHE, else HF_HOME/hub, else \
          ~/.cache/huggingface/hub) and downloaded only on a miss; HF_HUB_OFFLINE=1 forbids downloads; \
@@ -285,6 +296,18 @@ mod tests {
             hub(
                 "Comfy-Org/Wan_2.1_ComfyUI_repackaged",
                 "split_files/vae/wan_2.1_vae.safetensors",
+                None
+            )
+        );
+        assert_eq!(
+            parse("wan2.2").unwrap(),
+            hub("Wan-AI/Wan2.2-TI2V-5B", "Wan2.2_VAE.pth", None)
+        );
+        assert_eq!(
+            parse("wan2.2-comfy").unwrap(),
+            hub(
+                "Comfy-Org/Wan_2.2_ComfyUI_Repackaged",
+                "split_files/vae/wan2.2_vae.safetensors",
                 None
             )
         );

@@ -1,10 +1,12 @@
-//! Synthetic weights: the full real layout (194 tensors, 126,892,531 parameters),
-//! deterministic from a seed, scaled so activations stay finite through the network.
+//! Synthetic weights: the full real layout of a model (Wan 2.1: 194 tensors, 126,892,531
+//! parameters; Wan 2.2: 196 tensors, 704,688,668), deterministic from a seed, scaled so
+//! activations stay finite through the network.
 //!
 //! Convolution and projection weights are uniform with standard deviation
 //! `1/sqrt(fan_in)` (variance-preserving), biases small, RMS-norm gammas 1. Each tensor has
 //! its own stream (seed mixed with its name), so generation runs in parallel and a tensor's
-//! values do not depend on the others.
+//! values do not depend on the others. Each tensor's values are generated straight into the
+//! buffer the tensor then owns: the weights exist once in memory (2.8 GB for Wan 2.2).
 //!
 //! Must not hard-code keys or shapes: they come from the layout of the given config.
 use std::collections::HashMap;
