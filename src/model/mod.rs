@@ -11,11 +11,13 @@ pub mod config;
 pub mod conv;
 pub mod cpu_kernels;
 pub mod flops;
+pub mod temporal_tiling;
 pub mod tiling;
 mod vae;
 
 pub use config::{Config, Stage, StageShortcut};
 pub use conv::ConvImpl;
+pub use temporal_tiling::TemporalTiling;
 pub use vae::WanVae;
 
 use crate::error::UserError;
