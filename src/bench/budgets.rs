@@ -86,7 +86,7 @@ impl Filter {
     pub fn matches(&self, s: &CaseSettings) -> bool {
         self.axes.iter().all(|(axis, values)| {
             let v = axis_value(axis, s);
-            values.iter().any(|x| *x == v)
+            values.contains(&v)
         })
     }
 

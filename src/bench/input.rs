@@ -89,7 +89,7 @@ pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile
             format!("{what} has batch {}; expected batch 1: {valid}", dims5[0]),
         ));
     }
-    if dims5.iter().any(|&d| d == 0) {
+    if dims5.contains(&0) {
         return Err(err(path, format!("{what} has an empty dimension; expected {valid}")));
     }
     let is_video = shape.len() == 5 && dims5[1] == 3 && z != 3 && comfy.is_none();

@@ -31,7 +31,8 @@ impl TemporalTiling {
     /// ComfyUI's widget limits: `temporal_size` >= 8 and `temporal_overlap` >= 4, both
     /// multiples of 4 (the widgets' step).
     pub fn new(tile_frames: usize, overlap_frames: usize) -> std::result::Result<Self, UserError> {
-        if tile_frames < 8 || overlap_frames < 4 || tile_frames % 4 != 0 || overlap_frames % 4 != 0 {
+        if tile_frames < 8 || overlap_frames < 4 || !tile_frames.is_multiple_of(4) || !overlap_frames.is_multiple_of(4)
+        {
             return Err(UserError::invalid(
                 "temporal_tile",
                 format!("{tile_frames}:{overlap_frames}"),
@@ -224,7 +225,7 @@ mod tests {
         let dev = Device::Cpu;
         let n = 2 * 11 * 3 * 4;
         let pow2: Vec<f32> = (0..n)
-            .map(|i| ((i % 7) as f32 - 3.0).signum() * 2f32.powi((i % 9) as i32 - 4))
+            .map(|i| ((i % 7) as f32 - 3.0).signum() * 2f32.powi((i % 9) - 4))
             .collect();
         let z = Tensor::from_vec(pow2, (1, 2, 11, 3, 4), &dev)?;
         let whole = up_time(&z)?;
