@@ -35,6 +35,8 @@ def import_diffusers():
         from diffusers.models.autoencoders import autoencoder_kl_wan as mod
     except ImportError as e:
         raise Unsupported(f"diffusers with AutoencoderKLWan is not importable ({e})") from e
+    # Its load-time advice about `torch_dtype` concerns from_pretrained, which we do not use.
+    diffusers.utils.logging.set_verbosity_error()
     return diffusers, mod
 
 
@@ -126,6 +128,11 @@ def convert_wan22(sd: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
 # The engine
 
 
+def chunk_message(chunk: int) -> str:
+    return (f"chunk {chunk} is not supported by the diffusers engine: AutoencoderKLWan always decodes one latent "
+            "frame per call (4 frames per encoder call after the first), i.e. chunk 1")
+
+
 class _NoFinalClamp:
     """Stands in for `torch` inside diffusers' Wan module while we call it: every attribute
     is torch's, except `clamp`, which diffusers uses there only for the final [-1, 1] clamp
@@ -199,19 +206,27 @@ class Engine:
     def compute_dtype(self) -> str:
         return self.precision.describe(self.device)
 
-    def _apply(self, opts: wc.RunOptions) -> None:
+    def _apply(self, opts: wc.RunOptions, encode: bool, height_px: int, width_px: int) -> None:
+        """Set diffusers' tiling for one call so that TILE:OVERLAP means what it means in
+        candle: tiles only when the frame exceeds one tile; for Wan 2.2 encode (tiled on the
+        patchified video, whose size diffusers compares with the pixel tile size) the tile
+        and stride are given in patchified pixels, i.e. halved."""
         if opts.chunk != 1:
-            raise Unsupported(f"chunk {opts.chunk} is not supported by the diffusers engine: AutoencoderKLWan always "
-                              "decodes one latent frame per call (4 frames per encoder call), i.e. chunk 1")
-        if opts.tiling is None:
+            raise Unsupported(chunk_message(opts.chunk))
+        tl = opts.tiling
+        if not wc.needs_tiling(tl, height_px, width_px):
             self.vae.disable_tiling()
-        else:
-            tl = opts.tiling
-            self.vae.enable_tiling(tile_sample_min_height=tl.tile_px, tile_sample_min_width=tl.tile_px,
-                                   tile_sample_stride_height=tl.stride_px, tile_sample_stride_width=tl.stride_px)
+            return
+        if self.model_name == "wan2.2" and (tl.tile_px % 16 or tl.overlap_px % 16):
+            raise Unsupported(f"tile {tl.tile_px}:{tl.overlap_px} is unsupported for Wan 2.2: tile and overlap "
+                              "must be multiples of 16 (its spatial compression)")
+        div = 2 if (self.model_name == "wan2.2" and encode) else 1
+        self.vae.enable_tiling(tile_sample_min_height=tl.tile_px // div, tile_sample_min_width=tl.tile_px // div,
+                               tile_sample_stride_height=tl.stride_px // div,
+                               tile_sample_stride_width=tl.stride_px // div)
 
     def encode(self, video: torch.Tensor, opts: wc.RunOptions) -> torch.Tensor:
-        self._apply(opts)
+        self._apply(opts, True, video.shape[3], video.shape[4])
         t = wc.frames_used(video.shape[2])
         x = video[:, :, :t].to(self.device, self.precision.weight_dtype)
         with torch.inference_mode(), self.precision.context(self.device):
@@ -219,7 +234,7 @@ class Engine:
         return wc.normalize(mu, self.mean, self.std, self.precision.dtype)
 
     def decode(self, latent: torch.Tensor, opts: wc.RunOptions) -> torch.Tensor:
-        self._apply(opts)
+        self._apply(opts, False, self.scale * latent.shape[3], self.scale * latent.shape[4])
         z = wc.denormalize(latent.to(self.device), self.mean, self.std, self.precision.weight_dtype)
         saved = self._mod.torch
         self._mod.torch = _NoFinalClamp()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import torch
 
@@ -196,6 +196,3 @@ def needs_tiling(tl: Optional[Tiling], height_px: int, width_px: int) -> bool:
     """diffusers' condition (and candle's): tile only when the frame exceeds one tile."""
     return tl is not None and (height_px > tl.tile_px or width_px > tl.tile_px)
 
-
-def iter_cases(names: Sequence[str]) -> Iterator[str]:
-    yield from sorted(names)

@@ -79,9 +79,12 @@ def decode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
     return 2.0 * m.macs / 1e9
 
 
-def gflop(model: str, dim: int, z: int, frames: int, width: int, height: int) -> tuple:
-    """(encode, decode) GFLOP of one pass."""
+def gflop(model: str, sd: dict, frames: int, width: int, height: int) -> tuple:
+    """(encode, decode) GFLOP of one pass of the model whose state dict is `sd`."""
     if model == "wan2.1":
-        return encode21(dim, z, frames, width, height), decode21(dim, z, frames, width, height)
+        from wan21_torch import config_from_state_dict
+        cfg = config_from_state_dict(sd)
+        return (encode21(cfg["dim"], cfg["z_dim"], frames, width, height),
+                decode21(cfg["dim"], cfg["z_dim"], frames, width, height))
     import wan22_torch
-    return wan22_torch.gflop(dim, z, frames, width, height)
+    return wan22_torch.gflop(wan22_torch.config_from_state_dict(sd), frames, width, height)

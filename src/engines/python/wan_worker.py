@@ -289,6 +289,10 @@ def measure(spec: dict) -> dict:
     knobs = apply_knobs(torch, spec, device)
     precision = precision_of(wc, spec["precision"], spec.get("torch_precision"), engine)
     opts = run_options(wc, spec["chunk"], spec.get("tile_px"), spec.get("overlap_px"))
+    if engine == "diffusers" and opts.chunk != 1:
+        # Refused before loading: diffusers has no temporal chunk setting.
+        import diffusers_engine
+        raise Unsupported(diffusers_engine.chunk_message(opts.chunk))
 
     def sync() -> None:
         if device.type == "cuda":
@@ -312,6 +316,8 @@ def measure(spec: dict) -> dict:
     model = {"format": loaded.format, "on_disk_dtype": loaded.on_disk_dtype, "params": loaded.params,
              "dim": int(loaded.state_dict["encoder.conv1.weight"].shape[0]), "z_dim": eng.z_dim,
              "model": loaded.model}
+    f, w, h = spec["frames"], spec["width"], spec["height"]
+    enc_gflop, dec_gflop = wan_flops.gflop(loaded.model, loaded.state_dict, f, w, h)
     del loaded
 
     phase("inputs")
@@ -350,17 +356,15 @@ def measure(spec: dict) -> dict:
                 save_outputs(torch, spec["outputs"], latent, decoded)
             except Exception as e:  # the timings stay valid
                 result["outputs_error"] = f"{type(e).__name__}: {e}"
-    f, w, h = spec["frames"], spec["width"], spec["height"]
     out_frames = wc.frames_used(f)
-    gf = wan_flops.gflop(loaded_model := model["model"], model["dim"], eng.z_dim, f, w, h)
     result.update({
         "compute_dtype": eng.compute_dtype(),
-        "encode": pass_stats(enc, enc_w, f, gf[0]),
-        "decode": pass_stats(dec, dec_w, out_frames, gf[1]),
+        "encode": pass_stats(enc, enc_w, f, enc_gflop),
+        "decode": pass_stats(dec, dec_w, out_frames, dec_gflop),
         "load_s": load_s,
         "model": model,
         "engine": engine,
-        "model_name": loaded_model,
+        "model_name": model["model"],
         "knobs": knobs,
         "python": context(torch, device, diffusers_version() if engine == "diffusers" else None),
     })
