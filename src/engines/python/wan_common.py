@@ -100,7 +100,9 @@ class Precision:
         dt = DTYPE_NAMES[self.dtype]
         if self.mode == "cast":
             return f"{dt} (model and activations cast to {dt})"
-        return f"{dt} (autocast over f32 weights: convs, matmuls and attention in {dt}; other ops as autocast picks)"
+        # CUDA autocast runs norm/normalize in f32; CPU autocast has no such rule (checked on torch 2.15).
+        norms = "RMS norms in f32" if device.type == "cuda" else f"RMS norms in {dt} too"
+        return f"{dt} (autocast over f32 weights: convs, matmuls and attention in {dt}; {norms})"
 
 
 def check_precision_mode(mode: str) -> str:
