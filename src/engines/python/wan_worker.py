@@ -7,40 +7,34 @@ worker's protocol (see PROTOCOL-NOTES.md next to this file).
     python3 wan_worker.py validate --engine torch|diffusers --weights W --cases C [--json] ...
     python3 wan_worker.py probe [--device cpu|cuda:N]
 
-The Rust parent writes every .py file of this directory into one scratch directory and
-runs this one; the sibling modules are imported from there. Only the standard library is
-imported before torch, so a Python without torch still gets a clear `unsupported` result.
+This module owns the `worker` mode (one case: load, warm up, time, save outputs, write the
+result JSON) and the command line; `wan_validate` owns `validate`, `wan_runtime` what both
+share. The Rust parent writes every .py file of this directory into one scratch directory
+and runs this one; the sibling modules are imported from there. Only the standard library
+is imported before torch, so a Python without torch still gets a clear `unsupported`.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import time
-import traceback
-from typing import Callable, Dict, List, Optional
+from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from wan_runtime import (ENGINES, BadInput, Unsupported, apply_knobs, classify, context,  # noqa: E402
+                         diffusers_version, import_torch, make_engine, open_device, peak_rss_bytes, precision_of,
+                         psnr_db, run_engine, run_options)
+import wan_validate  # noqa: E402
+
 PHASE_MARKER = "@@wan-vae-bench-phase "
 FAULT_VAR = "WAN_VAE_BENCH_FAULT"
-MIN_TORCH = (2, 0)
-ENGINES = ("torch", "diffusers")
 REPORTED_ENV_PREFIXES = ("MIOPEN_", "HSA_", "HIP_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "PYTORCH_", "TORCH_",
                          "CUDA_", "CUBLAS_", "CUDNN_", "RAYON_", "OMP_", "CANDLE_")
 OUTLIER_THRESHOLD = 1.4826 * 10.0
-TRACEBACK_TAIL = 3000
-
-
-class Unsupported(Exception):
-    """This interpreter, install, device or setting cannot run the case (status `unsupported`)."""
-
-
-class BadInput(Exception):
-    """The request itself is unusable (validate exits 2)."""
 
 
 def phase(name: str) -> None:
@@ -48,175 +42,9 @@ def phase(name: str) -> None:
     print(PHASE_MARKER + name, file=sys.stderr, flush=True)
 
 
-def interpreter() -> str:
-    return f"{sys.executable} (Python {platform.python_version()})"
-
-
-def import_torch():
-    """torch, or Unsupported naming the interpreter and what is missing or too old."""
-    try:
-        import torch
-    except ImportError as e:
-        raise Unsupported(f"torch is not installed for {interpreter()}: {e}") from e
-    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2] if p.isdigit())
-    if version < MIN_TORCH:
-        raise Unsupported(f"torch {torch.__version__} for {interpreter()} is too old: the engines need torch >= "
-                          f"{MIN_TORCH[0]}.{MIN_TORCH[1]}")
-    return torch
-
-
-# ----------------------------------------------------------------------------------------
-# Device, knobs and context
-
-
-def open_device(torch, name: str):
-    """`cpu` or `cuda:N` (ROCm builds name AMD GPUs cuda too); Unsupported when torch cannot open it."""
-    if name == "cpu":
-        return torch.device("cpu")
-    if not name.startswith("cuda"):
-        raise Unsupported(f"device {name!r} is not supported by the PyTorch engines (cpu or cuda:N)")
-    try:
-        index = int(name.split(":", 1)[1]) if ":" in name else 0
-    except ValueError:
-        raise Unsupported(f"device {name!r}: expected cuda:N with N a number") from None
-    if not torch.cuda.is_available():
-        build = f"HIP {torch.version.hip}" if torch.version.hip else (
-            f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU-only")
-        raise Unsupported(f"device {name}: torch {torch.__version__} ({build}) for {interpreter()} sees no GPU "
-                          "(torch.cuda.is_available() is False)")
-    if index >= torch.cuda.device_count():
-        raise Unsupported(f"device {name}: torch sees {torch.cuda.device_count()} GPU(s) (cuda:0..)")
-    torch.cuda.set_device(index)
-    return torch.device("cuda", index)
-
-
-def apply_knobs(torch, spec: dict, device) -> Dict[str, str]:
-    """Set torch.backends.cudnn.{enabled,benchmark} from the spec ("on"/"off"/absent =
-    torch's default) and say what applies: on the CPU neither knob does anything."""
-    knobs = {}
-    for key, attr in (("cudnn", "enabled"), ("cudnn_benchmark", "benchmark")):
-        value = spec.get(key)
-        if value not in (None, "on", "off"):
-            raise BadInput(f"spec field {key} = {value!r}: expected \"on\" or \"off\"")
-        if value is not None:
-            setattr(torch.backends.cudnn, attr, value == "on")
-        state = "on" if getattr(torch.backends.cudnn, attr) else "off"
-        knobs[key] = state if device.type == "cuda" else "not applicable (cpu)"
-    return knobs
-
-
-def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
-    """What the report keeps per engine: versions, device and its memory."""
-    ctx = {
-        "python": platform.python_version(),
-        "python_executable": sys.executable,
-        "torch": torch.__version__,
-        "hip": torch.version.hip,
-        "cuda": torch.version.cuda,
-        "cudnn_version": None,
-        "diffusers": diffusers_version,
-        "threads": torch.get_num_threads(),
-        "device_name": platform.processor() or platform.machine(),
-        "gcn_arch_name": None,
-        "total_memory_bytes": None,
-    }
-    try:
-        ctx["cudnn_version"] = torch.backends.cudnn.version()  # MIOpen's on ROCm builds
-    except Exception:  # no cuDNN/MIOpen in this build
-        pass
-    if device.type == "cuda":
-        props = torch.cuda.get_device_properties(device)
-        ctx["device_name"] = props.name
-        ctx["gcn_arch_name"] = getattr(props, "gcnArchName", None)
-        ctx["total_memory_bytes"] = int(props.total_memory)
-    return ctx
-
-
-def diffusers_version() -> Optional[str]:
-    try:
-        import diffusers
-        return diffusers.__version__
-    except ImportError:
-        return None
-
-
-def peak_rss_bytes() -> Optional[int]:
-    """VmHWM of this process (as the candle worker reports), bytes."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    try:
-        import resource
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
-    except (ImportError, OSError):
-        return None
-
-
 def seen_env(variant_vars: List[str]) -> Dict[str, str]:
     return {k: v for k, v in sorted(os.environ.items())
             if k in variant_vars or any(k.startswith(p) for p in REPORTED_ENV_PREFIXES)}
-
-
-# ----------------------------------------------------------------------------------------
-# Engines
-
-
-def make_engine(torch, engine: str, loaded, device, precision):
-    """The engine object for the checkpoint's model; Unsupported for what it cannot run."""
-    if engine == "torch":
-        if loaded.model == "wan2.1":
-            import wan21_torch
-            return wan21_torch.Engine(loaded.state_dict, device, precision)
-        import wan22_torch
-        return wan22_torch.Engine(loaded.state_dict, device, precision)
-    if engine == "diffusers":
-        import diffusers_engine
-        try:
-            return diffusers_engine.Engine(loaded.state_dict, loaded.model, device, precision)
-        except diffusers_engine.Unsupported as e:
-            raise Unsupported(f"{e} (interpreter {interpreter()})") from e
-    raise BadInput(f"engine {engine!r}: expected one of {', '.join(ENGINES)} (candle runs in the Rust worker)")
-
-
-def run_engine(fn: Callable, *args):
-    """Call an engine method, turning the diffusers engine's Unsupported into ours."""
-    try:
-        return fn(*args)
-    except Exception as e:
-        if type(e).__name__ == "Unsupported":
-            raise Unsupported(str(e)) from e
-        raise
-
-
-def run_options(wc, chunk: int, tile_px: Optional[int], overlap_px: Optional[int]):
-    if chunk < 1:
-        raise BadInput(f"chunk {chunk}: expected a positive number of latent frames per call (1 = reference)")
-    tiling = None
-    if tile_px is not None:
-        overlap = overlap_px or 0
-        if tile_px <= 0 or tile_px % 8 or overlap % 8 or overlap >= tile_px:
-            raise BadInput(f"tile {tile_px}:{overlap}: expected TILE_PX:OVERLAP_PX, multiples of 8, overlap < tile")
-        tiling = wc.Tiling(tile_px, overlap)
-    return wc.RunOptions(chunk=chunk, tiling=tiling)
-
-
-def precision_of(wc, name: str, mode: Optional[str], engine: str):
-    """fp32/bf16/fp16 plus how 16-bit is applied; default: autocast for `torch` (the
-    official WanVAE wrapper), cast for `diffusers` (pipelines' torch_dtype)."""
-    if name not in wc.DTYPES:
-        raise BadInput(f"precision {name!r}: expected fp32, bf16 or fp16")
-    mode = mode or ("autocast" if engine == "torch" else "cast")
-    if mode not in ("cast", "autocast"):
-        raise BadInput(f"torch_precision {mode!r}: expected cast or autocast")
-    return wc.Precision(name, mode)
-
-
-# ----------------------------------------------------------------------------------------
-# worker
 
 
 def pass_stats(samples: List[float], warmup: List[float], frames: int, gflop: float) -> dict:
@@ -239,16 +67,6 @@ def empty_result(status: str, error: Optional[str]) -> dict:
     return {"status": status, "error": error, "compute_dtype": None, "encode": None, "decode": None, "load_s": None,
             "peak_rss_bytes": None, "device_memory_bytes": None, "env": {}, "model": None, "roundtrip_psnr_db": None,
             "outputs_error": None}
-
-
-def psnr_db(torch, reference, other) -> Optional[float]:
-    """PSNR over [-1,1] (peak-to-peak 2) as `quality::error_stats`; None when identical."""
-    d = (reference.double() - other.double()).abs()
-    if not bool((d > 0).any()):
-        return None
-    import math
-    mse = float((d * d).mean())
-    return 10.0 * math.log10(4.0 / mse)
 
 
 def load_clip(torch, spec: dict):
@@ -425,22 +243,6 @@ def fake(spec: dict) -> dict:
     return r
 
 
-def classify(e: BaseException) -> tuple:
-    """(status, message) of an exception that ended a case."""
-    if isinstance(e, Unsupported):
-        return "unsupported", str(e)
-    if isinstance(e, BadInput):
-        return "failed", f"unusable case: {e}"
-    text = f"{type(e).__name__}: {e}"
-    low = text.lower()
-    if isinstance(e, MemoryError) or "out of memory" in low or "memory allocation of" in low:
-        return "oom", text
-    if "not implemented for" in low or "not supported" in low or "unsupported" in low:
-        return "unsupported", f"{text} (torch on {interpreter()})"
-    tail = traceback.format_exc()[-TRACEBACK_TAIL:]
-    return "failed", f"{text}\n--- traceback (tail) ---\n{tail}"
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
     try:
         spec = json.loads(args.case_json)
@@ -467,130 +269,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
         f.write(text)
     os.replace(tmp, args.result)
     return 0 if result.get("status") == "ok" else 1
-
-
-# ----------------------------------------------------------------------------------------
-# validate
-
-
-def tolerance_rule(precision: str, tiled: bool) -> tuple:
-    """validate.rs's Tolerance::for_settings: (metric, factor)."""
-    if tiled:
-        return "mean_abs_error", 0.2
-    return "max_abs_error", {"fp32": 1e-4, "fp16": 2e-2, "bf16": 1e-1}[precision]
-
-
-def check_output(torch, name: str, got, want, rule: tuple) -> dict:
-    if tuple(got.shape) != tuple(want.shape):
-        raise BadInput(f"{name}: computed shape {tuple(got.shape)} differs from expected {tuple(want.shape)}")
-    g, e = got.detach().float().cpu(), want.float()
-    d = (g.double() - e.double()).abs()
-    max_abs_expected = float(e.abs().max())
-    tol = rule[1] * max(1.0, max_abs_expected)
-    max_err, mean_err = float(d.max()), float(d.mean())
-    measured = mean_err if rule[0] == "mean_abs_error" else max_err
-    return {"output": name, "shape": list(got.shape), "max_abs_error": max_err, "mean_abs_error": mean_err,
-            "psnr_db": psnr_db(torch, e, g), "max_abs_expected": max_abs_expected, "tolerance": tol,
-            "pass": bool(torch.isfinite(g).all()) and measured <= tol}
-
-
-def read_cases(path: str) -> Dict[str, dict]:
-    """`<case>.input`, optional `<case>.latent`, `<case>.decoded` (tests/fixtures/README.md)."""
-    from safetensors import safe_open
-    if not os.path.isfile(path):
-        raise BadInput(f"{path}: cases file not found")
-    cases: Dict[str, dict] = {}
-    try:
-        with safe_open(path, framework="pt") as f:
-            for k in f.keys():
-                case, _, role = k.rpartition(".")
-                if role not in ("input", "latent", "decoded") or not case:
-                    raise BadInput(f"{path}: tensor {k!r} is not <case>.input|latent|decoded")
-                cases.setdefault(case, {})[role] = f.get_tensor(k).float()
-    except BadInput:
-        raise
-    except Exception as e:
-        raise BadInput(f"{path}: cannot read cases file (expected safetensors): {e}") from e
-    for name, roles in cases.items():
-        for role in ("input", "decoded"):
-            if role not in roles:
-                raise BadInput(f"{path}: case {name!r} has no {name}.{role}")
-    if not cases:
-        raise BadInput(f"{path}: no cases in file")
-    return cases
-
-
-def validate(args: argparse.Namespace) -> dict:
-    torch = import_torch()
-    import wan_common as wc
-    import wan_weights
-    cases = read_cases(args.cases)
-    device = open_device(torch, args.device)
-    knobs = apply_knobs(torch, {"cudnn": args.cudnn, "cudnn_benchmark": args.cudnn_benchmark}, device)
-    precision = precision_of(wc, args.precision, args.torch_precision, args.engine)
-    tile = args.tile.split(":") if args.tile else None
-    opts = run_options(wc, args.chunk, int(tile[0]) if tile else None, int(tile[1]) if tile and len(tile) > 1 else
-                       (int(tile[0]) // 4 // 8 * 8 if tile else None))
-    try:
-        loaded = wan_weights.load(args.weights)
-    except wan_weights.WeightsError as e:
-        raise BadInput(str(e)) from e
-    eng = make_engine(torch, args.engine, loaded, device, precision)
-    rule = tolerance_rule(args.precision, opts.tiling is not None)
-    reports = []
-    for name in sorted(cases):
-        c, outputs = cases[name], []
-        if "latent" in c:
-            z = run_engine(eng.encode, c["input"].to(device), opts)
-            outputs.append(check_output(torch, "latent", z, c["latent"], rule))
-            y = run_engine(eng.decode, c["latent"].to(device), opts)
-        else:
-            y = run_engine(eng.decode, c["input"].to(device), opts)
-        outputs.append(check_output(torch, "decoded", y, c["decoded"], rule))
-        reports.append({"case": name, "outputs": outputs})
-    return {
-        "engine": args.engine, "model": loaded.model, "weights": args.weights, "format": loaded.format,
-        "precision": args.precision, "compute_dtype": eng.compute_dtype(), "chunk": args.chunk,
-        "tile": f"{opts.tiling.tile_px}:{opts.tiling.overlap_px}" if opts.tiling else None, "device": args.device,
-        "conv": args.engine, "knobs": knobs,
-        "tolerance_rule": f"{rule[0]} <= {rule[1]:.0e} x max(1, max|expected|)", "cases": reports,
-        "pass": all(o["pass"] for r in reports for o in r["outputs"]),
-        "python": context(torch, device, diffusers_version() if args.engine == "diffusers" else None),
-    }
-
-
-def print_validate_text(r: dict) -> None:
-    print(f"engine {r['engine']} ({r['model']})  weights {r['weights']}  precision {r['precision']} "
-          f"(computes {r['compute_dtype']})  chunk {r['chunk']}  tile {r['tile'] or 'none'}  device {r['device']}")
-    print(f"tolerance: {r['tolerance_rule']}")
-    print(f"{'case':<10} {'output':<8} {'max_abs_err':>13} {'mean_abs_err':>13} {'psnr_db':>9} {'tolerance':>11}  result")
-    for c in r["cases"]:
-        for o in c["outputs"]:
-            psnr = "inf" if o["psnr_db"] is None else f"{o['psnr_db']:.2f}"
-            print(f"{c['case']:<10} {o['output']:<8} {o['max_abs_error']:>13.3e} {o['mean_abs_error']:>13.3e} "
-                  f"{psnr:>9} {o['tolerance']:>11.3e}  {'ok' if o['pass'] else 'FAIL'}")
-    print("all outputs within tolerance" if r["pass"] else "some outputs exceed the tolerance")
-
-
-def cmd_validate(args: argparse.Namespace) -> int:
-    """Exit 0 within tolerance, 1 not, 2 for anything that kept it from running."""
-    try:
-        report = validate(args)
-    except (Unsupported, BadInput) as e:
-        status = "unsupported" if isinstance(e, Unsupported) else "bad_input"
-        print(json.dumps({"status": status, "error": str(e)}) if args.json else f"error: {e}",
-              file=sys.stdout if args.json else sys.stderr)
-        return 2
-    except Exception as e:  # noqa: BLE001 - a crash of the engine is reported, exit 2
-        status, msg = classify(e)
-        print(json.dumps({"status": status, "error": msg}) if args.json else f"error: {msg}",
-              file=sys.stdout if args.json else sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_validate_text(report)
-    return 0 if report["pass"] else 1
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -626,7 +304,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("probe", help="print interpreter, torch and device context as JSON")
     p.add_argument("--device", default="cpu")
     args = ap.parse_args(argv)
-    return {"worker": cmd_worker, "validate": cmd_validate, "probe": cmd_probe}[args.cmd](args)
+    return {"worker": cmd_worker, "validate": wan_validate.cmd_validate, "probe": cmd_probe}[args.cmd](args)
 
 
 if __name__ == "__main__":
