@@ -88,7 +88,7 @@ def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
         "cudnn_version": None,
         "diffusers": diffusers_version,
         "threads": torch.get_num_threads(),
-        "device_name": platform.processor() or platform.machine(),
+        "device_name": cpu_name(),
         "gcn_arch_name": None,
         "total_memory_bytes": None,
     }
@@ -102,6 +102,18 @@ def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
         ctx["gcn_arch_name"] = getattr(props, "gcnArchName", None)
         ctx["total_memory_bytes"] = int(props.total_memory)
     return ctx
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def diffusers_version() -> Optional[str]:
