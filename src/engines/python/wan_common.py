@@ -198,3 +198,45 @@ def needs_tiling(tl: Optional[Tiling], height_px: int, width_px: int) -> bool:
     """diffusers' condition (and candle's): tile only when the frame exceeds one tile."""
     return tl is not None and (height_px > tl.tile_px or width_px > tl.tile_px)
 
+
+
+def temporal_latent_frames(tile_frames: int, overlap_frames: int, c: int = 4) -> tuple:
+    """ComfyUI's `VAEDecodeTiled` units -> (tile, overlap) in latent frames, as candle's
+    `temporal_tiling.rs` (docs/temporal-tiling.md): halve the overlap when the tile is
+    shorter than twice it, then max(2, tile // c) and max(1, min(tile_t // 2, overlap // c))."""
+    if tile_frames < overlap_frames * 2:
+        overlap_frames //= 2
+    tile_t = max(2, tile_frames // c)
+    overlap_t = max(1, min(tile_t // 2, overlap_frames // c))
+    return tile_t, overlap_t
+
+
+def temporal_tiled_decode(z: torch.Tensor, tile_frames: int, overlap_frames: int, c: int, fn: Fn) -> torch.Tensor:
+    """ComfyUI's temporal tiling (`tiled_scale_multidim` on the time axis): tiles at
+    range(0, T - ov, tile - ov) clamped to T - ov, each decoded whole by `fn`, placed at
+    c * start, weighted by the feather (c * ov - c + 1 frames, (t+1)/feather at both ends)
+    and divided by the summed weights. Candle's `temporal_tiling.rs` does the same."""
+    n = z.shape[2]
+    tile, ov = temporal_latent_frames(tile_frames, overlap_frames, c)
+    if n <= tile:
+        return fn(z)
+    out_len = max(0, c * n - (c - 1))
+    feather = max(0, c * ov - (c - 1))
+    out, weight, dtype = None, torch.zeros(out_len, dtype=torch.float32), None
+    for p in range(0, n - ov, tile - ov):
+        pos = max(0, min(n - ov, p))
+        ps = fn(z[:, :, pos:pos + min(tile, n - pos)])
+        dtype, ps = ps.dtype, ps.float()
+        m = ps.shape[2]
+        mask = torch.ones(m, dtype=torch.float32)
+        if feather < m:
+            for t in range(feather):
+                a = (t + 1) / feather
+                mask[t] *= a
+                mask[m - 1 - t] *= a
+        start = c * pos
+        if out is None:
+            out = torch.zeros(ps.shape[:2] + (out_len,) + ps.shape[3:], dtype=torch.float32, device=ps.device)
+        out[:, :, start:start + m] += ps * mask.to(ps.device).view(1, 1, m, 1, 1)
+        weight[start:start + m] += mask
+    return (out / weight.to(out.device).view(1, 1, out_len, 1, 1)).to(dtype)

@@ -85,10 +85,12 @@ def load_clip(torch, spec: dict):
 
 
 def save_outputs(torch, path: str, latent, decoded) -> None:
-    """f32 `latent` and `decoded` safetensors, written atomically (as the candle worker)."""
+    """f32 `latent` and `decoded` safetensors, written atomically (as the candle worker);
+    a pass the case did not run (None) is left out."""
     from safetensors.torch import save_file
     tmp = path[:-len(".safetensors")] + ".safetensors.tmp" if path.endswith(".safetensors") else path + ".tmp"
-    save_file({"latent": latent.float().cpu().contiguous(), "decoded": decoded.float().cpu().contiguous()}, tmp)
+    tensors = {k: v.float().cpu().contiguous() for k, v in (("latent", latent), ("decoded", decoded)) if v is not None}
+    save_file(tensors, tmp)
     os.replace(tmp, path)
 
 
@@ -139,34 +141,57 @@ def measure(spec: dict) -> dict:
     del loaded
 
     phase("inputs")
-    video = load_clip(torch, spec).to(device)
+    # `passes` and `input` (docs/worker-protocol.md): a decode-only case decodes the given
+    # latent and never encodes; an `input` video replaces the clip.
+    passes = spec.get("passes") or "both"
+    given = spec.get("input") or {}
+    encodes, decodes = passes != "decode", passes != "encode"
+    video, given_z = None, None
+    if encodes and given.get("kind") == "video":
+        from safetensors.torch import load_file
+        video = load_file(given["path"])["video"].float().to(device)
+    elif encodes:
+        video = load_clip(torch, spec).to(device)
+    elif given.get("kind") == "latent":
+        from safetensors.torch import load_file
+        given_z = load_file(given["path"])["latent"].to(device)
+    else:
+        raise BadInput("a decode-only case needs `input` of kind `latent`")
+    tt = (spec.get("temporal_tile_frames"), spec.get("temporal_overlap_frames"))
+
+    def decode(z):
+        if tt[0] is None:
+            return run_engine(eng.decode, z, opts)
+        return wc.temporal_tiled_decode(z, tt[0], tt[1], 4, lambda t: run_engine(eng.decode, t, opts))
+
     enc_w, dec_w, enc, dec = [], [], [], []
     last = None
     total = spec["warmup"] + spec["runs"]
     for i in range(total):
         warm = i < spec["warmup"]
         label = f"warmup {i + 1}/{spec['warmup']}" if warm else f"run {i + 1 - spec['warmup']}/{spec['runs']}"
-        phase(f"encode {label}")
-        sync()
-        t = time.perf_counter()
-        z = run_engine(eng.encode, video, opts)
-        sync()
-        e = time.perf_counter() - t
-        phase(f"decode {label}")
-        sync()
-        t = time.perf_counter()
-        out = run_engine(eng.decode, z, opts)
-        sync()
-        d = time.perf_counter() - t
-        last = (z, out) if i + 1 == total else None
-        (enc_w if warm else enc).append(e)
-        (dec_w if warm else dec).append(d)
+        z, out = given_z, None
+        if encodes:
+            phase(f"encode {label}")
+            sync()
+            t = time.perf_counter()
+            z = run_engine(eng.encode, video, opts)
+            sync()
+            (enc_w if warm else enc).append(time.perf_counter() - t)
+        if decodes:
+            phase(f"decode {label}")
+            sync()
+            t = time.perf_counter()
+            out = decode(z)
+            sync()
+            (dec_w if warm else dec).append(time.perf_counter() - t)
+        last = (z if encodes else None, out) if i + 1 == total else None
 
     result = empty_result("ok", None)
     if last is not None:
         phase("outputs")
-        latent, decoded = last[0].float(), last[1].float()
-        if spec["weights"] != "synthetic":
+        latent, decoded = (None if t is None else t.float() for t in last)
+        if spec["weights"] != "synthetic" and video is not None and decoded is not None:
             used = decoded.shape[2]
             result["roundtrip_psnr_db"] = psnr_db(torch, video[:, :, :used].float(), decoded.clamp(-1, 1))
         if spec.get("outputs"):
@@ -177,8 +202,8 @@ def measure(spec: dict) -> dict:
     out_frames = wc.frames_used(f)
     result.update({
         "compute_dtype": eng.compute_dtype(),
-        "encode": pass_stats(enc, enc_w, f, enc_gflop),
-        "decode": pass_stats(dec, dec_w, out_frames, dec_gflop),
+        "encode": pass_stats(enc, enc_w, f, enc_gflop) if encodes else None,
+        "decode": pass_stats(dec, dec_w, out_frames, dec_gflop) if decodes else None,
         "load_s": load_s,
         "model": model,
         "engine": engine,
