@@ -289,7 +289,12 @@ pub fn render(cases: &[CaseRecord]) -> String {
     let mut s = String::new();
     for c in cases.iter().filter(|c| !c.budgets.is_empty()) {
         for b in &c.budgets {
-            let value = b.value.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
+            let value = match (b.value, b.budget.as_str(), b.verdict) {
+                (Some(v), _, _) => format!("{v:.3}"),
+                // A null PSNR that passed means identical outputs.
+                (None, "min_psnr_db", BudgetVerdict::Ok) => "inf".into(),
+                (None, _, _) => "-".into(),
+            };
             let op = if b.budget == "min_psnr_db" { ">=" } else { "<=" };
             s.push_str(&format!(
                 "  {:<9} {}  {} {value} (limit {op} {}, {})\n",
