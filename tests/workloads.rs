@@ -458,3 +458,43 @@ fn write_npy(path: &Path, t: &Tensor) {
     }
     std::fs::write(path, bytes).unwrap();
 }
+
+/// A video input replaces the clip: its encode gives the fixture's latent, and the round
+/// trip (real weights, both passes) is measured against that video.
+#[test]
+fn a_video_input_is_encoded_and_round_tripped() {
+    let dir = scratch();
+    let cases = candle_core::safetensors::load(CASES, &Device::Cpu).unwrap();
+    let input = dir.path().join("video1.safetensors");
+    save(&input, &[("video", &cases["video1.input"])]);
+    let (out, report) = run_tiny(
+        dir.path(),
+        &[
+            "--input",
+            input.to_str().unwrap(),
+            "--precision",
+            "fp32",
+            "--keep-outputs",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), stdout(&out));
+    let r = Report::load(&report).unwrap();
+    assert_eq!(r.run.input.as_ref().unwrap().kind, "video");
+    let c = &r.cases[0];
+    assert_eq!(c.id, "fp32-chunk1-untiled-5x32x32-baseline");
+    assert!(c.encode.is_some() && c.decode.is_some());
+    assert!(
+        c.quality.as_ref().unwrap().roundtrip_psnr_db.is_some(),
+        "{:?}",
+        c.quality
+    );
+    let text = stdout(&out);
+    let dir_out = text.lines().find_map(|l| l.strip_prefix("outputs: ")).unwrap();
+    let saved = candle_core::safetensors::load(
+        Path::new(dir_out).join(format!("{}.outputs.safetensors", c.id)),
+        &Device::Cpu,
+    )
+    .unwrap();
+    assert_matches(&saved["latent"], &cases["video1.latent"], "encode of the input video");
+    assert_matches(&saved["decoded"], &cases["video1.decoded"], "decode of its latent");
+}
