@@ -80,6 +80,30 @@ pub struct RunSettings {
     pub shuffle_seed: Option<u64>,
     /// Matrix file used, if any.
     pub config_path: Option<String>,
+    /// The user's input file (`--input`); null when the cases used the built-in clip.
+    #[serde(default)]
+    pub input: Option<InputRecord>,
+}
+
+/// The input file a run decoded or encoded (`run.input`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct InputRecord {
+    /// The file as given.
+    pub path: String,
+    /// The tensor used (`latent_tensor` in a ComfyUI `.latent`; `array` for `.npy`).
+    pub tensor: String,
+    /// Its shape as stored in the file.
+    pub shape: Vec<usize>,
+    /// Its dtype as stored (`f32`, `f16`, `bf16`, `f64`).
+    pub dtype: String,
+    /// SHA-256 of the file, lowercase hex.
+    pub sha256: String,
+    /// `latent` or `video`.
+    pub kind: String,
+    /// How its values were read: `normalized` ((mu - mean) / std, what this tool's encode
+    /// gives), `comfyui` (ComfyUI's raw VAE latent, normalized with the model's mean/std
+    /// before decoding) or `video` ([-1, 1]).
+    pub normalization: String,
 }
 
 /// Outcome of one case. [`CaseStatus::name`] is its JSON spelling.
@@ -154,6 +178,50 @@ pub struct CaseRecord {
     /// The machine this case ran on; set by `merge` when cases come from several reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<SystemInfo>,
+    /// Each `[budgets]` limit that applies to this case, with its verdict (ok cases only;
+    /// absent when the matrix sets none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<BudgetCheck>,
+}
+
+/// One budget checked against one case.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct BudgetCheck {
+    /// `encode_median_s`, `decode_median_s`, `peak_rss_gb`, `device_memory_gb` or `min_psnr_db`.
+    pub budget: String,
+    /// Where the limit comes from: `all cases` or the `[[budgets.case]]` filter, e.g.
+    /// `frames = 17, size = 320x320`.
+    pub scope: String,
+    /// The limit (at most; for `min_psnr_db` at least).
+    pub limit: f64,
+    /// What the case measured, in the budget's unit; null when not measured (or, for
+    /// `min_psnr_db`, identical outputs).
+    pub value: Option<f64>,
+    /// `ok`, `broken` or `unmeasured`.
+    pub verdict: BudgetVerdict,
+}
+
+/// A budget's verdict. [`BudgetVerdict::name`] is its JSON spelling.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum BudgetVerdict {
+    /// Within the limit.
+    Ok,
+    /// Past the limit: `run` exits 1.
+    Broken,
+    /// The case did not measure this (e.g. no encode pass, no device memory, no reference).
+    Unmeasured,
+}
+
+impl BudgetVerdict {
+    /// `ok`, `broken` or `unmeasured`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BudgetVerdict::Ok => "ok",
+            BudgetVerdict::Broken => "broken",
+            BudgetVerdict::Unmeasured => "unmeasured",
+        }
+    }
 }
 
 /// Statistics of one pass kind (encode or decode) of a case.

@@ -12,3 +12,4 @@ mod merge_plot_cli;
 mod model;
 mod util;
 mod validate_cli;
+mod workloads;

@@ -1,4 +1,5 @@
-//! The TOML matrix file: `[model]`, `[run]`, `[matrix]` and `[env.NAME]` tables, parsed
+//! The TOML matrix file: `[model]`, `[run]`, `[matrix]`, `[env.NAME]` and `[budgets]`
+//! (its syntax is `budgets`') tables, parsed
 //! strictly (an unknown key, an unknown env variant, an invalid value or an empty axis is an
 //! error naming it) into [`BenchOptions`]. Also the built-in smoke matrix.
 //!
@@ -26,6 +27,8 @@ struct File {
     matrix: MatrixSection,
     #[serde(default)]
     env: BTreeMap<String, BTreeMap<String, toml::Value>>,
+    #[serde(default)]
+    budgets: super::budgets::BudgetsSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +48,9 @@ struct RunSection {
     timeout_s: Option<f64>,
     order: Option<String>,
     seed: Option<u64>,
+    /// Relative to the matrix file's folder.
+    input: Option<String>,
+    input_tensor: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -56,6 +62,8 @@ struct MatrixSection {
     tile: Option<Vec<String>>,
     chunk: Option<Vec<usize>>,
     env: Option<Vec<String>>,
+    passes: Option<Vec<String>>,
+    temporal_tile: Option<Vec<String>>,
 }
 
 /// Read and parse a matrix file; errors name the file and the culprit.
@@ -64,6 +72,9 @@ pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
         std::fs::read_to_string(path).map_err(|e| UserError::file(path, format!("cannot read matrix file: {e}")))?;
     let mut opts = parse(&text).map_err(|e| UserError::file(path, format!("{e:#}")))?;
     opts.config_path = Some(path.to_path_buf());
+    if let (Some(input), Some(dir)) = (&opts.input, path.parent()) {
+        opts.input = Some(dir.join(input));
+    }
     Ok(opts)
 }
 
@@ -94,6 +105,14 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
             .collect::<Result<_, _>>()?,
         chunks: options::check_chunks("matrix.chunk", axis("chunk", m.chunk, vec![1])?)?,
         envs: axis("env", m.env, vec![BASELINE.into()])?,
+        passes: axis("passes", m.passes, vec!["both".into()])?
+            .iter()
+            .map(|s| options::parse_passes("matrix.passes", s))
+            .collect::<Result<_, _>>()?,
+        temporal_tiles: axis("temporal_tile", m.temporal_tile, vec!["none".into()])?
+            .iter()
+            .map(|s| options::parse_temporal_tile("matrix.temporal_tile", s))
+            .collect::<Result<_, _>>()?,
     };
     let mut variants = BTreeMap::new();
     variants.insert(BASELINE.to_string(), BTreeMap::new());
@@ -145,6 +164,9 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         config_path: None,
         axes,
         variants,
+        input: file.run.input.map(Into::into),
+        input_tensor: file.run.input_tensor,
+        budgets: file.budgets.into_budgets()?,
     };
     opts.validate()?;
     Ok(opts)
@@ -217,6 +239,22 @@ MIOPEN_FIND_MODE = "2"
         assert!(err("[matrix]\ntile = [\"100:8\"]").contains("100:8"));
         assert!(err("[run]\nruns = 0").contains("runs"));
         assert!(err("[matrix]\nframes = [5, 5]").contains("duplicate"));
+    }
+
+    #[test]
+    fn workload_keys_parse() {
+        let o = parse(
+            "[run]\ninput = \"l.latent\"\n[matrix]\npasses = [\"decode\"]\ntemporal_tile = [\"none\", \"64:8\"]\n\
+             [budgets]\npeak_rss_gb = 50\n[[budgets.case]]\nframes = 17\nsize = \"320x320\"\ndecode_median_s = 10",
+        )
+        .unwrap();
+        assert_eq!(o.case_count(), 2);
+        assert_eq!(o.input.as_deref(), Some(std::path::Path::new("l.latent")));
+        assert_eq!(o.budgets.cases.len(), 1);
+        assert!(err("[matrix]\npasses = [\"twice\"]").contains("twice"));
+        assert!(err("[matrix]\ntemporal_tile = [\"64:5\"]").contains("64:5"));
+        assert!(err("[budgets]\ndecode_s = 1").contains("decode_s"));
+        assert!(err("[[budgets.case]]\nframez = 17\ndecode_median_s = 1").contains("framez"));
     }
 
     #[test]

@@ -61,8 +61,8 @@ pub fn add_references(cases: &mut Vec<Case>) {
     cases.extend(added);
 }
 
-/// All cases in matrix order (frames, size, precision, tile, chunk, env; the last varies
-/// fastest). A new axis is one more [`product`] line.
+/// All cases in matrix order (frames, size, precision, tile, temporal tile, chunk, env,
+/// passes; the last varies fastest). A new axis is one more [`product`] line.
 pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let a = &opts.axes;
     // Every field is overwritten by its axis below; the axes are never empty.
@@ -74,14 +74,18 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
         width: 8,
         height: 8,
         env_variant: String::new(),
+        passes: crate::settings::Passes::Both,
+        temporal_tile: None,
     };
     let all = vec![seed];
     let all = product(all, &a.frames, |s, &f| s.frames = f);
     let all = product(all, &a.sizes, |s, &(w, h)| (s.width, s.height) = (w, h));
     let all = product(all, &a.precisions, |s, &p| s.precision = p);
     let all = product(all, &a.tiles, |s, &t| s.tiling = t);
+    let all = product(all, &a.temporal_tiles, |s, &t| s.temporal_tile = t);
     let all = product(all, &a.chunks, |s, &c| s.chunk = c);
     let all = product(all, &a.envs, |s, e| s.env_variant = e.clone());
+    let all = product(all, &a.passes, |s, &p| s.passes = p);
     all.into_iter()
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();

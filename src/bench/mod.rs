@@ -3,6 +3,7 @@
 //! `docs/architecture.md` draws the data flow.
 //!
 //! Sub-modules: [`options`] typed options and flags, [`config`] the TOML matrix file,
+//! [`input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their verdicts,
 //! [`matrix`] case expansion, [`scheduler`] order and the run loop, [`executor`] worker
 //! processes, [`protocol`] the parent <-> worker wire format, [`worker`] the in-process
 //! measurement (with [`clip`] its input, [`fault`] the testing hook, [`memory`] process
@@ -18,10 +19,12 @@ use anyhow::Context;
 use crate::error::UserError;
 use crate::report::{CaseStatus, Report, RunSettings};
 
+pub mod budgets;
 pub mod clip;
 pub mod config;
 pub mod executor;
 pub mod fault;
+pub mod input;
 pub mod matrix;
 pub mod memory;
 pub mod options;
@@ -102,12 +105,22 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
 /// the report's header written), let the [`Scheduler`] run every case, then print the table
 /// and write the exports.
 pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
-    let opts = options_from_args(&args)?;
+    let mut opts = options_from_args(&args)?;
     // Resolved once, in the parent (a hub download happens here, not in every worker).
     let resolved = crate::weights::source::resolve(&opts.weights)?;
     // The model (from the file's shapes, or --model for synthetic weights) decides the size
     // and tile rules: check every case before starting any.
     let model_cfg = crate::weights::resolve_config(&resolved.source, opts.model)?;
+    // Read and checked once, in the parent, against the model's config; the workers get
+    // the checked tensor as a file.
+    let input = match &opts.input {
+        None => None,
+        Some(path) => {
+            let file = input::load(path, opts.input_tensor.as_deref(), &model_cfg)?;
+            apply_input(&mut opts, &args.flags, &file)?;
+            Some(file)
+        }
+    };
     let mut cases = matrix::expand(&opts);
     for case in &cases {
         model_cfg.check_size(case.settings.width, case.settings.height)?;
@@ -140,6 +153,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             order: opts.order.name().to_string(),
             shuffle_seed: seed,
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
+            input: input.as_ref().map(|i| i.record.clone()),
         },
         cases: Vec::new(),
     };
@@ -149,6 +163,11 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
+    let worker_input = match &input {
+        Some(file) => Some(file.save(&executor.scratch.join("input.safetensors"))?),
+        None => None,
+    };
+    drop(input);
     let progress = progress::Progress::new(cases.len(), opts.quiet);
     let run_wide = RunWide {
         weights: resolved.source,
@@ -156,6 +175,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         device: opts.device.clone(),
         warmup: opts.warmup,
         runs: opts.runs,
+        input: worker_input,
     };
     let total = cases.len();
     let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
@@ -169,7 +189,20 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         None => {}
     }
     scheduler.run(&mut report, &output)?;
+    // Budgets are checked once every case (and its quality) is known; cases added only
+    // as quality references are not the user's and get none.
+    if !opts.budgets.is_empty() {
+        for rec in report.cases.iter_mut().filter(|c| !c.added_as_reference) {
+            rec.budgets = budgets::check(&opts.budgets, rec);
+        }
+        report.save_atomic(&output)?;
+    }
     print!("{}", TextTable.render(&report)?);
+    print!("{}", budgets::render(&report.cases));
+    let broken = budgets::broken(&report.cases);
+    for line in &broken {
+        println!("budget broken: {line}");
+    }
     println!("report: {}", output.display());
     let mut exports = ExportManager::default();
     exports.add(MarkdownTable, args.export_markdown.as_deref());
@@ -179,7 +212,45 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         println!("outputs: {}", scheduler.executor.scratch.display());
     }
     let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
-    Ok(if all_ok { 0 } else { 1 })
+    Ok(if all_ok && broken.is_empty() { 0 } else { 1 })
+}
+
+/// Frames and size come from the input file: a `--frames`/`--size` that disagrees is an
+/// error naming both; a latent can only be decoded.
+fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &input::InputFile) -> anyhow::Result<()> {
+    let path = file.record.path.as_str();
+    let what = format!(
+        "--input {path} (tensor `{}` {:?}: {} frames at {}x{})",
+        file.record.tensor, file.record.shape, file.frames, file.width, file.height
+    );
+    if !flags.frames.is_empty() && flags.frames != [file.frames] {
+        let given: Vec<String> = flags.frames.iter().map(|f| f.to_string()).collect();
+        return Err(UserError::Other(format!(
+            "--frames {} conflicts with {what}: frames come from the input; drop --frames",
+            given.join(",")
+        ))
+        .into());
+    }
+    if !flags.size.is_empty() && flags.size != [(file.width, file.height)] {
+        let given: Vec<String> = flags.size.iter().map(|(w, h)| format!("{w}x{h}")).collect();
+        return Err(UserError::Other(format!(
+            "--size {} conflicts with {what}: the size comes from the input; drop --size",
+            given.join(",")
+        ))
+        .into());
+    }
+    if file.is_latent {
+        if let Some(p) = opts.axes.passes.iter().find(|p| p.encodes()) {
+            return Err(UserError::Other(format!(
+                "{what} is a latent, which can only be decoded, but passes includes `{}`: use --passes decode",
+                p.name()
+            ))
+            .into());
+        }
+    }
+    opts.axes.frames = vec![file.frames];
+    opts.axes.sizes = vec![(file.width, file.height)];
+    Ok(())
 }
 
 /// `wan-vae-bench worker` (hidden): run one case, write its result JSON.

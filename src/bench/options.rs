@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::UserError;
-use crate::model::{ModelKind, Precision, Tiling};
+use crate::model::{ModelKind, Precision, TemporalTiling, Tiling};
+use crate::settings::Passes;
 
 use super::scheduler::Order;
 
@@ -30,6 +31,10 @@ pub struct Axes {
     pub chunks: Vec<usize>,
     /// Env variant names (keys of [`BenchOptions::variants`]).
     pub envs: Vec<String>,
+    /// Timed passes (encode, decode or both).
+    pub passes: Vec<Passes>,
+    /// Temporal tilings of the decode (ComfyUI's); `None` = untiled in time.
+    pub temporal_tiles: Vec<Option<TemporalTiling>>,
 }
 
 /// Everything a `run` needs, after the config file and the flags are merged.
@@ -62,6 +67,12 @@ pub struct BenchOptions {
     pub axes: Axes,
     /// Env variants: name -> variables the worker gets on top of the parent's environment.
     pub variants: BTreeMap<String, BTreeMap<String, String>>,
+    /// The user's input file (`--input`, `[run] input`): a latent or a video.
+    pub input: Option<PathBuf>,
+    /// Which tensor of the input file (`--input-tensor`, `[run] input_tensor`).
+    pub input_tensor: Option<String>,
+    /// Limits checked after the run (`[budgets]`).
+    pub budgets: super::budgets::Budgets,
 }
 
 /// Flags of `run` that replace the matrix file's values when given (an empty list means
@@ -123,7 +134,25 @@ pub struct MatrixFlags {
     /// No progress bar and no per-case lines.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Timed passes: encode, decode or both (default both); a decode-only case decodes
+    /// --input's latent, or an untimed encode of the clip.
+    #[arg(long, value_delimiter = ',', value_parser = passes_flag)]
+    pub passes: Vec<Passes>,
+    /// Temporal tiling of the decode as ComfyUI's VAEDecodeTiled: `none` or
+    /// TILE:OVERLAP in video frames (its defaults: 64:8).
+    #[arg(long = "temporal-tile", alias = "temporal_tile", value_delimiter = ',', value_parser = temporal_tile_flag)]
+    pub temporal_tile: Vec<TemporalTileSetting>,
+    /// Input file: a latent [1,z,t,h,w] or [z,t,h,w], or a video [1,3,T,H,W] in [-1,1], as
+    /// .safetensors, ComfyUI .latent or .npy; frames and size come from it.
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// The tensor of --input to use when the file holds several.
+    #[arg(long = "input-tensor", alias = "input_tensor")]
+    pub input_tensor: Option<String>,
 }
+
+/// A temporal tiling axis value (see [`TileSetting`] for the spelling).
+pub type TemporalTileSetting = ::std::option::Option<TemporalTiling>;
 
 /// A tiling axis value: `None` = untiled. Spelled `::std::option::Option` where clap
 /// derives a flag from it, so clap parses `none` instead of treating the flag as optional.
@@ -159,6 +188,18 @@ impl BenchOptions {
         }
         if !o.env.is_empty() {
             self.axes.envs = o.env.clone();
+        }
+        if !o.passes.is_empty() {
+            self.axes.passes = o.passes.clone();
+        }
+        if !o.temporal_tile.is_empty() {
+            self.axes.temporal_tiles = o.temporal_tile.clone();
+        }
+        if o.input.is_some() {
+            self.input = o.input.clone();
+        }
+        if o.input_tensor.is_some() {
+            self.input_tensor = o.input_tensor.clone();
         }
         self.warmup = o.warmup.unwrap_or(self.warmup);
         self.runs = o.runs.unwrap_or(self.runs);
@@ -211,13 +252,25 @@ impl BenchOptions {
         no_duplicates("tile", a.tiles.iter().map(|t| tile_name(*t)))?;
         no_duplicates("chunk", a.chunks.iter().map(|c| c.to_string()))?;
         no_duplicates("env", a.envs.iter().cloned())?;
+        no_duplicates("passes", a.passes.iter().map(|p| p.name().to_string()))?;
+        no_duplicates("temporal_tile", a.temporal_tiles.iter().map(|t| temporal_tile_name(*t)))?;
+        if self.input_tensor.is_some() && self.input.is_none() {
+            return Err(UserError::Other("--input-tensor (run.input_tensor) needs --input (run.input)".into()).into());
+        }
         Ok(())
     }
 
     /// Number of cases the matrix expands to.
     pub fn case_count(&self) -> usize {
         let a = &self.axes;
-        a.frames.len() * a.sizes.len() * a.precisions.len() * a.tiles.len() * a.chunks.len() * a.envs.len()
+        a.frames.len()
+            * a.sizes.len()
+            * a.precisions.len()
+            * a.tiles.len()
+            * a.chunks.len()
+            * a.envs.len()
+            * a.passes.len()
+            * a.temporal_tiles.len()
     }
 }
 
@@ -295,6 +348,42 @@ pub fn parse_tile(what: &str, s: &str) -> Result<Option<Tiling>, UserError> {
             "`none`, TILE or TILE:OVERLAP in pixels (multiples of 8, overlap < tile), e.g. 256:64",
         )
     })
+}
+
+/// `none` or `TILE:OVERLAP` in video frames (ComfyUI's `temporal_size:temporal_overlap`).
+pub fn parse_temporal_tile(what: &str, s: &str) -> Result<Option<TemporalTiling>, UserError> {
+    let s = s.trim();
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    s.parse::<TemporalTiling>().map(Some).map_err(|e| match e {
+        UserError::InvalidValue { expected, .. } => UserError::invalid(what, s, expected),
+        other => other,
+    })
+}
+
+/// `encode`, `decode` or `both`.
+pub fn parse_passes(what: &str, s: &str) -> Result<Passes, UserError> {
+    s.parse::<Passes>()
+        .map_err(|_| UserError::invalid(what, s, "encode, decode or both"))
+}
+
+/// `--passes` value (clap value parser).
+pub fn passes_flag(s: &str) -> Result<Passes, UserError> {
+    parse_passes("--passes", s)
+}
+
+/// `--temporal-tile` value (clap value parser).
+pub fn temporal_tile_flag(s: &str) -> Result<TemporalTileSetting, UserError> {
+    parse_temporal_tile("--temporal-tile", s)
+}
+
+/// Canonical name of a temporal tiling: `none` or `TILE:OVERLAP` (video frames).
+pub fn temporal_tile_name(t: Option<TemporalTiling>) -> String {
+    match t {
+        None => "none".to_string(),
+        Some(t) => format!("{}:{}", t.tile_frames, t.overlap_frames),
+    }
 }
 
 /// `fp32`, `bf16` or `fp16` (also `f32`, `float32`, ...).
@@ -400,6 +489,24 @@ mod tests {
         assert!(parse_tile("t", "64:64").is_err());
         assert!(parse_tile("t", "60:8").is_err());
         assert!(parse_tile("t", "big").is_err());
+    }
+
+    #[test]
+    fn temporal_tiles_and_passes() {
+        assert_eq!(parse_temporal_tile("t", "none").unwrap(), None);
+        assert_eq!(
+            parse_temporal_tile("t", "64:8").unwrap(),
+            Some(TemporalTiling::COMFYUI_DEFAULT)
+        );
+        let e = parse_temporal_tile("matrix.temporal_tile", "64:3")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("matrix.temporal_tile") && e.contains("64:3"), "{e}");
+        assert_eq!(parse_passes("p", "decode").unwrap(), Passes::Decode);
+        assert!(parse_passes("p", "both-ways")
+            .unwrap_err()
+            .to_string()
+            .contains("both-ways"));
     }
 
     #[test]

@@ -25,11 +25,17 @@ use crate::report::{CaseStatus, ErrorStats, Quality, Report};
 
 pub use super::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
 
-/// Save `latent` and `decoded` (as f32, on the CPU) as a safetensors file, atomically.
-pub fn save_outputs(path: &Path, latent: &Tensor, decoded: &Tensor) -> anyhow::Result<()> {
+/// Save `latent` and `decoded` (as f32, on the CPU) as a safetensors file, atomically; a
+/// pass the case did not run is left out (an encode-only case has no `decoded`, a
+/// decode-only case no `latent` of its own).
+pub fn save_outputs(path: &Path, latent: Option<&Tensor>, decoded: Option<&Tensor>) -> anyhow::Result<()> {
     let cpu = |t: &Tensor| -> anyhow::Result<Tensor> { Ok(t.to_dtype(DType::F32)?.to_device(&Device::Cpu)?) };
-    let tensors =
-        std::collections::HashMap::from([(LATENT.to_string(), cpu(latent)?), (DECODED.to_string(), cpu(decoded)?)]);
+    let mut tensors = std::collections::HashMap::new();
+    for (name, t) in [(LATENT, latent), (DECODED, decoded)] {
+        if let Some(t) = t {
+            tensors.insert(name.to_string(), cpu(t)?);
+        }
+    }
     crate::files::write_atomic_with(path, |tmp| {
         candle_core::safetensors::save(&tensors, tmp).with_context(|| format!("cannot write {}", tmp.display()))
     })
@@ -42,33 +48,37 @@ pub struct Output {
     pub values: Vec<f32>,
 }
 
-/// Read an outputs file: (latent, decoded).
-pub fn load_outputs(path: &Path) -> anyhow::Result<(Output, Output)> {
+/// Read an outputs file: (latent, decoded), each `None` when the file lacks it.
+pub fn load_outputs(path: &Path) -> anyhow::Result<(Option<Output>, Option<Output>)> {
     let tensors = candle_core::safetensors::load(path, &Device::Cpu)
         .with_context(|| format!("cannot read the outputs {}", path.display()))?;
-    let get = |name: &str| -> anyhow::Result<Output> {
-        let t: &Tensor = tensors
-            .get(name)
-            .with_context(|| format!("{} has no tensor `{name}`", path.display()))?;
-        Ok(Output {
+    let get = |name: &str| -> anyhow::Result<Option<Output>> {
+        let Some(t) = tensors.get(name) else {
+            return Ok(None);
+        };
+        Ok(Some(Output {
             dims: t.dims().to_vec(),
             values: t.flatten_all()?.to_dtype(DType::F32)?.to_vec1()?,
-        })
+        }))
     };
     Ok((get(LATENT)?, get(DECODED)?))
 }
 
-/// Latent and decoded error of the outputs in `case` against those in `reference`.
-pub fn compare_files(reference: &Path, case: &Path) -> anyhow::Result<(ErrorStats, ErrorStats)> {
+/// Latent and decoded error of the outputs in `case` against those in `reference`; each
+/// `None` when either file lacks that output.
+pub fn compare_files(reference: &Path, case: &Path) -> anyhow::Result<(Option<ErrorStats>, Option<ErrorStats>)> {
     let (rl, rd) = load_outputs(reference)?;
     let (cl, cd) = load_outputs(case)?;
-    let stats = |name: &str, r: &Output, c: &Output| -> anyhow::Result<ErrorStats> {
+    let stats = |name: &str, r: Option<Output>, c: Option<Output>| -> anyhow::Result<Option<ErrorStats>> {
+        let (Some(r), Some(c)) = (r, c) else {
+            return Ok(None);
+        };
         if r.dims != c.dims {
             anyhow::bail!("{name} shapes differ: reference {:?}, case {:?}", r.dims, c.dims);
         }
-        Ok(crate::quality::error_stats(&r.values, &c.values))
+        Ok(Some(crate::quality::error_stats(&r.values, &c.values)))
     };
-    Ok((stats(LATENT, &rl, &cl)?, stats(DECODED, &rd, &cd)?))
+    Ok((stats(LATENT, rl, cl)?, stats(DECODED, rd, cd)?))
 }
 
 /// What is known about a finished case.
@@ -145,11 +155,11 @@ impl QualityBook {
                 let (mut latent, mut decoded) = (None, None);
                 if let (Some(rp), Some(cp)) = (&reference.outputs, &case.outputs) {
                     match compare_files(rp, cp) {
-                        Ok((l, d)) => (latent, decoded) = (Some(l), Some(d)),
+                        Ok((l, d)) => (latent, decoded) = (l, d),
                         Err(e) => warnings.push(format!("cannot compare the outputs of {c} with {r}: {e:#}")),
                     }
                 }
-                (latent.is_some() || case.roundtrip_psnr_db.is_some()).then(|| Quality {
+                (latent.is_some() || decoded.is_some() || case.roundtrip_psnr_db.is_some()).then(|| Quality {
                     reference_id: r.clone(),
                     latent,
                     decoded,
@@ -172,7 +182,7 @@ mod tests {
 
     fn save(path: &Path, latent: &[f32], decoded: &[f32]) {
         let t = |v: &[f32]| Tensor::from_slice(v, (1, 1, v.len()), &Device::Cpu).unwrap();
-        save_outputs(path, &t(latent), &t(decoded)).unwrap();
+        save_outputs(path, Some(&t(latent)), Some(&t(decoded))).unwrap();
     }
 
     fn record(id: &str, status: CaseStatus) -> CaseRecord {
@@ -205,7 +215,7 @@ mod tests {
             .to_dtype(candle_core::DType::BF16)
             .unwrap();
         let decoded = structured_clip(5, 16, 8, &Device::Cpu).unwrap();
-        save_outputs(&path, &latent, &decoded).unwrap();
+        save_outputs(&path, Some(&latent), Some(&decoded)).unwrap();
         let back = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
         assert_eq!(back[LATENT].dtype(), candle_core::DType::F32);
         assert_eq!(back[DECODED].dims(), &[1, 3, 5, 8, 16]);
@@ -218,6 +228,7 @@ mod tests {
         save(&rp, &[0.0, 0.5, -0.5, 1.0], &[0.25, -0.25]);
         save(&cp, &[0.0, 0.5, -0.5, 1.0], &[0.25, -0.25]);
         let (l, d) = compare_files(&rp, &cp).unwrap();
+        let (l, d) = (l.unwrap(), d.unwrap());
         for s in [&l, &d] {
             assert!(s.identical);
             assert_eq!((s.psnr_db, s.max_abs, s.mean_abs), (None, 0.0, 0.0));
@@ -226,6 +237,7 @@ mod tests {
         // Decoded: both values off by 0.02: MSE 4e-4, PSNR 40 dB.
         save(&cp, &[0.0, 0.5, -0.5, 0.9], &[0.27, -0.23]);
         let (l, d) = compare_files(&rp, &cp).unwrap();
+        let (l, d) = (l.unwrap(), d.unwrap());
         assert!((l.psnr_db.unwrap() - 32.0412).abs() < 1e-3, "{l:?}");
         assert!((l.max_abs - 0.1).abs() < 1e-6 && (l.mean_abs - 0.025).abs() < 1e-6);
         assert!((d.psnr_db.unwrap() - 40.0).abs() < 1e-3, "{d:?}");
@@ -236,6 +248,11 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("shapes differ"));
+        // A decode-only case saves no latent of its own: only the decoded video is compared.
+        let t = Tensor::from_slice(&[0.25f32, -0.25], (1, 1, 2), &Device::Cpu).unwrap();
+        save_outputs(&cp, None, Some(&t)).unwrap();
+        let (l, d) = compare_files(&rp, &cp).unwrap();
+        assert!(l.is_none() && d.unwrap().identical);
     }
 
     #[test]

@@ -65,6 +65,37 @@ pub struct WorkerSpec {
     /// [`OUTPUT_LATENT`] and [`OUTPUT_DECODED`]); nothing is saved when `None`.
     #[serde(default)]
     pub outputs: Option<PathBuf>,
+    /// The input to use instead of the built-in clip: a normalized latent (decode-only
+    /// cases: the user's `--input`, or the untimed encode of the clip the parent prepared)
+    /// or a video; absent = the built-in clip.
+    #[serde(default)]
+    pub input: Option<WorkerInput>,
+}
+
+/// Where a worker finds its input: an f32 safetensors file holding tensor `latent`
+/// (`[1,z,t,h,w]`, normalized as `encode` returns it) or `video` (`[1,3,T,H,W]` in [-1, 1]).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct WorkerInput {
+    pub path: PathBuf,
+    pub kind: InputKind,
+}
+
+/// What an input file holds.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum InputKind {
+    Latent,
+    Video,
+}
+
+impl InputKind {
+    /// The tensor name in the file: `latent` or `video`.
+    pub fn tensor(self) -> &'static str {
+        match self {
+            InputKind::Latent => OUTPUT_LATENT,
+            InputKind::Video => "video",
+        }
+    }
 }
 
 /// Model facts a worker learned while loading (the parent fills the report's `model`).
@@ -217,6 +248,8 @@ mod tests {
                 width: 64,
                 height: 64,
                 env_variant: "baseline".into(),
+                passes: crate::settings::Passes::Both,
+                temporal_tile: None,
             },
             weights: WeightsSource::Synthetic { seed: 0 },
             model: None,
@@ -225,6 +258,7 @@ mod tests {
             runs: 2,
             variant_vars: vec![],
             outputs: None,
+            input: None,
         };
         let v = serde_json::to_value(&spec).unwrap();
         assert_eq!(v["weights"], "synthetic");
@@ -235,6 +269,10 @@ mod tests {
         file["weights"] = "/models/wan.safetensors".into();
         let back: WorkerSpec = serde_json::from_value(file).unwrap();
         assert_eq!(back.weights, WeightsSource::File("/models/wan.safetensors".into()));
+        let mut with_input = serde_json::to_value(&spec).unwrap();
+        with_input["input"] = serde_json::json!({"path": "/s/input.safetensors", "kind": "latent"});
+        let back: WorkerSpec = serde_json::from_value(with_input).unwrap();
+        assert_eq!(back.input.unwrap().kind.tensor(), "latent");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! fills quality as references finish, and rewrites the report after every case.
 //!
 //! Must not: parse options, spawn processes itself (the executor does) or render tables.
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use rand::seq::SliceRandom;
@@ -13,9 +14,10 @@ use super::executor::Executor;
 use super::matrix::Case;
 use super::outputs::QualityBook;
 use super::progress::Progress;
-use super::protocol::{WorkerResult, WorkerSpec};
+use super::protocol::{InputKind, WorkerInput, WorkerResult, WorkerSpec};
 use crate::error::UserError;
 use crate::report::{CaseRecord, CaseStatus, Report};
+use crate::settings::{CaseSettings, Passes};
 use crate::weights::WeightsSource;
 
 /// How cases are ordered.
@@ -73,6 +75,8 @@ pub struct RunWide {
     pub device: String,
     pub warmup: usize,
     pub runs: usize,
+    /// The user's input as the parent saved it for the workers (`--input`), if any.
+    pub input: Option<WorkerInput>,
 }
 
 /// Runs the cases of a report, in the order given, one worker process each.
@@ -83,6 +87,9 @@ pub struct Scheduler {
     pub executor: Executor,
     progress: Progress,
     book: QualityBook,
+    /// Latents prepared for decode-only cases, by (frames, width, height): the path, or
+    /// why the untimed encode failed.
+    prepared: BTreeMap<(usize, usize, usize), Result<WorkerInput, String>>,
 }
 
 impl Scheduler {
@@ -95,7 +102,61 @@ impl Scheduler {
             executor,
             progress,
             book,
+            prepared: BTreeMap::new(),
         }
+    }
+
+    /// The input of a case's worker: a decode-only case decodes the user's latent or, when
+    /// there is none, the latent of an untimed fp32 encode of the video (the user's or the
+    /// built-in clip), computed once per frames and size in a worker of its own and never
+    /// reported; a case that encodes gets the user's video (or none: the clip).
+    fn input_for(&mut self, s: &CaseSettings) -> Result<Option<WorkerInput>, String> {
+        let user = self.run_wide.input.clone();
+        if s.passes.encodes() {
+            return Ok(user.filter(|i| i.kind == InputKind::Video));
+        }
+        if let Some(i) = user.as_ref().filter(|i| i.kind == InputKind::Latent) {
+            return Ok(Some(i.clone()));
+        }
+        let key = (s.frames, s.width, s.height);
+        if let Some(p) = self.prepared.get(&key) {
+            return p.clone().map(Some);
+        }
+        let settings = CaseSettings {
+            passes: Passes::Encode,
+            env_variant: crate::settings::BASELINE.to_string(),
+            ..s.reference()
+        };
+        let id = format!("prepare-latent-{}x{}x{}", s.frames, s.width, s.height);
+        let path = self.executor.outputs_path(&id);
+        let spec = WorkerSpec {
+            id,
+            settings,
+            weights: self.run_wide.weights.clone(),
+            model: self.run_wide.model,
+            device: self.run_wide.device.clone(),
+            warmup: 0,
+            runs: 1,
+            variant_vars: Vec::new(),
+            outputs: Some(path.clone()),
+            input: user,
+        };
+        let progress = &self.progress;
+        let r = self.executor.run(&spec, &BTreeMap::new(), &mut |p| {
+            progress.phase(&format!("prepare latent: {p}"))
+        });
+        let prepared = match (r.status, r.error) {
+            (CaseStatus::Ok, _) if path.is_file() => Ok(WorkerInput {
+                path,
+                kind: InputKind::Latent,
+            }),
+            (status, error) => Err(format!(
+                "the untimed encode that prepares the latent to decode ended {status}: {}",
+                error.or(r.outputs_error).unwrap_or_default()
+            )),
+        };
+        self.prepared.insert(key, prepared.clone());
+        prepared.map(Some)
     }
 
     /// Print a line above the progress display.
@@ -110,8 +171,10 @@ impl Scheduler {
     pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<()> {
         let mut model_known = false;
         let recorded = recorded_vars();
-        for case in &self.cases {
+        for case in self.cases.clone() {
+            let case = &case;
             self.progress.start_case(&case.id);
+            let input = self.input_for(&case.settings);
             let spec = WorkerSpec {
                 id: case.id.clone(),
                 settings: case.settings.clone(),
@@ -122,9 +185,13 @@ impl Scheduler {
                 runs: self.run_wide.runs,
                 variant_vars: case.env_vars.keys().cloned().chain(recorded.iter().cloned()).collect(),
                 outputs: Some(self.executor.outputs_path(&case.id)),
+                input: input.clone().unwrap_or_default(),
             };
             let progress = &self.progress;
-            let result = self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
+            let result = match input {
+                Ok(_) => self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p)),
+                Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
+            };
             if let (false, Some(m)) = (model_known, &result.model) {
                 report.model.on_disk_dtype = m.on_disk_dtype.clone();
                 report.model.params = m.params;
@@ -188,21 +255,24 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         device_memory_bytes: r.device_memory_bytes,
         quality: None,
         system: None,
+        budgets: Vec::new(),
     }
 }
 
-/// The per-case line: timings when ok, otherwise the status and the error's first line.
+/// The per-case line: timings of the passes it ran when ok, otherwise the status and the
+/// error's first line.
 fn case_line(c: &CaseRecord) -> String {
     use crate::format::seconds;
-    match (c.status, &c.encode, &c.decode) {
-        (CaseStatus::Ok, Some(e), Some(d)) => format!(
-            "ok       {}  encode {} ± {}  decode {} ± {}",
-            c.id,
-            seconds(e.median_s),
-            seconds(e.stddev_s),
-            seconds(d.median_s),
-            seconds(d.stddev_s)
-        ),
+    match c.status {
+        CaseStatus::Ok => {
+            let mut line = format!("ok       {}", c.id);
+            for (name, p) in [("encode", &c.encode), ("decode", &c.decode)] {
+                if let Some(p) = p {
+                    line.push_str(&format!("  {name} {} ± {}", seconds(p.median_s), seconds(p.stddev_s)));
+                }
+            }
+            line
+        }
         _ => {
             let first = c.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
             format!("{:<8} {}  {first}", c.status.name(), c.id)

@@ -3,10 +3,14 @@
 //! passes with a device synchronization before each clock read; report the environment it
 //! saw, peak RSS, device memory and the dtype that really ran.
 //!
-//! Each pass decodes the latent its own encode produced; the outputs of the last timed pass
-//! (latent and decoded video, f32) are saved to [`WorkerSpec::outputs`] for the parent's
-//! quality comparison, and with real weights the worker reports the round-trip PSNR of that
-//! pass ([`super::clip::roundtrip_psnr`]).
+//! The case's `passes` say what is timed: with both, each pass decodes the latent its own
+//! encode produced; a decode-only case decodes the latent it was given
+//! ([`WorkerSpec::input`]) and never encodes; an encode-only case never decodes. The input
+//! video is the given one or the built-in clip. The decode tiles in time when the case
+//! says so ([`crate::model::temporal_tiling`]). The outputs of the last timed pass (latent
+//! and decoded video, f32, whichever the case made) are saved to [`WorkerSpec::outputs`]
+//! for the parent's quality comparison, and with real weights the worker reports the
+//! round-trip PSNR of the decoded video against the video ([`super::clip::roundtrip_psnr`]).
 //!
 //! Speaks [`super::protocol`]; the fault hook is [`super::fault`], the clip [`super::clip`],
 //! process memory [`super::memory`]. Must not: spawn processes or write the report.
@@ -16,8 +20,9 @@ use std::time::Instant;
 use candle_core::{Device, Tensor};
 
 use super::clip::{roundtrip_applies, roundtrip_psnr, structured_clip};
+use super::input::read_worker_input;
 use super::memory;
-use super::protocol::{phase, seen_env, WorkerModel, WorkerResult, WorkerSpec};
+use super::protocol::{phase, seen_env, InputKind, WorkerModel, WorkerResult, WorkerSpec};
 use crate::model::WanVae;
 use crate::report::{CaseStatus, PassStats};
 
@@ -85,10 +90,46 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
 
     phase("inputs");
     let s = &spec.settings;
-    let video = structured_clip(s.frames, s.width, s.height, &device).map_err(classify)?;
+    let tc = cfg.temporal_compression();
+    // The video a case encodes (and a real-weights round trip compares with): the input
+    // video when given, else the built-in clip. A decode-only case has none (no round trip).
+    let latent_input = spec.input.as_ref().filter(|i| i.kind == InputKind::Latent);
+    let video = match (&spec.input, s.passes.encodes()) {
+        (_, false) => None,
+        (Some(i), true) if i.kind == InputKind::Video => {
+            Some(read_worker_input(&i.path, i.kind.tensor(), &device).map_err(classify)?)
+        }
+        (Some(_), true) => {
+            return Err(Classified(
+                CaseStatus::Failed,
+                anyhow::anyhow!("an encode pass needs a video, but the input is a latent"),
+            ))
+        }
+        (None, true) => Some(structured_clip(s.frames, s.width, s.height, &device).map_err(classify)?),
+    };
+    // A decode-only case decodes the given latent; it never encodes.
+    let given_latent = match (s.passes.encodes(), latent_input) {
+        (true, _) => None,
+        (false, Some(i)) => Some(read_worker_input(&i.path, i.kind.tensor(), &device).map_err(classify)?),
+        (false, None) => {
+            return Err(Classified(
+                CaseStatus::Failed,
+                anyhow::anyhow!("a decode-only case needs a latent input (the parent passes one)"),
+            ))
+        }
+    };
     let opts = s.run_options();
+    let decode = |z: &Tensor| -> anyhow::Result<Tensor> {
+        match s.temporal_tile {
+            None => vae.decode(z, &opts),
+            Some(tt) => Ok(crate::model::temporal_tiling::tiled_decode(z, tt, tc, |tile| {
+                vae.decode(tile, &opts)
+                    .map_err(|e| candle_core::Error::Msg(format!("{e:#}")))
+            })?),
+        }
+    };
     let (mut enc_warm, mut dec_warm, mut enc, mut dec) = (vec![], vec![], vec![], vec![]);
-    let mut last: Option<(Tensor, Tensor)> = None;
+    let mut last: Option<(Option<Tensor>, Option<Tensor>)> = None;
     let total = spec.warmup + spec.runs;
     for i in 0..total {
         let warm = i < spec.warmup;
@@ -97,42 +138,58 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         } else {
             format!("run {}/{}", i + 1 - spec.warmup, spec.runs)
         };
-        phase(&format!("encode {label}"));
-        sync(&device)?;
-        let t = Instant::now();
-        let z = vae.encode(&video, &opts).map_err(classify)?;
-        sync(&device)?;
-        let e = t.elapsed().as_secs_f64();
-        phase(&format!("decode {label}"));
-        sync(&device)?;
-        let t = Instant::now();
-        let out = vae.decode(&z, &opts).map_err(classify)?;
-        sync(&device)?;
-        let d = t.elapsed().as_secs_f64();
-        // Keep only the last pass's outputs (the previous ones are dropped here).
-        last = (i + 1 == total).then_some((z, out));
-        if warm {
-            enc_warm.push(e);
-            dec_warm.push(d);
+        let z = match (&given_latent, &video) {
+            (Some(z), _) => z.clone(),
+            (None, Some(video)) => {
+                phase(&format!("encode {label}"));
+                sync(&device)?;
+                let t = Instant::now();
+                let z = vae.encode(video, &opts).map_err(classify)?;
+                sync(&device)?;
+                let e = t.elapsed().as_secs_f64();
+                if warm {
+                    enc_warm.push(e)
+                } else {
+                    enc.push(e)
+                }
+                z
+            }
+            (None, None) => unreachable!("checked above: an encode has a video"),
+        };
+        let out = if s.passes.decodes() {
+            phase(&format!("decode {label}"));
+            sync(&device)?;
+            let t = Instant::now();
+            let out = decode(&z).map_err(classify)?;
+            sync(&device)?;
+            let d = t.elapsed().as_secs_f64();
+            if warm {
+                dec_warm.push(d)
+            } else {
+                dec.push(d)
+            }
+            Some(out)
         } else {
-            enc.push(e);
-            dec.push(d);
-        }
+            None
+        };
+        // Keep only the last pass's outputs (the previous ones are dropped here); a
+        // decode-only case's latent is its input, not an output.
+        let own_latent = given_latent.is_none().then_some(z);
+        last = (i + 1 == total).then_some((own_latent, out));
     }
     let (mut roundtrip_psnr_db, mut outputs_error) = (None, None);
     if let Some((latent, decoded)) = last {
         phase("outputs");
-        let latent = latent
-            .to_dtype(candle_core::DType::F32)
-            .map_err(|e| classify(e.into()))?;
-        let decoded = decoded
-            .to_dtype(candle_core::DType::F32)
-            .map_err(|e| classify(e.into()))?;
-        if roundtrip_applies(&spec.weights) {
-            roundtrip_psnr_db = roundtrip_psnr(&video, &decoded).map_err(classify)?;
+        let f32 = |t: Option<Tensor>| -> Result<Option<Tensor>, Classified> {
+            t.map(|t| t.to_dtype(candle_core::DType::F32).map_err(|e| classify(e.into())))
+                .transpose()
+        };
+        let (latent, decoded) = (f32(latent)?, f32(decoded)?);
+        if let (true, Some(video), Some(decoded)) = (roundtrip_applies(&spec.weights), &video, &decoded) {
+            roundtrip_psnr_db = roundtrip_psnr(video, decoded).map_err(classify)?;
         }
         if let Some(path) = &spec.outputs {
-            if let Err(e) = super::outputs::save_outputs(path, &latent, &decoded) {
+            if let Err(e) = super::outputs::save_outputs(path, latent.as_ref(), decoded.as_ref()) {
                 outputs_error = Some(format!("{e:#}"));
             }
         }
@@ -149,8 +206,8 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     );
     Ok(WorkerResult {
         compute_dtype: Some(vae.compute_dtype()),
-        encode: Some(encode),
-        decode: Some(decode),
+        encode: s.passes.encodes().then_some(encode),
+        decode: s.passes.decodes().then_some(decode),
         load_s: Some(load_s),
         model: Some(model),
         roundtrip_psnr_db,

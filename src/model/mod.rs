@@ -13,11 +13,13 @@ pub mod conv;
 pub mod cpu_kernels;
 pub mod flops;
 pub mod fold;
+pub mod temporal_tiling;
 pub mod tiling;
 mod vae;
 
 pub use config::{Config, ModelKind, Stage, StageShortcut};
 pub use conv::ConvImpl;
+pub use temporal_tiling::TemporalTiling;
 pub use vae::WanVae;
 
 use crate::error::UserError;

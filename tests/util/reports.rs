@@ -31,6 +31,8 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             width: 64,
             height: 64,
             env_variant: "default".into(),
+            passes: Default::default(),
+            temporal_tile: None,
         },
         compute_dtype: Some("f32".into()),
         env: Default::default(),
@@ -43,6 +45,7 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
         device_memory_bytes: None,
         quality: None,
         system: None,
+        budgets: Vec::new(),
     }
 }
 
