@@ -17,15 +17,18 @@ use anyhow::Context;
 
 use crate::error::UserError;
 use crate::report::{CaseStatus, Report, RunSettings};
+use crate::weights::WeightsSource;
 
 pub mod clip;
 pub mod config;
 pub mod executor;
 pub mod fault;
+pub mod interrupt;
 pub mod matrix;
 pub mod memory;
 pub mod options;
 pub mod outputs;
+pub mod plan;
 pub mod progress;
 pub mod protocol;
 pub mod scheduler;
@@ -55,6 +58,12 @@ pub struct RunArgs {
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
     pub keep_outputs: bool,
+    /// Print the planned cases (id, passes, GFLOP per pass, total) and exit without running.
+    #[arg(long)]
+    pub list: bool,
+    /// Largest matrix accepted (default 10000): a bigger one is refused before it is built.
+    #[arg(long = "max-cases", value_name = "N")]
+    pub max_cases: Option<u64>,
 }
 
 /// Arguments of the hidden `worker` command.
@@ -98,22 +107,53 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{host}.json"))
 }
 
-/// `wan-vae-bench run`: set up (options, weights resolved once, cases expanded and ordered,
-/// the report's header written), let the [`Scheduler`] run every case, then print the table
-/// and write the exports.
+/// `wan-vae-bench run`: set up (options; the matrix size, the outputs and the weights
+/// checked before anything runs; the output locked; cases expanded and ordered; the
+/// report's header written), let the [`Scheduler`] run every case, then print the table
+/// and write the exports. A SIGINT or SIGTERM stops the run cleanly ([`interrupt`]); the
+/// exit code is then 128 + the signal number.
 pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let opts = options_from_args(&args)?;
-    // Resolved once, in the parent (a hub download happens here, not in every worker).
-    let resolved = crate::weights::source::resolve(&opts.weights)?;
-    let mut cases = matrix::expand(&opts);
-    matrix::add_references(&mut cases);
-    let added = cases.iter().filter(|c| c.added_as_reference).count();
-    let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
+    plan::check_size(&opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
+    if let Some(w) = plan::frames_warning(&opts) {
+        eprintln!("{w}");
+    }
+    if args.list {
+        let (cfg, note) = list_config(&opts.weights)?;
+        print!("{}", plan::list(&opts, &cfg, &note));
+        return Ok(0);
+    }
     let system = crate::system::collect();
     let output = opts
         .output
         .clone()
         .unwrap_or_else(|| default_output(system.hostname.as_deref()));
+    // Every output is checked before the first case, not after an hour of measuring.
+    crate::files::check_output(&output, "report")?;
+    for (flag, path) in [
+        ("--export-markdown", &args.export_markdown),
+        ("--export-svg", &args.export_svg),
+    ] {
+        if let Some(p) = path {
+            crate::files::check_output(p, &format!("{flag} file"))?;
+        }
+    }
+    let _lock = crate::lock::OutputLock::acquire(&output)?;
+    // Resolved once, in the parent (a hub download happens here, not in every worker).
+    let resolved = crate::weights::source::resolve(&opts.weights)?;
+    let mut model = resolved.info;
+    if let WeightsSource::File(path) = &resolved.source {
+        // Header, key layout and shapes, once, without loading the data.
+        let header = crate::weights::header::check_file(path)?;
+        model.params = header.checked.params;
+        model.dim = header.checked.config.dim;
+        model.z_dim = header.checked.config.z_dim;
+        model.on_disk_dtype = dtype_names(&header.checked.on_disk_dtypes);
+    }
+    let mut cases = matrix::expand(&opts);
+    matrix::add_references(&mut cases);
+    let added = cases.iter().filter(|c| c.added_as_reference).count();
+    let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
     let created_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -122,7 +162,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         tool: crate::tool::this_tool(),
         created_at,
         system,
-        model: resolved.info,
+        model,
         run: RunSettings {
             device: opts.device.clone(),
             warmup: opts.warmup,
@@ -131,6 +171,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             order: opts.order.name().to_string(),
             shuffle_seed: seed,
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
+            interrupted: None,
         },
         cases: Vec::new(),
     };
@@ -138,6 +179,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         .save_atomic(&output)
         .with_context(|| format!("cannot write the report {}", output.display()))?;
 
+    interrupt::install()?;
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
     let progress = progress::Progress::new(cases.len(), opts.quiet);
@@ -158,7 +200,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         None if added > 0 => scheduler.println(&format!("{total} cases{added_note}")),
         None => {}
     }
-    scheduler.run(&mut report, &output)?;
+    let signal = scheduler.run(&mut report, &output)?;
     print!("{}", TextTable.render(&report)?);
     println!("report: {}", output.display());
     let mut exports = ExportManager::default();
@@ -168,8 +210,43 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     if args.keep_outputs {
         println!("outputs: {}", scheduler.executor.scratch.display());
     }
+    if let Some(sig) = signal {
+        eprintln!(
+            "interrupted by {}: {} of {total} case(s) measured; report finalized",
+            interrupt::name(sig),
+            report.cases.len()
+        );
+        return Ok(128 + sig);
+    }
     let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
     Ok(if all_ok { 0 } else { 1 })
+}
+
+/// `f32`, or several on-disk dtypes joined by `+` (as the workers report it).
+fn dtype_names(dtypes: &[candle_core::DType]) -> String {
+    dtypes.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("+")
+}
+
+/// The model config `run --list` costs the cases with: the checkpoint's when it is local
+/// (or already in the Hub cache), else the Wan 2.1 VAE's, said in the returned note. Never
+/// downloads.
+fn list_config(reference: &str) -> anyhow::Result<(crate::model::Config, String)> {
+    use crate::weights::source::{self, WeightsRef};
+    let path = match source::parse(reference)? {
+        WeightsRef::Synthetic => None,
+        WeightsRef::Local(p) => Some(p),
+        WeightsRef::Hub(h) => source::hub::lookup_cache(&source::HubSettings::from_env().cache_dir, &h)
+            .ok()
+            .map(|hit| hit.path),
+    };
+    Ok(match path {
+        None if reference.trim().eq_ignore_ascii_case("synthetic") => (crate::model::Config::wan21(), String::new()),
+        None => (
+            crate::model::Config::wan21(),
+            " (weights not in the cache: costed as the Wan 2.1 VAE)".to_string(),
+        ),
+        Some(p) => (crate::weights::header::check_file(&p)?.checked.config, String::new()),
+    })
 }
 
 /// `wan-vae-bench worker` (hidden): run one case, write its result JSON.

@@ -104,11 +104,17 @@ impl Scheduler {
     /// Run every case: spec it, run it in a worker, record it in `report` (the first case
     /// that loaded the model also fills `report.model`), fill quality as references finish,
     /// and rewrite the report at `output` after each case, so a crash loses at most the
-    /// case in flight.
-    pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<()> {
-        let mut model_known = false;
+    /// case in flight. A SIGINT/SIGTERM stops the loop: the case in flight is dropped, the
+    /// report says `run.interrupted`, and the signal is returned.
+    pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<Option<i32>> {
+        // The parent already read the model facts from the checkpoint's header.
+        let mut model_known = report.model.params > 0;
         let recorded = recorded_vars();
+        let total = self.cases.len();
         for case in &self.cases {
+            if let Some(sig) = super::interrupt::received() {
+                return self.interrupted(report, output, sig, total);
+            }
             self.progress.start_case(&case.id);
             let spec = WorkerSpec {
                 id: case.id.clone(),
@@ -122,6 +128,9 @@ impl Scheduler {
             };
             let progress = &self.progress;
             let result = self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
+            if let Some(sig) = super::interrupt::received() {
+                return self.interrupted(report, output, sig, total);
+            }
             if let (false, Some(m)) = (model_known, &result.model) {
                 report.model.on_disk_dtype = m.on_disk_dtype.clone();
                 report.model.params = m.params;
@@ -154,7 +163,18 @@ impl Scheduler {
             report.save_atomic(output)?;
         }
         self.progress.finish();
-        Ok(())
+        Ok(None)
+    }
+
+    fn interrupted(&self, report: &mut Report, output: &Path, sig: i32, total: usize) -> anyhow::Result<Option<i32>> {
+        self.progress.finish();
+        report.run.interrupted = Some(format!(
+            "{} after {} of {total} cases",
+            super::interrupt::name(sig),
+            report.cases.len()
+        ));
+        report.save_atomic(output)?;
+        Ok(Some(sig))
     }
 }
 
@@ -174,6 +194,7 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         id: case.id.clone(),
         added_as_reference: case.added_as_reference,
         settings: case.settings.clone(),
+        frames_used: crate::model::frames_used(case.settings.frames).ok(),
         compute_dtype: r.compute_dtype,
         env: r.env,
         status: r.status,
@@ -185,20 +206,18 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         device_memory_bytes: r.device_memory_bytes,
         quality: None,
         system: None,
+        run: None,
     }
 }
 
 /// The per-case line: timings when ok, otherwise the status and the error's first line.
 fn case_line(c: &CaseRecord) -> String {
-    use crate::format::seconds;
     match (c.status, &c.encode, &c.decode) {
         (CaseStatus::Ok, Some(e), Some(d)) => format!(
-            "ok       {}  encode {} ± {}  decode {} ± {}",
+            "ok       {}  encode {}  decode {}",
             c.id,
-            seconds(e.median_s),
-            seconds(e.stddev_s),
-            seconds(d.median_s),
-            seconds(d.stddev_s)
+            crate::format::median_spread(e.median_s, e.stddev_s, e.samples_s.len()),
+            crate::format::median_spread(d.median_s, d.stddev_s, d.samples_s.len()),
         ),
         _ => {
             let first = c.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");

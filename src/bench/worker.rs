@@ -6,7 +6,8 @@
 //! Each pass decodes the latent its own encode produced; the outputs of the last timed pass
 //! (latent and decoded video, f32) are saved to [`WorkerSpec::outputs`] for the parent's
 //! quality comparison, and with real weights the worker reports the round-trip PSNR of that
-//! pass ([`super::clip::roundtrip_psnr`]).
+//! pass ([`super::clip::roundtrip_psnr`]). A last pass whose latent or decoded video holds
+//! NaN or Inf makes the case `failed`, naming the pass and the count.
 //!
 //! Speaks [`super::protocol`]; the fault hook is [`super::fault`], the clip [`super::clip`],
 //! process memory [`super::memory`]. Must not: spawn processes or write the report.
@@ -120,6 +121,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         }
     }
     let (mut roundtrip_psnr_db, mut outputs_error) = (None, None);
+    let mut non_finite = Vec::new();
     if let Some((latent, decoded)) = last {
         phase("outputs");
         let latent = latent
@@ -128,7 +130,18 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         let decoded = decoded
             .to_dtype(candle_core::DType::F32)
             .map_err(|e| classify(e.into()))?;
-        if roundtrip_applies(&spec.weights) {
+        // Checked after the clocks stopped, on the last timed pass (a NaN from the
+        // weights or an overflow appears in every pass alike).
+        for (pass, what, t) in [("encode", "latent", &latent), ("decode", "decoded video", &decoded)] {
+            let n = count_non_finite(t).map_err(classify)?;
+            if n > 0 {
+                non_finite.push(format!(
+                    "{pass} produced {n} non-finite value(s) (NaN or Inf) of {} in the {what}",
+                    t.elem_count()
+                ));
+            }
+        }
+        if roundtrip_applies(&spec.weights) && non_finite.is_empty() {
             roundtrip_psnr_db = roundtrip_psnr(&video, &decoded).map_err(classify)?;
         }
         if let Some(path) = &spec.outputs {
@@ -140,13 +153,24 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     drop(video);
     let (f, w, h) = (s.frames, s.width, s.height);
     let out_frames = crate::model::frames_used(f).map_err(|e| classify(e.into()))?;
-    let encode = PassStats::from_samples(enc, enc_warm, f, crate::model::flops::encode_gflop(&cfg, f, w, h));
+    // Both passes process the first 1+4k frames: encode reads them, decode returns them.
+    let encode = PassStats::from_samples(
+        enc,
+        enc_warm,
+        out_frames,
+        crate::model::flops::encode_gflop(&cfg, f, w, h),
+    );
     let decode = PassStats::from_samples(
         dec,
         dec_warm,
         out_frames,
         crate::model::flops::decode_gflop(&cfg, f, w, h),
     );
+    let (status, error) = if non_finite.is_empty() {
+        (CaseStatus::Ok, None)
+    } else {
+        (CaseStatus::Failed, Some(non_finite.join("; ")))
+    };
     Ok(WorkerResult {
         compute_dtype: Some(vae.compute_dtype()),
         encode: Some(encode),
@@ -155,6 +179,12 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         model: Some(model),
         roundtrip_psnr_db,
         outputs_error,
-        ..WorkerResult::empty(CaseStatus::Ok, None, BTreeMap::new())
+        ..WorkerResult::empty(status, error, BTreeMap::new())
     })
+}
+
+/// Number of NaN or infinite values in an f32 tensor.
+fn count_non_finite(t: &Tensor) -> anyhow::Result<usize> {
+    let values = t.flatten_all()?.to_device(&Device::Cpu)?.to_vec1::<f32>()?;
+    Ok(values.iter().filter(|v| !v.is_finite()).count())
 }

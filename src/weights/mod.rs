@@ -16,6 +16,7 @@ use candle_nn::VarBuilder;
 use crate::error::UserError;
 use crate::model::{Config, Precision};
 
+pub mod header;
 pub mod layout;
 pub mod source;
 pub mod synthetic;
@@ -66,67 +67,97 @@ impl Weights {
 
     /// Check the tensors against the layout of the inferred config and build `Weights`.
     pub fn from_tensors(tensors: HashMap<String, Tensor>, format: &str, origin: &Path) -> Result<Weights, UserError> {
-        let config = layout::infer_config(|k| tensors.get(k).map(|t| t.dims().to_vec()))
-            .map_err(|m| UserError::file(origin, m))?;
-        let expected = layout::expected_tensors(&config);
-        let mut problems = Vec::new();
-        for spec in &expected {
-            match tensors.get(&spec.name) {
-                None => problems.push(format!("missing key {} (expected shape {:?})", spec.name, spec.shape)),
-                Some(t) if t.dims() != spec.shape.as_slice() => problems.push(format!(
-                    "key {} has shape {:?}, expected {:?}",
-                    spec.name,
-                    t.dims(),
-                    spec.shape
-                )),
-                Some(_) => {}
-            }
-        }
-        let known: std::collections::HashSet<&str> = expected.iter().map(|s| s.name.as_str()).collect();
-        let mut extra: Vec<&String> = tensors.keys().filter(|k| !known.contains(k.as_str())).collect();
-        extra.sort();
-        problems.extend(
-            extra
-                .iter()
-                .map(|k| format!("unexpected key {k} (not part of the Wan 2.1 VAE)")),
-        );
-        for (name, t) in &tensors {
-            if !matches!(t.dtype(), DType::F32 | DType::F16 | DType::BF16 | DType::F64) {
-                problems.push(format!(
-                    "key {name} has dtype {:?}, expected a float type (f32, f16, bf16)",
-                    t.dtype()
-                ));
-            }
-        }
-        if !problems.is_empty() {
-            let n = problems.len();
-            let shown: Vec<String> = problems.into_iter().take(12).collect();
-            let more = if n > shown.len() {
-                format!("\n  ... and {} more", n - shown.len())
-            } else {
-                String::new()
-            };
-            return Err(UserError::file(
-                origin,
-                format!(
-                    "not a Wan 2.1 VAE checkpoint for dim={} z_dim={} ({n} problem(s)):\n  {}{more}",
-                    config.dim,
-                    config.z_dim,
-                    shown.join("\n  ")
-                ),
-            ));
-        }
-        let mut on_disk_dtypes: Vec<DType> = tensors.values().map(|t| t.dtype()).collect();
-        on_disk_dtypes.sort_by_key(|d| d.as_str());
-        on_disk_dtypes.dedup();
+        let declared: HashMap<String, Declared> = tensors
+            .iter()
+            .map(|(k, t)| (k.clone(), (t.dims().to_vec(), Some(t.dtype()))))
+            .collect();
+        let checked = check_layout(&declared, origin)?;
         Ok(Weights {
-            params: layout::param_count(&expected),
+            params: checked.params,
             tensors,
-            config,
+            config: checked.config,
             format: format.to_string(),
-            on_disk_dtypes,
+            on_disk_dtypes: checked.on_disk_dtypes,
         })
     }
+}
+
+/// What a checkpoint declares for one tensor: its shape and dtype (`None`: a dtype candle
+/// has no name for).
+pub type Declared = (Vec<usize>, Option<DType>);
+
+/// What [`check_layout`] learned from a checkpoint's declarations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    pub config: Config,
+    /// Distinct on-disk dtypes, sorted.
+    pub on_disk_dtypes: Vec<DType>,
+    pub params: u64,
+}
+
+/// Check declared tensors against the layout of the inferred config: every expected key
+/// present with its shape, no extras, float dtypes. The loader and the header check
+/// ([`header::check_file`], which reads no tensor data) share it, so both fail alike.
+pub fn check_layout(tensors: &HashMap<String, Declared>, origin: &Path) -> Result<Checked, UserError> {
+    let config =
+        layout::infer_config(|k| tensors.get(k).map(|t| t.0.clone())).map_err(|m| UserError::file(origin, m))?;
+    let expected = layout::expected_tensors(&config);
+    let mut problems = Vec::new();
+    for spec in &expected {
+        match tensors.get(&spec.name) {
+            None => problems.push(format!("missing key {} (expected shape {:?})", spec.name, spec.shape)),
+            Some((dims, _)) if dims != &spec.shape => problems.push(format!(
+                "key {} has shape {:?}, expected {:?}",
+                spec.name, dims, spec.shape
+            )),
+            Some(_) => {}
+        }
+    }
+    let known: std::collections::HashSet<&str> = expected.iter().map(|s| s.name.as_str()).collect();
+    let mut extra: Vec<&String> = tensors.keys().filter(|k| !known.contains(k.as_str())).collect();
+    extra.sort();
+    problems.extend(
+        extra
+            .iter()
+            .map(|k| format!("unexpected key {k} (not part of the Wan 2.1 VAE)")),
+    );
+    let mut names: Vec<&String> = tensors.keys().collect();
+    names.sort();
+    for name in names {
+        let dtype = tensors[name].1;
+        if !matches!(dtype, Some(DType::F32 | DType::F16 | DType::BF16 | DType::F64)) {
+            let shown = dtype.map_or("an unsupported type".to_string(), |d| format!("{d:?}"));
+            problems.push(format!(
+                "key {name} has dtype {shown}, expected a float type (f32, f16, bf16)"
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        let n = problems.len();
+        let shown: Vec<String> = problems.into_iter().take(12).collect();
+        let more = if n > shown.len() {
+            format!("\n  ... and {} more", n - shown.len())
+        } else {
+            String::new()
+        };
+        return Err(UserError::file(
+            origin,
+            format!(
+                "not a Wan 2.1 VAE checkpoint for dim={} z_dim={} ({n} problem(s)):\n  {}{more}",
+                config.dim,
+                config.z_dim,
+                shown.join("\n  ")
+            ),
+        ));
+    }
+    let mut on_disk_dtypes: Vec<DType> = tensors.values().filter_map(|t| t.1).collect();
+    on_disk_dtypes.sort_by_key(|d| d.as_str());
+    on_disk_dtypes.dedup();
+    Ok(Checked {
+        params: layout::param_count(&expected),
+        config,
+        on_disk_dtypes,
+    })
 }
 
 /// Load and validate weights (every expected key present with its shape, no extras).
@@ -160,7 +191,7 @@ pub fn load_file(path: &Path) -> Result<Weights, UserError> {
 
 /// `pth` for a zip archive (torch.save), `safetensors` otherwise; the extension decides
 /// when it is one of the two.
-fn detect_format(path: &Path) -> Result<&'static str, UserError> {
+pub(crate) fn detect_format(path: &Path) -> Result<&'static str, UserError> {
     match path
         .extension()
         .and_then(|e| e.to_str())
