@@ -10,5 +10,8 @@ mod hub;
 mod hub_cli;
 mod merge_plot_cli;
 mod model;
+mod reliability_input;
+mod reliability_numbers;
+mod reliability_outputs;
 mod util;
 mod validate_cli;

@@ -32,6 +32,7 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             height: 64,
             env_variant: "default".into(),
         },
+        frames_used: Some(5),
         compute_dtype: Some("f32".into()),
         env: Default::default(),
         status: CaseStatus::Ok,
@@ -43,6 +44,7 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
         device_memory_bytes: None,
         quality: None,
         system: None,
+        run: None,
     }
 }
 
