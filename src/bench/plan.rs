@@ -5,6 +5,8 @@
 //! Must not: spawn workers or write files.
 use std::fmt::Write;
 
+use unicode_width::UnicodeWidthStr;
+
 use super::matrix;
 use super::options::BenchOptions;
 use crate::error::UserError;
@@ -76,7 +78,18 @@ pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> String {
     let mut cases = matrix::expand(opts);
     matrix::add_references(&mut cases);
     let passes = (opts.warmup + opts.runs) as f64;
-    let width = cases.iter().map(|c| c.id.chars().count()).max().unwrap_or(4).max(4);
+    let ids: Vec<String> = cases
+        .iter()
+        .map(|c| {
+            if c.added_as_reference {
+                format!("{} (added)", c.id)
+            } else {
+                c.id.clone()
+            }
+        })
+        .collect();
+    // Display width, not chars: env names may be wide (CJK) or non-ASCII.
+    let width = ids.iter().map(|id| id.width()).max().unwrap_or(4).max(4);
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -84,20 +97,16 @@ pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> String {
         "case", "passes", "encode GFLOP", "decode GFLOP", "total GFLOP"
     );
     let mut grand = 0.0;
-    for c in &cases {
+    for (c, id) in cases.iter().zip(&ids) {
         let s = &c.settings;
         let e = encode_gflop(cfg, s.frames, s.width, s.height);
         let d = decode_gflop(cfg, s.frames, s.width, s.height);
         let total = (e + d) * passes;
         grand += total;
-        let id = if c.added_as_reference {
-            format!("{} (added)", c.id)
-        } else {
-            c.id.clone()
-        };
+        let pad = " ".repeat(width - id.width());
         let _ = writeln!(
             out,
-            "{id:<width$}  {:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}",
+            "{id}{pad}  {:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}",
             "encode+decode"
         );
     }
