@@ -13,6 +13,16 @@ pub fn seconds(s: f64) -> String {
     }
 }
 
+/// `median ± stddev` as [`seconds`]; the median alone for a single sample, whose spread
+/// is unknown rather than zero.
+pub fn median_spread(median_s: f64, stddev_s: f64, samples: usize) -> String {
+    if samples < 2 {
+        seconds(median_s)
+    } else {
+        format!("{} ± {}", seconds(median_s), seconds(stddev_s))
+    }
+}
+
 /// Seconds as a bare number with about four significant digits (`n/a` when not finite),
 /// for tables whose header carries the unit.
 pub fn seconds_plain(x: f64) -> String {

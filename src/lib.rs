@@ -9,7 +9,7 @@
 //! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
 //!   context, tool and build facts.
 //! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
-//!   seconds and PSNR, each in one place.
+//!   seconds and PSNR, each in one place; [`lock`]: output locks and process marks.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
 //!   merging reports, Markdown/SVG exports.
 //!
@@ -23,6 +23,7 @@ pub mod export;
 pub mod files;
 pub mod format;
 pub mod inspect;
+pub mod lock;
 pub mod merge;
 pub mod model;
 pub mod quality;

@@ -1,7 +1,8 @@
 //! `merge A.json B.json ... -o ALL.json`: one report from several runs or machines.
 //!
-//! Every case keeps its own machine context (`CaseRecord.system`, set from its input's
-//! `system` unless it already has one); the top-level `system`, `model`, `run`, `tool` and
+//! Every case keeps its own machine context and run settings (`CaseRecord.system` and
+//! `CaseRecord.run`, set from its input's `system` and `run` unless it already has them);
+//! the top-level `system`, `model`, `run`, `tool` and
 //! `created_at` are the first input's. A case id already taken gets a suffix: `@HOST` (the
 //! case's host name), else `@inputN` (1-based input position), plus `-2`, `-3`, ... if still
 //! taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
@@ -55,6 +56,9 @@ pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
             if case.system.is_none() {
                 case.system = Some(report.system.clone());
             }
+            if case.run.is_none() {
+                case.run = Some(report.run.clone());
+            }
             let new_id = free_id(&case.id, case_host(case), index, &taken);
             taken.insert(new_id.clone());
             if new_id != case.id {
@@ -104,6 +108,8 @@ fn free_id(id: &str, host: Option<String>, index: usize, taken: &BTreeSet<String
 }
 
 pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
+    crate::files::check_output(&args.output, "merged report")?;
+    let _lock = crate::lock::OutputLock::acquire(&args.output)?;
     let mut reports = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         reports.push(Report::load(path)?);

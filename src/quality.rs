@@ -13,9 +13,11 @@ const PEAK_TO_PEAK: f64 = 2.0;
 /// Error of `other` against `reference` (same length required; panics otherwise, since a
 /// shape mismatch is a bug of the caller, not a quality result).
 ///
-/// Values that compare equal (including `+0.0` vs `-0.0`) contribute no error; `identical`
-/// means no value differs. A difference involving NaN or infinity counts as the full range
-/// (2.0), so a broken output gets a low but finite PSNR and every number stays valid JSON.
+/// Finite values that compare equal (including `+0.0` vs `-0.0`) contribute no error;
+/// `identical` means no value differs. A NaN or infinity on either side is never equal to
+/// anything (not even the same NaN or infinity on the other side): it counts as the full
+/// range (2.0), so a broken output gets a low but finite PSNR, is never `identical`, and
+/// every number stays valid JSON.
 pub fn error_stats(reference: &[f32], other: &[f32]) -> ErrorStats {
     assert_eq!(
         reference.len(),
@@ -27,7 +29,7 @@ pub fn error_stats(reference: &[f32], other: &[f32]) -> ErrorStats {
     let (mut max_abs, mut sum_abs, mut sum_sq) = (0.0f64, 0.0f64, 0.0f64);
     let mut identical = true;
     for (&r, &o) in reference.iter().zip(other) {
-        if r == o || (r.is_nan() && o.is_nan()) {
+        if r == o && r.is_finite() {
             continue;
         }
         identical = false;

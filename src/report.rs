@@ -80,6 +80,10 @@ pub struct RunSettings {
     pub shuffle_seed: Option<u64>,
     /// Matrix file used, if any.
     pub config_path: Option<String>,
+    /// Set when a signal stopped the run early, e.g. `SIGINT after 3 of 8 cases`; the
+    /// report then holds the cases that finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
     /// The user's input file (`--input`); null when the cases used the built-in clip.
     #[serde(default)]
     pub input: Option<InputRecord>,
@@ -154,6 +158,10 @@ pub struct CaseRecord {
     /// untiled), `frames`, `width`, `height` and `env_variant`.
     #[serde(flatten)]
     pub settings: CaseSettings,
+    /// Frames the VAE really processed: the first `1 + 4k` of `frames` (null in reports
+    /// written before the field existed).
+    #[serde(default)]
+    pub frames_used: Option<usize>,
     /// What really ran (the model's `compute_dtype()`), e.g. `f32`, or on the CPU
     /// `bf16 (conv, attention and norms in f32)`; null if the case never ran.
     pub compute_dtype: Option<String>,
@@ -178,6 +186,9 @@ pub struct CaseRecord {
     /// The machine this case ran on; set by `merge` when cases come from several reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<SystemInfo>,
+    /// The run settings of the report this case came from; set by `merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunSettings>,
     /// Each `[budgets]` limit that applies to this case, with its verdict (ok cases only;
     /// absent when the matrix sets none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -241,8 +252,8 @@ pub struct PassStats {
     pub max_s: f64,
     /// Each warmup run, seconds, in order (the first is the process's cold run).
     pub warmup_s: Vec<f64>,
-    /// Video frames processed per second at the median (input frames for encode, output
-    /// frames for decode).
+    /// Video frames processed per second at the median: `frames_used` (the first `1+4k`
+    /// frames, which encode reads and decode returns) over `median_s`.
     pub frames_per_s: f64,
     /// Analytic cost of one pass, GFLOP (2 x multiply-adds).
     pub gflop: f64,

@@ -227,6 +227,9 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     let device = crate::device::parse(&args.device)?;
     // Cases first: a bad cases file must not start a 508 MB download.
     let cases = read_cases(&args.cases)?;
+    if let Some(path) = &args.save_outputs {
+        crate::files::check_output(path, "--save-outputs file")?;
+    }
     let source = crate::weights::source::resolve(&args.weights)?.source;
     let weights = crate::weights::load_model(&source, args.model)?;
     let vae = WanVae::new(&weights.config, weights.var_builder(args.precision, &device), args.conv)?;

@@ -126,7 +126,7 @@ WAN_VAE_BENCH_FAULT = "oom"
     assert_eq!(c.env.get("WAN_VAE_BENCH_FAULT").map(String::as_str), Some("crash"));
     let (s, e, _) = status("hang");
     assert_eq!(s, CaseStatus::Timeout);
-    assert!(e.contains("timed out after 3 s"), "{e}");
+    assert!(e.contains("timed out after 3.000 s"), "{e}");
     let (s, e, _) = status("fail");
     assert_eq!(s, CaseStatus::Failed);
     assert!(e.contains("injected failure"), "{e}");

@@ -2,19 +2,25 @@
 //! subcommand, started in its own process group with the variant's variables (plus a
 //! random-length padding variable, as hyperfine does) added to the environment. The executor
 //! enforces the per-case timeout (killing the whole group), keeps the tail of stderr,
-//! forwards phase markers, and classifies a worker that died without a result.
+//! forwards phase markers, and classifies a worker that died without a result. It owns the
+//! run's scratch folder: a random name with our prefix, owner-only permissions (tempfile), a
+//! marker with our pid and start time, removed when the executor is dropped; folders of
+//! runs that died (SIGKILL, power loss) are removed by the next run ([`remove_stale_scratch`]).
+//! A SIGINT/SIGTERM ([`super::interrupt`]) kills the worker in flight.
 //!
 //! Must not: know what a worker measures (it passes the spec through) or touch the report.
 use std::collections::{BTreeMap, VecDeque};
 use std::io::BufRead;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
 use rand::Rng;
 
 use super::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
+use crate::lock::ProcessMark;
 use crate::report::CaseStatus;
 
 /// Lines of worker stderr kept for the report.
@@ -34,19 +40,42 @@ pub struct Executor {
     pub scratch: PathBuf,
     /// Keep the scratch directory (`run --keep-outputs`).
     pub keep: bool,
+    /// Owns the scratch folder (removes it on drop); `None` once kept.
+    dir: Option<tempfile::TempDir>,
 }
 
+/// Name prefix of scratch folders in the temp directory.
+pub const SCRATCH_PREFIX: &str = "wan-vae-bench-";
+/// The marker file in a scratch folder: the owning run's [`ProcessMark`].
+pub const SCRATCH_MARKER: &str = ".wan-vae-bench-owner";
+
 impl Executor {
-    /// An executor re-invoking the current binary, with a fresh scratch directory.
+    /// An executor re-invoking the current binary, with a fresh scratch directory (after
+    /// removing the scratch folders of dead runs).
     pub fn new(timeout: Duration) -> anyhow::Result<Executor> {
         let exe = std::env::current_exe()?;
-        let scratch = std::env::temp_dir().join(format!("wan-vae-bench-{}", std::process::id()));
-        std::fs::create_dir_all(&scratch)?;
+        let tmp = std::env::temp_dir();
+        remove_stale_scratch(&tmp);
+        // tempfile: a random name, created exclusively (mkdir fails on anything planted
+        // there), so nobody can predict it; mode 0700 so nobody else can read it.
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(SCRATCH_PREFIX);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(std::fs::Permissions::from_mode(0o700));
+        }
+        let dir = builder
+            .tempdir_in(&tmp)
+            .with_context(|| format!("cannot create a scratch folder in {}", tmp.display()))?;
+        std::fs::write(dir.path().join(SCRATCH_MARKER), ProcessMark::me().to_text())
+            .with_context(|| format!("cannot write in {}", dir.path().display()))?;
         Ok(Executor {
             exe,
             timeout,
-            scratch,
+            scratch: dir.path().to_path_buf(),
             keep: false,
+            dir: Some(dir),
         })
     }
 
@@ -121,6 +150,14 @@ impl Executor {
                 Ok(None) => {}
                 Err(_) => break None,
             }
+            if super::interrupt::received().is_some() {
+                kill_group(child.id());
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = reader.join();
+                let msg = "interrupted: the run received a signal and stopped this worker".to_string();
+                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
+            }
             if Instant::now() >= deadline {
                 timed_out = true;
                 kill_group(child.id());
@@ -134,8 +171,8 @@ impl Executor {
 
         if timed_out {
             let msg = format!(
-                "timed out after {:.0} s; worker killed{}",
-                self.timeout.as_secs_f64(),
+                "timed out after {}; worker killed{}",
+                crate::format::seconds(self.timeout.as_secs_f64()),
                 stderr_suffix(&tail_text)
             );
             return WorkerResult::empty(CaseStatus::Timeout, Some(msg), vars.clone());
@@ -159,10 +196,59 @@ impl Executor {
 
 impl Drop for Executor {
     fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_dir_all(&self.scratch);
+        if let Some(dir) = self.dir.take() {
+            if self.keep {
+                let _ = std::fs::remove_file(dir.path().join(SCRATCH_MARKER));
+                let _ = dir.keep();
+            }
+            // Otherwise the TempDir removes the folder (without following symlinks).
         }
     }
+}
+
+/// Remove the scratch folders in `tmp` whose run is gone: only entries named with our
+/// prefix that are real folders (never a symlink) owned by this user and holding our
+/// marker with a process that no longer runs. Returns how many were removed.
+pub fn remove_stale_scratch(tmp: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(SCRATCH_PREFIX) {
+            continue;
+        }
+        let path = entry.path();
+        // symlink_metadata: a planted link is not followed, it is left alone.
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if !meta.file_type().is_dir() || !owned_by_me(&meta) {
+            continue;
+        }
+        let marker = path.join(SCRATCH_MARKER);
+        let is_file = std::fs::symlink_metadata(&marker).is_ok_and(|m| m.file_type().is_file());
+        let owner = is_file
+            .then(|| std::fs::read_to_string(&marker).ok())
+            .flatten()
+            .and_then(|t| ProcessMark::parse(&t));
+        if owner.is_some_and(|o| !o.is_alive()) && std::fs::remove_dir_all(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(unix)]
+fn owned_by_me(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    meta.uid() == unsafe { libc::geteuid() }
+}
+
+#[cfg(not(unix))]
+fn owned_by_me(_meta: &std::fs::Metadata) -> bool {
+    true
 }
 
 fn stderr_suffix(tail: &str) -> String {

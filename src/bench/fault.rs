@@ -61,7 +61,12 @@ fn fake(spec: &WorkerSpec) -> WorkerResult {
             phase(&format!("{phase_name} {}/{}", i + 1, spec.runs));
             samples.push(timed(|| std::thread::sleep(Duration::from_millis(ms))));
         }
-        PassStats::from_samples(samples, warm, spec.settings.frames, 0.0)
+        PassStats::from_samples(
+            samples,
+            warm,
+            crate::model::frames_used(spec.settings.frames).unwrap_or(0),
+            0.0,
+        )
     };
     let encode = pass(5, "encode");
     let decode = pass(10, "decode");

@@ -18,6 +18,7 @@ use anyhow::Context;
 
 use crate::error::UserError;
 use crate::report::{CaseStatus, Report, RunSettings};
+use crate::weights::WeightsSource;
 
 pub mod budgets;
 pub mod clip;
@@ -25,10 +26,12 @@ pub mod config;
 pub mod executor;
 pub mod fault;
 pub mod input;
+pub mod interrupt;
 pub mod matrix;
 pub mod memory;
 pub mod options;
 pub mod outputs;
+pub mod plan;
 pub mod progress;
 pub mod protocol;
 pub mod scheduler;
@@ -58,6 +61,12 @@ pub struct RunArgs {
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
     pub keep_outputs: bool,
+    /// Print the planned cases (id, passes, GFLOP per pass, total) and exit without running.
+    #[arg(long)]
+    pub list: bool,
+    /// Largest matrix accepted (default 10000): a bigger one is refused before it is built.
+    #[arg(long = "max-cases", value_name = "N")]
+    pub max_cases: Option<u64>,
 }
 
 /// Arguments of the hidden `worker` command.
@@ -101,13 +110,49 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{host}.json"))
 }
 
-/// `wan-vae-bench run`: set up (options, weights resolved once, cases expanded and ordered,
-/// the report's header written), let the [`Scheduler`] run every case, then print the table
-/// and write the exports.
+/// `wan-vae-bench run`: set up (options; the matrix size, the outputs and the weights
+/// checked before anything runs; the output locked; cases expanded and ordered; the
+/// report's header written), let the [`Scheduler`] run every case, check the budgets, then
+/// print the table and write the exports. A SIGINT or SIGTERM stops the run cleanly
+/// ([`interrupt`]); the exit code is then 128 + the signal number.
 pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let mut opts = options_from_args(&args)?;
+    plan::check_size(&opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
+    if let Some(w) = plan::frames_warning(&opts) {
+        eprintln!("{w}");
+    }
+    if args.list {
+        let (cfg, note) = list_config(&opts.weights, opts.model)?;
+        print!("{}", plan::list(&opts, &cfg, &note));
+        return Ok(0);
+    }
+    let system = crate::system::collect();
+    let output = opts
+        .output
+        .clone()
+        .unwrap_or_else(|| default_output(system.hostname.as_deref()));
+    // Every output is checked before the first case, not after an hour of measuring.
+    crate::files::check_output(&output, "report")?;
+    for (flag, path) in [
+        ("--export-markdown", &args.export_markdown),
+        ("--export-svg", &args.export_svg),
+    ] {
+        if let Some(p) = path {
+            crate::files::check_output(p, &format!("{flag} file"))?;
+        }
+    }
+    let _lock = crate::lock::OutputLock::acquire(&output)?;
     // Resolved once, in the parent (a hub download happens here, not in every worker).
     let resolved = crate::weights::source::resolve(&opts.weights)?;
+    let mut model = resolved.info;
+    if let WeightsSource::File(path) = &resolved.source {
+        // Header, key layout and shapes, once, without loading the data.
+        let header = crate::weights::header::check_file(path)?;
+        model.params = header.checked.params;
+        model.dim = header.checked.config.dim;
+        model.z_dim = header.checked.config.z_dim;
+        model.on_disk_dtype = dtype_names(&header.checked.on_disk_dtypes);
+    }
     // The model (from the file's shapes, or --model for synthetic weights) decides the size
     // and tile rules: check every case before starting any.
     let model_cfg = crate::weights::resolve_config(&resolved.source, opts.model)?;
@@ -131,11 +176,6 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     matrix::add_references(&mut cases);
     let added = cases.iter().filter(|c| c.added_as_reference).count();
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
-    let system = crate::system::collect();
-    let output = opts
-        .output
-        .clone()
-        .unwrap_or_else(|| default_output(system.hostname.as_deref()));
     let created_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -144,7 +184,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         tool: crate::tool::this_tool(),
         created_at,
         system,
-        model: resolved.info,
+        model,
         run: RunSettings {
             device: opts.device.clone(),
             warmup: opts.warmup,
@@ -153,6 +193,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             order: opts.order.name().to_string(),
             shuffle_seed: seed,
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
+            interrupted: None,
             input: input.as_ref().map(|i| i.record.clone()),
         },
         cases: Vec::new(),
@@ -161,6 +202,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         .save_atomic(&output)
         .with_context(|| format!("cannot write the report {}", output.display()))?;
 
+    interrupt::install()?;
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
     let worker_input = match &input {
@@ -188,7 +230,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         None if added > 0 => scheduler.println(&format!("{total} cases{added_note}")),
         None => {}
     }
-    scheduler.run(&mut report, &output)?;
+    let signal = scheduler.run(&mut report, &output)?;
     // Budgets are checked once every case (and its quality) is known; cases added only
     // as quality references are not the user's and get none.
     if !opts.budgets.is_empty() {
@@ -210,6 +252,14 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     exports.write_all(&report)?;
     if args.keep_outputs {
         println!("outputs: {}", scheduler.executor.scratch.display());
+    }
+    if let Some(sig) = signal {
+        eprintln!(
+            "interrupted by {}: {} of {total} case(s) measured; report finalized",
+            interrupt::name(sig),
+            report.cases.len()
+        );
+        return Ok(128 + sig);
     }
     let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
     Ok(if all_ok && broken.is_empty() { 0 } else { 1 })
@@ -251,6 +301,37 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &input::Input
     opts.axes.frames = vec![file.frames];
     opts.axes.sizes = vec![(file.width, file.height)];
     Ok(())
+}
+
+/// `f32`, or several on-disk dtypes joined by `+` (as the workers report it).
+fn dtype_names(dtypes: &[candle_core::DType]) -> String {
+    dtypes.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("+")
+}
+
+/// The model config `run --list` costs the cases with: the checkpoint's when it is local
+/// (or already in the Hub cache), else the Wan 2.1 VAE's, said in the returned note. Never
+/// downloads.
+fn list_config(
+    reference: &str,
+    model: Option<crate::model::ModelKind>,
+) -> anyhow::Result<(crate::model::Config, String)> {
+    use crate::weights::source::{self, WeightsRef};
+    let path = match source::parse(reference)? {
+        WeightsRef::Synthetic => None,
+        WeightsRef::Local(p) => Some(p),
+        WeightsRef::Hub(h) => source::hub::lookup_cache(&source::HubSettings::from_env().cache_dir, &h)
+            .ok()
+            .map(|hit| hit.path),
+    };
+    let asked = model.unwrap_or(crate::model::ModelKind::Wan21);
+    Ok(match path {
+        None if reference.trim().eq_ignore_ascii_case("synthetic") => (asked.config(), String::new()),
+        None => (
+            asked.config(),
+            format!(" (weights not in the cache: costed as the {})", asked.title()),
+        ),
+        Some(p) => (crate::weights::header::check_file(&p)?.checked.config, String::new()),
+    })
 }
 
 /// `wan-vae-bench worker` (hidden): run one case, write its result JSON.

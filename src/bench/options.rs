@@ -16,6 +16,9 @@ use super::scheduler::Order;
 
 pub use crate::settings::BASELINE;
 
+/// Longest per-case time limit accepted, seconds (one year; a `Duration` overflows near 1.8e19).
+pub const MAX_TIMEOUT_S: f64 = 31_536_000.0;
+
 /// The axes of the matrix; every combination is one case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axes {
@@ -175,7 +178,20 @@ impl BenchOptions {
                 (t, Some(o)) => format!("{t}:{o}"),
                 (t, None) => t.to_string(),
             };
-            tiles.push(parse_tile("--tile_px", &spelled)?);
+            // Name the flags the user typed, not the `--tile` spelling they became.
+            let tile = parse_tile("--tile_px", &spelled).map_err(|_| {
+                let given = match o.overlap_px {
+                    Some(ov) => format!("--tile_px {t} --overlap_px {ov}"),
+                    None => format!("--tile_px {t}"),
+                };
+                UserError::invalid(
+                    "--tile_px/--overlap_px",
+                    given,
+                    "a tile in pixels (a multiple of 8, 0 = untiled) and an overlap that is a multiple of 8 \
+                     smaller than the tile, e.g. --tile_px 256 --overlap_px 64",
+                )
+            })?;
+            tiles.push(tile);
         }
         if !tiles.is_empty() {
             self.axes.tiles = tiles;
@@ -229,10 +245,33 @@ impl BenchOptions {
         if self.runs == 0 {
             return Err(UserError::invalid("runs", "0", "at least 1 timed run").into());
         }
-        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
-            return Err(
-                UserError::invalid("timeout_s", self.timeout_s.to_string(), "a positive number of seconds").into(),
-            );
+        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= MAX_TIMEOUT_S) {
+            return Err(UserError::invalid(
+                "timeout (--timeout, [run] timeout_s)",
+                self.timeout_s.to_string(),
+                format!("a number of seconds greater than 0 and at most {MAX_TIMEOUT_S} (one year)"),
+            )
+            .into());
+        }
+        for (name, vars) in &self.variants {
+            for (key, value) in vars {
+                if key.is_empty() || key.contains(['=', '\0']) {
+                    return Err(UserError::invalid(
+                        format!("variable name {key:?} of env variant {name:?}"),
+                        key,
+                        "a name that is not empty and has no `=` or NUL byte",
+                    )
+                    .into());
+                }
+                if value.contains('\0') {
+                    return Err(UserError::invalid(
+                        format!("variable {key} of env variant {name:?}"),
+                        value,
+                        "a value without NUL bytes (the environment cannot hold them)",
+                    )
+                    .into());
+                }
+            }
         }
         for name in &self.axes.envs {
             if !self.variants.contains_key(name) {

@@ -167,12 +167,18 @@ impl Scheduler {
     /// Run every case: spec it, run it in a worker, record it in `report` (the first case
     /// that loaded the model also fills `report.model`), fill quality as references finish,
     /// and rewrite the report at `output` after each case, so a crash loses at most the
-    /// case in flight.
-    pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<()> {
-        let mut model_known = false;
+    /// case in flight. A SIGINT/SIGTERM stops the loop: the case in flight is dropped, the
+    /// report says `run.interrupted`, and the signal is returned.
+    pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<Option<i32>> {
+        // The parent already read the model facts from the checkpoint's header.
+        let mut model_known = report.model.params > 0;
         let recorded = recorded_vars();
+        let total = self.cases.len();
         for case in self.cases.clone() {
             let case = &case;
+            if let Some(sig) = super::interrupt::received() {
+                return self.interrupted(report, output, sig, total);
+            }
             self.progress.start_case(&case.id);
             let input = self.input_for(&case.settings);
             let spec = WorkerSpec {
@@ -192,6 +198,9 @@ impl Scheduler {
                 Ok(_) => self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p)),
                 Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
             };
+            if let Some(sig) = super::interrupt::received() {
+                return self.interrupted(report, output, sig, total);
+            }
             if let (false, Some(m)) = (model_known, &result.model) {
                 report.model.on_disk_dtype = m.on_disk_dtype.clone();
                 report.model.params = m.params;
@@ -224,7 +233,18 @@ impl Scheduler {
             report.save_atomic(output)?;
         }
         self.progress.finish();
-        Ok(())
+        Ok(None)
+    }
+
+    fn interrupted(&self, report: &mut Report, output: &Path, sig: i32, total: usize) -> anyhow::Result<Option<i32>> {
+        self.progress.finish();
+        report.run.interrupted = Some(format!(
+            "{} after {} of {total} cases",
+            super::interrupt::name(sig),
+            report.cases.len()
+        ));
+        report.save_atomic(output)?;
+        Ok(Some(sig))
     }
 }
 
@@ -244,6 +264,7 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         id: case.id.clone(),
         added_as_reference: case.added_as_reference,
         settings: case.settings.clone(),
+        frames_used: crate::model::frames_used(case.settings.frames).ok(),
         compute_dtype: r.compute_dtype,
         env: r.env,
         status: r.status,
@@ -256,19 +277,23 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         quality: None,
         system: None,
         budgets: Vec::new(),
+        run: None,
     }
 }
 
 /// The per-case line: timings of the passes it ran when ok, otherwise the status and the
 /// error's first line.
 fn case_line(c: &CaseRecord) -> String {
-    use crate::format::seconds;
+    use crate::format::median_spread;
     match c.status {
         CaseStatus::Ok => {
             let mut line = format!("ok       {}", c.id);
             for (name, p) in [("encode", &c.encode), ("decode", &c.decode)] {
                 if let Some(p) = p {
-                    line.push_str(&format!("  {name} {} ± {}", seconds(p.median_s), seconds(p.stddev_s)));
+                    line.push_str(&format!(
+                        "  {name} {}",
+                        median_spread(p.median_s, p.stddev_s, p.samples_s.len())
+                    ));
                 }
             }
             line

@@ -10,7 +10,8 @@
 //! says so ([`crate::model::temporal_tiling`]). The outputs of the last timed pass (latent
 //! and decoded video, f32, whichever the case made) are saved to [`WorkerSpec::outputs`]
 //! for the parent's quality comparison, and with real weights the worker reports the
-//! round-trip PSNR of the decoded video against the video ([`super::clip::roundtrip_psnr`]).
+//! round-trip PSNR of the decoded video against the video ([`super::clip::roundtrip_psnr`]). A last pass whose latent or decoded
+//! video holds NaN or Inf makes the case `failed`, naming the pass and the count.
 //!
 //! Speaks [`super::protocol`]; the fault hook is [`super::fault`], the clip [`super::clip`],
 //! process memory [`super::memory`]. Must not: spawn processes or write the report.
@@ -178,6 +179,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         last = (i + 1 == total).then_some((own_latent, out));
     }
     let (mut roundtrip_psnr_db, mut outputs_error) = (None, None);
+    let mut non_finite = Vec::new();
     if let Some((latent, decoded)) = last {
         phase("outputs");
         let f32 = |t: Option<Tensor>| -> Result<Option<Tensor>, Classified> {
@@ -185,7 +187,24 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
                 .transpose()
         };
         let (latent, decoded) = (f32(latent)?, f32(decoded)?);
-        if let (true, Some(video), Some(decoded)) = (roundtrip_applies(&spec.weights), &video, &decoded) {
+        // Checked after the clocks stopped, on the last timed pass (a NaN from the
+        // weights or an overflow appears in every pass alike).
+        for (pass, what, t) in [("encode", "latent", &latent), ("decode", "decoded video", &decoded)] {
+            let Some(t) = t else { continue };
+            let n = count_non_finite(t).map_err(classify)?;
+            if n > 0 {
+                non_finite.push(format!(
+                    "{pass} produced {n} non-finite value(s) (NaN or Inf) of {} in the {what}",
+                    t.elem_count()
+                ));
+            }
+        }
+        if let (true, true, Some(video), Some(decoded)) = (
+            roundtrip_applies(&spec.weights),
+            non_finite.is_empty(),
+            &video,
+            &decoded,
+        ) {
             roundtrip_psnr_db = roundtrip_psnr(video, decoded).map_err(classify)?;
         }
         if let Some(path) = &spec.outputs {
@@ -197,13 +216,24 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     drop(video);
     let (f, w, h) = (s.frames, s.width, s.height);
     let out_frames = cfg.frames_used(f).map_err(|e| classify(e.into()))?;
-    let encode = PassStats::from_samples(enc, enc_warm, f, crate::model::flops::encode_gflop(&cfg, f, w, h));
+    // Both passes process the first 1+4k frames: encode reads them, decode returns them.
+    let encode = PassStats::from_samples(
+        enc,
+        enc_warm,
+        out_frames,
+        crate::model::flops::encode_gflop(&cfg, f, w, h),
+    );
     let decode = PassStats::from_samples(
         dec,
         dec_warm,
         out_frames,
         crate::model::flops::decode_gflop(&cfg, f, w, h),
     );
+    let (status, error) = if non_finite.is_empty() {
+        (CaseStatus::Ok, None)
+    } else {
+        (CaseStatus::Failed, Some(non_finite.join("; ")))
+    };
     Ok(WorkerResult {
         compute_dtype: Some(vae.compute_dtype()),
         encode: s.passes.encodes().then_some(encode),
@@ -212,6 +242,12 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         model: Some(model),
         roundtrip_psnr_db,
         outputs_error,
-        ..WorkerResult::empty(CaseStatus::Ok, None, BTreeMap::new())
+        ..WorkerResult::empty(status, error, BTreeMap::new())
     })
+}
+
+/// Number of NaN or infinite values in an f32 tensor.
+fn count_non_finite(t: &Tensor) -> anyhow::Result<usize> {
+    let values = t.flatten_all()?.to_device(&Device::Cpu)?.to_vec1::<f32>()?;
+    Ok(values.iter().filter(|v| !v.is_finite()).count())
 }

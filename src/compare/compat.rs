@@ -1,7 +1,13 @@
-//! Whether two reports may be compared or merged: same schema version, same model weights.
+//! Whether two reports may be compared or merged: same schema version, same model weights;
+//! whether a report's cases are sound enough to compare (unique ids, finite non-negative
+//! timings); and which machine facts differ (CPU model, instruction set, GPUs).
 //!
 //! Must not: compare timings or write anything.
-use crate::report::{ModelInfo, Report};
+use std::path::Path;
+
+use crate::error::UserError;
+use crate::report::{ModelInfo, PassStats, Report};
+use crate::system::SystemInfo;
 
 /// Reasons the two reports are not comparable (empty when they are).
 ///
@@ -36,6 +42,96 @@ pub fn model_mismatch(a: &ModelInfo, b: &ModelInfo) -> Option<String> {
     })
 }
 
-fn short(sha: &str) -> &str {
-    &sha[..sha.len().min(12)]
+/// The first 12 characters (not bytes: the field is the report's text, it may be anything).
+fn short(sha: &str) -> String {
+    sha.chars().take(12).collect()
+}
+
+/// A report `compare` can trust: every case id once, every timing finite and not negative.
+/// The error names the file and the case.
+pub fn check_cases(report: &Report, path: &Path) -> Result<(), UserError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for case in &report.cases {
+        if !seen.insert(case.id.as_str()) {
+            return Err(UserError::file(
+                path,
+                format!(
+                    "case id {:?} appears more than once; each case must be measured once",
+                    case.id
+                ),
+            ));
+        }
+        for (pass, stats) in [("encode", &case.encode), ("decode", &case.decode)] {
+            if let Some(bad) = stats.as_ref().and_then(bad_timing) {
+                return Err(UserError::file(
+                    path,
+                    format!(
+                        "case {:?}: {pass} {bad}; timings must be finite and not negative",
+                        case.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn bad_timing(p: &PassStats) -> Option<String> {
+    let bad = |v: f64| !(v.is_finite() && v >= 0.0);
+    if let Some((i, v)) = p.samples_s.iter().enumerate().find(|(_, v)| bad(**v)) {
+        return Some(format!("sample {} is {v}", i + 1));
+    }
+    [
+        ("min_s", p.min_s),
+        ("median_s", p.median_s),
+        ("mean_s", p.mean_s),
+        ("max_s", p.max_s),
+    ]
+    .into_iter()
+    .find(|(_, v)| bad(*v))
+    .map(|(name, v)| format!("{name} is {v}"))
+}
+
+/// The machine facts that differ between two reports: CPU model, instruction-set
+/// extensions, GPUs (empty when none differ or a side does not know them).
+pub fn system_differences(a: &SystemInfo, b: &SystemInfo) -> Vec<String> {
+    let mut why = Vec::new();
+    if let (Some(x), Some(y)) = (&a.cpu_model, &b.cpu_model) {
+        if x != y {
+            why.push(format!("different CPU models ({x} vs {y})"));
+        }
+    }
+    if !a.cpu_simd.is_empty() && !b.cpu_simd.is_empty() && a.cpu_simd != b.cpu_simd {
+        let only = |p: &[String], q: &[String]| -> String {
+            let v: Vec<&str> = p.iter().filter(|x| !q.contains(x)).map(String::as_str).collect();
+            if v.is_empty() {
+                "-".into()
+            } else {
+                v.join(" ")
+            }
+        };
+        why.push(format!(
+            "different instruction sets (baseline only: {}; current only: {})",
+            only(&a.cpu_simd, &b.cpu_simd),
+            only(&b.cpu_simd, &a.cpu_simd)
+        ));
+    }
+    let gpus = |s: &SystemInfo| -> Vec<String> {
+        s.gpus
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} {}",
+                    g.vendor,
+                    g.name.as_deref().or(g.gfx_target.as_deref()).unwrap_or("?")
+                )
+            })
+            .collect()
+    };
+    let (ga, gb) = (gpus(a), gpus(b));
+    if ga != gb {
+        let text = |g: &[String]| if g.is_empty() { "none".to_string() } else { g.join(", ") };
+        why.push(format!("different GPUs ({} vs {})", text(&ga), text(&gb)));
+    }
+    why
 }

@@ -1,7 +1,9 @@
 //! `compare BASELINE CURRENT`: per-case timing ratios, Welch's t-test, quality drops.
 //!
 //! Exit 0: no regression; 1: a regression (slower pass, PSNR drop, or a case no longer ok);
-//! 2: unusable input (unreadable or invalid report, incompatible reports without `--force`).
+//! 2: unusable input (unreadable or invalid report, incompatible reports without `--force`,
+//! no case in common, a duplicate case id, a negative or non-finite timing, different
+//! machines under `--strict-system`; without it those are a warning).
 //! The decision rules are documented in [`verdict`].
 //!
 //! Must not: change the reports it reads; rendering is [`render`]'s, deciding [`verdict`]'s.
@@ -37,6 +39,10 @@ pub struct CompareArgs {
     /// Compare even with different schema versions or model weights.
     #[arg(long)]
     pub force: bool,
+    /// Refuse (exit 2) reports from machines with a different CPU model, instruction set
+    /// or GPU, instead of warning.
+    #[arg(long = "strict-system")]
+    pub strict_system: bool,
     /// Print the comparison as JSON (see `compare::verdict::Comparison`).
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
@@ -68,6 +74,19 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     }
     let baseline = Report::load(&args.baseline)?;
     let current = Report::load(&args.current)?;
+    compat::check_cases(&baseline, &args.baseline)?;
+    compat::check_cases(&current, &args.current)?;
+    let machine = compat::system_differences(&baseline.system, &current.system);
+    if !machine.is_empty() && args.strict_system {
+        return Err(UserError::Other(format!(
+            "refusing to compare {} and {}: measured on different machines: {}; drop --strict-system to \
+             compare anyway",
+            args.baseline.display(),
+            args.current.display(),
+            machine.join("; ")
+        ))
+        .into());
+    }
     let problems = compat::incompatibilities(&baseline, &current);
     if !problems.is_empty() && !args.force {
         return Err(UserError::Other(format!(
@@ -85,6 +104,22 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
         psnr_ceiling_db: args.psnr_ceiling,
     };
     let mut cmp = verdict::compare(&baseline, &current, rules);
+    if cmp.cases.is_empty() {
+        return Err(UserError::Other(format!(
+            "{} and {} have no case id in common, so nothing was compared ({} case(s) only in the baseline, \
+             {} only in the current report); run the same matrix for both",
+            args.baseline.display(),
+            args.current.display(),
+            cmp.only_in_baseline.len(),
+            cmp.only_in_current.len()
+        ))
+        .into());
+    }
+    for m in machine {
+        eprintln!("warning: {m}: timings may differ for that reason alone");
+        cmp.warnings
+            .push(format!("{m}: timings may differ for that reason alone"));
+    }
     cmp.baseline = args.baseline.display().to_string();
     cmp.current = args.current.display().to_string();
     for p in problems {

@@ -1,7 +1,8 @@
 //! The results table in Markdown (`run --export-markdown FILE`), one row per case.
 //!
 //! Columns: case, encode and decode median ± stddev [s], encode and decode GFLOP/s,
-//! relative (the case's encode+decode median total over the fastest ok case's total),
+//! relative (the case's encode+decode median total over the fastest ok case's total among
+//! cases of the same frames and size), median alone when a pass has one run,
 //! status, PSNR [dB] of the decoded and latent output when any case has quality (`reference`
 //! for a reference case, `∞` when identical), and the round-trip PSNR [dB] when any case has it.
 //!
@@ -14,7 +15,11 @@ use crate::format::seconds_plain as secs;
 use crate::report::{CaseRecord, CaseStatus, ErrorStats, PassStats, Report};
 
 fn time_cell(p: Option<&PassStats>) -> String {
-    p.map_or("–".into(), |p| format!("{} ± {}", secs(p.median_s), secs(p.stddev_s)))
+    p.map_or("–".into(), |p| match p.samples_s.len() {
+        // One run has no spread: print none rather than "± 0".
+        0 | 1 => secs(p.median_s),
+        _ => format!("{} ± {}", secs(p.median_s), secs(p.stddev_s)),
+    })
 }
 
 fn gflops_cell(p: Option<&PassStats>) -> String {
@@ -52,7 +57,16 @@ fn quality_cell(case: &CaseRecord, references: &BTreeSet<&str>) -> String {
 
 /// Render the report's cases as a Markdown table (ends with a newline).
 pub fn markdown_table(report: &Report) -> String {
-    let fastest = report.cases.iter().filter_map(total).fold(f64::INFINITY, f64::min);
+    // "relative" is against the fastest ok case of the same frames and size only.
+    let key = |c: &CaseRecord| (c.settings.frames, c.settings.width, c.settings.height);
+    let fastest = |c: &CaseRecord| {
+        report
+            .cases
+            .iter()
+            .filter(|o| key(o) == key(c))
+            .filter_map(total)
+            .fold(f64::INFINITY, f64::min)
+    };
     let has_quality = report.cases.iter().any(|c| c.quality.is_some());
     let roundtrip = |c: &CaseRecord| c.quality.as_ref().and_then(|q| q.roundtrip_psnr_db);
     let has_roundtrip = report.cases.iter().any(|c| roundtrip(c).is_some());
@@ -79,9 +93,10 @@ pub fn markdown_table(report: &Report) -> String {
     }
     o.push('\n');
     for case in &report.cases {
+        let best = fastest(case);
         let relative = total(case)
-            .filter(|_| fastest > 0.0)
-            .map_or("–".into(), |t| format!("{:.2}", t / fastest));
+            .filter(|_| best > 0.0 && best.is_finite())
+            .map_or("–".into(), |t| format!("{:.2}", t / best));
         let mut status = case.status.name().to_string();
         if case.added_as_reference {
             status.push_str(" (added as reference)");

@@ -1,38 +1,45 @@
 //! The plain-text summary table printed at the end of `run`: case, encode and decode
-//! median ± stddev, each relative to the fastest case of that pass, and the PSNR of the
+//! median ± stddev (the median alone for one run), each relative to the fastest case of
+//! that pass with the same frames and size, and the PSNR of the
 //! decoded video against the case's reference (`ref` for a reference case, `inf` when
 //! identical, `-` when unknown).
 //!
+//! Columns are padded by display width (unicode-width), not by chars.
+//!
 //! Must not: write files (the [`super::Exporter`] caller does).
+use unicode_width::UnicodeWidthStr;
+
 use crate::report::{CaseRecord, CaseStatus, PassStats, Report};
 
 /// Render the summary table of `report`.
 pub fn render_table(report: &Report) -> String {
-    let fastest = |pick: fn(&crate::report::CaseRecord) -> Option<&PassStats>| {
+    // "vs fastest" compares a case with the fastest ok case of the same frames and size
+    // only: rows of other sizes do different work.
+    let fastest = |c: &CaseRecord, pick: fn(&CaseRecord) -> Option<&PassStats>| {
+        let s = &c.settings;
         report
             .cases
             .iter()
-            .filter(|c| c.status == CaseStatus::Ok)
+            .filter(|o| o.status == CaseStatus::Ok)
+            .filter(|o| (o.settings.frames, o.settings.width, o.settings.height) == (s.frames, s.width, s.height))
             .filter_map(pick)
             .map(|p| p.median_s)
             .filter(|m| *m > 0.0)
             .fold(f64::INFINITY, f64::min)
     };
-    let enc_best = fastest(|c| c.encode.as_ref());
-    let dec_best = fastest(|c| c.decode.as_ref());
     let header = [
         "case",
         "status",
         "encode median ± stddev",
-        "vs fastest",
+        "vs fastest*",
         "decode median ± stddev",
-        "vs fastest",
+        "vs fastest*",
         "PSNR dB",
     ];
     let mut rows: Vec<[String; 7]> = vec![header.map(str::to_string)];
     for c in &report.cases {
-        let (e, er) = cell(c.encode.as_ref(), enc_best);
-        let (d, dr) = cell(c.decode.as_ref(), dec_best);
+        let (e, er) = cell(c.encode.as_ref(), fastest(c, |c| c.encode.as_ref()));
+        let (d, dr) = cell(c.decode.as_ref(), fastest(c, |c| c.decode.as_ref()));
         let status = c.status.name().to_string();
         let id = if c.added_as_reference {
             format!("{} (added)", c.id)
@@ -44,7 +51,7 @@ pub fn render_table(report: &Report) -> String {
     let mut widths = [0usize; 7];
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(cell.width());
         }
     }
     let mut out = String::new();
@@ -54,10 +61,13 @@ pub fn render_table(report: &Report) -> String {
             .zip(widths)
             .enumerate()
             .map(|(k, (cell, w))| {
+                // Padding by display width: `{:<w$}` counts chars, which misaligns wide
+                // (CJK, emoji) or combining characters in env names.
+                let pad = " ".repeat(w.saturating_sub(cell.width()));
                 if k >= 2 {
-                    format!("{cell:>w$}")
+                    format!("{pad}{cell}")
                 } else {
-                    format!("{cell:<w$}")
+                    format!("{cell}{pad}")
                 }
             })
             .collect();
@@ -68,6 +78,7 @@ pub fn render_table(report: &Report) -> String {
             out.push('\n');
         }
     }
+    out.push_str("* relative to the fastest ok case of the same frames and size\n");
     out
 }
 
@@ -93,11 +104,7 @@ fn cell(p: Option<&PassStats>, best: f64) -> (String, String) {
                 "-".into()
             };
             (
-                format!(
-                    "{} ± {}",
-                    crate::format::seconds(p.median_s),
-                    crate::format::seconds(p.stddev_s)
-                ),
+                crate::format::median_spread(p.median_s, p.stddev_s, p.samples_s.len()),
                 rel,
             )
         }

@@ -17,6 +17,7 @@ use candle_nn::VarBuilder;
 use crate::error::UserError;
 use crate::model::{Config, ModelKind, Precision};
 
+pub mod header;
 pub mod layout;
 pub mod source;
 pub mod synthetic;
@@ -68,67 +69,97 @@ impl Weights {
 
     /// Check the tensors against the layout of the inferred config and build `Weights`.
     pub fn from_tensors(tensors: HashMap<String, Tensor>, format: &str, origin: &Path) -> Result<Weights, UserError> {
-        let config = layout::infer_config(|k| tensors.get(k).map(|t| t.dims().to_vec()))
-            .map_err(|m| UserError::file(origin, m))?;
-        let expected = layout::expected_tensors(&config);
-        let mut problems = Vec::new();
-        for spec in &expected {
-            match tensors.get(&spec.name) {
-                None => problems.push(format!("missing key {} (expected shape {:?})", spec.name, spec.shape)),
-                Some(t) if t.dims() != spec.shape.as_slice() => problems.push(format!(
-                    "key {} has shape {:?}, expected {:?}",
-                    spec.name,
-                    t.dims(),
-                    spec.shape
-                )),
-                Some(_) => {}
-            }
-        }
-        let known: std::collections::HashSet<&str> = expected.iter().map(|s| s.name.as_str()).collect();
-        let mut extra: Vec<&String> = tensors.keys().filter(|k| !known.contains(k.as_str())).collect();
-        extra.sort();
-        let title = config.kind().title();
-        problems.extend(
-            extra
-                .iter()
-                .map(|k| format!("unexpected key {k} (not part of the {title})")),
-        );
-        for (name, t) in &tensors {
-            if !matches!(t.dtype(), DType::F32 | DType::F16 | DType::BF16 | DType::F64) {
-                problems.push(format!(
-                    "key {name} has dtype {:?}, expected a float type (f32, f16, bf16)",
-                    t.dtype()
-                ));
-            }
-        }
-        if !problems.is_empty() {
-            let n = problems.len();
-            let shown: Vec<String> = problems.into_iter().take(12).collect();
-            let more = if n > shown.len() {
-                format!("\n  ... and {} more", n - shown.len())
-            } else {
-                String::new()
-            };
-            return Err(UserError::file(
-                origin,
-                format!(
-                    "not a {title} checkpoint for {} ({n} problem(s)):\n  {}{more}",
-                    widths(&config),
-                    shown.join("\n  ")
-                ),
-            ));
-        }
-        let mut on_disk_dtypes: Vec<DType> = tensors.values().map(|t| t.dtype()).collect();
-        on_disk_dtypes.sort_by_key(|d| d.as_str());
-        on_disk_dtypes.dedup();
+        let declared: HashMap<String, Declared> = tensors
+            .iter()
+            .map(|(k, t)| (k.clone(), (t.dims().to_vec(), Some(t.dtype()))))
+            .collect();
+        let checked = check_layout(&declared, origin)?;
         Ok(Weights {
-            params: layout::param_count(&expected),
+            params: checked.params,
             tensors,
-            config,
+            config: checked.config,
             format: format.to_string(),
-            on_disk_dtypes,
+            on_disk_dtypes: checked.on_disk_dtypes,
         })
     }
+}
+
+/// What a checkpoint declares for one tensor: its shape and dtype (`None`: a dtype candle
+/// has no name for).
+pub type Declared = (Vec<usize>, Option<DType>);
+
+/// What [`check_layout`] learned from a checkpoint's declarations.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checked {
+    pub config: Config,
+    /// Distinct on-disk dtypes, sorted.
+    pub on_disk_dtypes: Vec<DType>,
+    pub params: u64,
+}
+
+/// Check declared tensors against the layout of the inferred config: every expected key
+/// present with its shape, no extras, float dtypes. The loader and the header check
+/// ([`header::check_file`], which reads no tensor data) share it, so both fail alike.
+pub fn check_layout(tensors: &HashMap<String, Declared>, origin: &Path) -> Result<Checked, UserError> {
+    let config =
+        layout::infer_config(|k| tensors.get(k).map(|t| t.0.clone())).map_err(|m| UserError::file(origin, m))?;
+    let expected = layout::expected_tensors(&config);
+    let mut problems = Vec::new();
+    for spec in &expected {
+        match tensors.get(&spec.name) {
+            None => problems.push(format!("missing key {} (expected shape {:?})", spec.name, spec.shape)),
+            Some((dims, _)) if dims != &spec.shape => problems.push(format!(
+                "key {} has shape {:?}, expected {:?}",
+                spec.name, dims, spec.shape
+            )),
+            Some(_) => {}
+        }
+    }
+    let title = config.kind().title();
+    let known: std::collections::HashSet<&str> = expected.iter().map(|s| s.name.as_str()).collect();
+    let mut extra: Vec<&String> = tensors.keys().filter(|k| !known.contains(k.as_str())).collect();
+    extra.sort();
+    problems.extend(
+        extra
+            .iter()
+            .map(|k| format!("unexpected key {k} (not part of the {title})")),
+    );
+    let mut names: Vec<&String> = tensors.keys().collect();
+    names.sort();
+    for name in names {
+        let dtype = tensors[name].1;
+        if !matches!(dtype, Some(DType::F32 | DType::F16 | DType::BF16 | DType::F64)) {
+            let shown = dtype.map_or("an unsupported type".to_string(), |d| format!("{d:?}"));
+            problems.push(format!(
+                "key {name} has dtype {shown}, expected a float type (f32, f16, bf16)"
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        let n = problems.len();
+        let shown: Vec<String> = problems.into_iter().take(12).collect();
+        let more = if n > shown.len() {
+            format!("\n  ... and {} more", n - shown.len())
+        } else {
+            String::new()
+        };
+        return Err(UserError::file(
+            origin,
+            format!(
+                "not a {title} checkpoint for {} ({n} problem(s)):\n  {}{more}",
+                widths(&config),
+                shown.join("\n  ")
+            ),
+        ));
+    }
+    let mut on_disk_dtypes: Vec<DType> = tensors.values().filter_map(|t| t.1).collect();
+    on_disk_dtypes.sort_by_key(|d| d.as_str());
+    on_disk_dtypes.dedup();
+    Ok(Checked {
+        params: layout::param_count(&expected),
+        config,
+        on_disk_dtypes,
+    })
 }
 
 /// `dim=.. z_dim=..` (and `dec_dim` where it differs), for messages.
@@ -196,54 +227,10 @@ fn check_model(path: &Path, held: &Config, asked: ModelKind) -> Result<(), UserE
 }
 
 /// The config of a checkpoint file, inferred from the shapes in its header (safetensors)
-/// or pickle (pth) without reading tensor data.
+/// or pickle index (pth) without reading tensor data.
 pub fn peek_config(path: &Path) -> Result<Config, UserError> {
-    let shapes: HashMap<String, Vec<usize>> = match detect_format(path)? {
-        "safetensors" => safetensors_shapes(path)?,
-        _ => {
-            let unreadable = |e: candle_core::Error| {
-                UserError::file(
-                    path,
-                    format!("cannot read as a PyTorch (.pth zip pickle) checkpoint: {e}"),
-                )
-            };
-            let mut infos = candle_core::pickle::read_pth_tensor_info(path, false, None).map_err(unreadable)?;
-            for key in ["state_dict", "model"] {
-                if !infos.is_empty() {
-                    break;
-                }
-                infos = candle_core::pickle::read_pth_tensor_info(path, false, Some(key)).unwrap_or_default();
-            }
-            infos
-                .into_iter()
-                .map(|i| (i.name, i.layout.shape().dims().to_vec()))
-                .collect()
-        }
-    };
-    layout::infer_config(|k| shapes.get(k).cloned()).map_err(|m| UserError::file(path, m))
-}
-
-/// Tensor shapes from a safetensors header (8-byte little-endian length, then JSON).
-fn safetensors_shapes(path: &Path) -> Result<HashMap<String, Vec<usize>>, UserError> {
-    use std::io::Read;
-    let bad = |why: String| UserError::file(path, format!("cannot read as safetensors: {why}"));
-    let mut f = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
-    let mut len = [0u8; 8];
-    f.read_exact(&mut len).map_err(|e| bad(e.to_string()))?;
-    let len = u64::from_le_bytes(len);
-    let file_len = f.metadata().map_err(|e| bad(e.to_string()))?.len();
-    if len == 0 || len > 100 << 20 || len + 8 > file_len {
-        return Err(bad(format!("header length {len} does not fit a {file_len}-byte file")));
-    }
-    let mut header = vec![0u8; len as usize];
-    f.read_exact(&mut header).map_err(|e| bad(e.to_string()))?;
-    let json: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_slice(&header).map_err(|e| bad(format!("header is not JSON: {e}")))?;
-    Ok(json
-        .into_iter()
-        .filter(|(k, _)| k != "__metadata__")
-        .filter_map(|(k, v)| Some((k, serde_json::from_value(v.get("shape")?.clone()).ok()?)))
-        .collect())
+    let (_, declared) = header::declared(path)?;
+    layout::infer_config(|k| declared.get(k).map(|d| d.0.clone())).map_err(|m| UserError::file(path, m))
 }
 
 /// Load a `.safetensors` or `.pth` file (format by extension, else by content).
@@ -269,7 +256,7 @@ pub fn load_file(path: &Path) -> Result<Weights, UserError> {
 
 /// `pth` for a zip archive (torch.save), `safetensors` otherwise; the extension decides
 /// when it is one of the two.
-fn detect_format(path: &Path) -> Result<&'static str, UserError> {
+pub(crate) fn detect_format(path: &Path) -> Result<&'static str, UserError> {
     match path
         .extension()
         .and_then(|e| e.to_str())

@@ -111,7 +111,8 @@ pub fn parse(reference: &str) -> Result<WeightsRef, UserError> {
     if let Some(p) = PRESETS.iter().find(|p| p.name.eq_ignore_ascii_case(r)) {
         return parse_hub(p.reference).map(WeightsRef::Hub);
     }
-    if r.len() >= 5 && r[..5].eq_ignore_ascii_case("hf://") {
+    // `get`, not `[..5]`: the reference may start with a multi-byte character.
+    if r.get(..5).is_some_and(|p| p.eq_ignore_ascii_case("hf://")) {
         return parse_hub(r).map(WeightsRef::Hub);
     }
     Ok(WeightsRef::Local(PathBuf::from(reference)))
@@ -199,6 +200,7 @@ pub fn resolve_with(reference: &str, settings: &HubSettings) -> anyhow::Result<R
             })
         }
         WeightsRef::Hub(hub) => {
+            hub::check_cached_ref(&settings.cache_dir, &hub)?;
             let hit = match hub::lookup_cache(&settings.cache_dir, &hub) {
                 Ok(hit) => hit,
                 Err(reason) if settings.offline => return Err(hub::offline_miss(&hub, settings, &reason).into()),

@@ -34,6 +34,7 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             passes: Default::default(),
             temporal_tile: None,
         },
+        frames_used: Some(5),
         compute_dtype: Some("f32".into()),
         env: Default::default(),
         status: CaseStatus::Ok,
@@ -46,6 +47,7 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
         quality: None,
         system: None,
         budgets: Vec::new(),
+        run: None,
     }
 }
 

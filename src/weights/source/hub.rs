@@ -112,7 +112,7 @@ impl HubSettings {
             get(k)
                 .and_then(|v| v.trim().parse::<f64>().ok())
                 .filter(|s| s.is_finite() && *s > 0.0)
-                .map(Duration::from_secs_f64)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
                 .unwrap_or(default)
         };
         use std::io::IsTerminal;
@@ -157,6 +157,38 @@ pub fn is_commit_sha(s: &str) -> bool {
     s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// True for what a cache ref may hold: a commit sha or a plain tag name (ASCII letters,
+/// digits, `.`, `_`, `-`; not starting with `.`), never a path that could leave the cache.
+pub fn is_plain_revision(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 255
+        && !s.starts_with('.')
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-')
+}
+
+fn bad_ref_message(ref_path: &Path, content: &str) -> String {
+    format!(
+        "{} holds {content:?}, which is not a commit id or tag; the cache is damaged or was tampered with \
+         (delete that file to download again, or pin a commit with @<sha>)",
+        ref_path.display()
+    )
+}
+
+/// The cache's ref of `hub`'s revision must be a plain commit id or tag when it exists:
+/// an error naming the ref file otherwise (resolution stops there: no download either).
+pub fn check_cached_ref(cache_dir: &Path, hub: &HubRef) -> Result<(), UserError> {
+    let ref_path = repo_dir(cache_dir, &hub.repo)
+        .join("refs")
+        .join(hub.revision.as_deref().unwrap_or("main"));
+    match std::fs::read_to_string(&ref_path) {
+        Ok(c) if !c.trim().is_empty() && !is_plain_revision(c.trim()) => {
+            Err(UserError::Other(bad_ref_message(&ref_path, c.trim())))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The cache folder of a model repo: `<cache>/models--OWNER--NAME`.
 pub fn repo_dir(cache_dir: &Path, repo: &str) -> PathBuf {
     cache_dir.join(format!("models--{}", repo.replace('/', "--")))
@@ -183,7 +215,13 @@ pub fn lookup_cache(cache_dir: &Path, hub: &HubRef) -> Result<CacheHit, String> 
     } else {
         let ref_path = dir.join("refs").join(revision);
         match std::fs::read_to_string(&ref_path) {
-            Ok(c) if !c.trim().is_empty() => c.trim().to_string(),
+            Ok(c) if !c.trim().is_empty() => {
+                let c = c.trim();
+                if !is_plain_revision(c) {
+                    return Err(bad_ref_message(&ref_path, c));
+                }
+                c.to_string()
+            }
             _ => {
                 let others = snapshots_with(&dir, &hub.file);
                 let hint = if others.is_empty() {

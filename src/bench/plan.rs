@@ -1,0 +1,121 @@
+//! What a run will do, decided before anything runs: the matrix size limit (counted from
+//! the axes, before a single case is built), the one-per-run warning for frame counts that
+//! are not `1+4k`, and `run --list` (the planned cases with their analytic cost).
+//!
+//! Must not: spawn workers or write files.
+use std::fmt::Write;
+
+use unicode_width::UnicodeWidthStr;
+
+use super::matrix;
+use super::options::BenchOptions;
+use crate::error::UserError;
+use crate::model::flops::{decode_gflop, encode_gflop};
+use crate::model::Config;
+
+/// Default largest matrix `run` accepts (`--max-cases` raises it).
+pub const DEFAULT_MAX_CASES: u64 = 10_000;
+
+/// Number of cases the axes expand to, without building them (saturating: a product that
+/// overflows is "more than any limit").
+pub fn matrix_size(opts: &BenchOptions) -> u64 {
+    let a = &opts.axes;
+    [
+        a.frames.len(),
+        a.sizes.len(),
+        a.precisions.len(),
+        a.tiles.len(),
+        a.chunks.len(),
+        a.envs.len(),
+    ]
+    .iter()
+    .fold(1u64, |n, &k| n.saturating_mul(k as u64))
+}
+
+/// Refuse a matrix larger than `max_cases` (exit 2, naming its size and the way out).
+pub fn check_size(opts: &BenchOptions, max_cases: u64) -> Result<u64, UserError> {
+    let n = matrix_size(opts);
+    if n > max_cases {
+        let a = &opts.axes;
+        return Err(UserError::Other(format!(
+            "the matrix has {n} cases ({} frames x {} sizes x {} precisions x {} tilings x {} chunks x {} env \
+             variants), more than the limit of {max_cases}; shrink an axis, or raise the limit with --max-cases {n}",
+            a.frames.len(),
+            a.sizes.len(),
+            a.precisions.len(),
+            a.tiles.len(),
+            a.chunks.len(),
+            a.envs.len()
+        )));
+    }
+    Ok(n)
+}
+
+/// The warning for frame counts that are not `1+4k` (the VAE uses the first `1+4k`
+/// frames), one line for the whole run; `None` when every count is `1+4k`.
+pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
+    let odd: Vec<String> = opts
+        .axes
+        .frames
+        .iter()
+        .filter_map(|&f| {
+            let used = crate::model::frames_used(f).ok()?;
+            (used != f).then(|| format!("{f} -> {used}"))
+        })
+        .collect();
+    (!odd.is_empty()).then(|| {
+        format!(
+            "warning: frame counts that are not 1+4k: the VAE encodes only the first 1+4k frames ({}); \
+             each case records frames_used and its frames/s counts those",
+            odd.join(", ")
+        )
+    })
+}
+
+/// `run --list`: every planned case (references included) with its passes and the
+/// analytic GFLOP of each pass, and the total over warmup and timed passes.
+pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> String {
+    let mut cases = matrix::expand(opts);
+    matrix::add_references(&mut cases);
+    let passes = (opts.warmup + opts.runs) as f64;
+    let ids: Vec<String> = cases
+        .iter()
+        .map(|c| {
+            if c.added_as_reference {
+                format!("{} (added)", c.id)
+            } else {
+                c.id.clone()
+            }
+        })
+        .collect();
+    // Display width, not chars: env names may be wide (CJK) or non-ASCII.
+    let width = ids.iter().map(|id| id.width()).max().unwrap_or(4).max(4);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<width$}  {:<13}  {:>12}  {:>12}  {:>14}",
+        "case", "passes", "encode GFLOP", "decode GFLOP", "total GFLOP"
+    );
+    let mut grand = 0.0;
+    for (c, id) in cases.iter().zip(&ids) {
+        let s = &c.settings;
+        let e = encode_gflop(cfg, s.frames, s.width, s.height);
+        let d = decode_gflop(cfg, s.frames, s.width, s.height);
+        let total = (e + d) * passes;
+        grand += total;
+        let pad = " ".repeat(width - id.width());
+        let _ = writeln!(
+            out,
+            "{id}{pad}  {:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}",
+            "encode+decode"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{} case(s), {} warmup + {} timed pass(es) of each, {grand:.2} GFLOP in total{config_note}",
+        cases.len(),
+        opts.warmup,
+        opts.runs
+    );
+    out
+}

@@ -1,0 +1,263 @@
+//! Issue 10, "destroys or loses data": output paths that are not regular files or may not
+//! be written, the output lock, the scratch folder (random, 0700, removed on SIGINT, stale
+//! folders of dead runs removed).
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::cli::{bench, scratch, stderr, write};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// The smallest real run: one fake-free case of 8x8, one frame.
+const TINY: &[&str] = &[
+    "--frames",
+    "1",
+    "--size",
+    "8x8",
+    "--runs",
+    "1",
+    "--warmup",
+    "0",
+    "--precision",
+    "fp32",
+    "--quiet",
+];
+
+/// `run TINY ARGS` with the scratch folder under `tmp`.
+fn run_in(tmp: &Path, args: &[&str]) -> Output {
+    bench()
+        .arg("run")
+        .args(TINY)
+        .args(args)
+        .env("TMPDIR", tmp)
+        .output()
+        .unwrap()
+}
+
+fn mkfifo(path: &Path) {
+    let ok = Command::new("mkfifo").arg(path).status().unwrap().success();
+    assert!(ok, "mkfifo {}", path.display());
+}
+
+fn is_fifo(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn run_refuses_a_special_file_before_the_first_case() {
+    let dir = scratch();
+    let fifo = dir.path().join("fifo.json");
+    mkfifo(&fifo);
+    let out = run_in(dir.path(), &["-o", fifo.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("fifo.json") && err.contains("not a regular file"), "{err}");
+    assert!(is_fifo(&fifo), "the FIFO was replaced");
+    assert!(!err.contains("ok "), "a case ran first: {err}");
+}
+
+#[test]
+fn merge_validate_and_plot_refuse_special_files() {
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let out = run_in(dir.path(), &["-o", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let fifo = dir.path().join("merged.json");
+    mkfifo(&fifo);
+    let out = bench()
+        .args(["merge", report.to_str().unwrap(), "-o", fifo.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(is_fifo(&fifo) && stderr(&out).contains("merged.json"));
+    let out = bench()
+        .args(["validate", "--weights"])
+        .arg(fixture("wan21_tiny.weights.safetensors"))
+        .arg("--cases")
+        .arg(fixture("wan21_tiny.cases.safetensors"))
+        .arg("--save-outputs")
+        .arg(&fifo)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(is_fifo(&fifo), "validate replaced the FIFO");
+    // /dev/null is a device: plot must not write into it (nor, as root, replace it).
+    let out = bench()
+        .args(["plot", report.to_str().unwrap(), "-o", "/dev/null"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("/dev/null"), "{}", stderr(&out));
+    let out = run_in(
+        dir.path(),
+        &["-o", report.to_str().unwrap(), "--export-svg", "/dev/null"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn a_read_only_report_is_refused_or_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let report = write(dir.path(), "r.json", "{}");
+    std::fs::set_permissions(&report, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let out = run_in(dir.path(), &["-o", report.to_str().unwrap()]);
+    let mode = std::fs::metadata(&report).unwrap().permissions().mode() & 0o777;
+    match out.status.code() {
+        // A user who may not write it: refused, untouched.
+        Some(2) => assert_eq!(std::fs::read_to_string(&report).unwrap(), "{}"),
+        // Root may write it: written, and the mode stays.
+        Some(0) => assert_eq!(mode, 0o444, "the report's mode changed"),
+        other => panic!("exit {other:?}: {}", stderr(&out)),
+    }
+    assert_eq!(mode, 0o444);
+}
+
+/// A config whose one case hangs until killed.
+fn hanging_config(dir: &Path) -> PathBuf {
+    write(
+        dir,
+        "hang.toml",
+        "[run]\nwarmup = 0\nruns = 1\ntimeout_s = 120\n[matrix]\nframes = [1]\nsize = [\"8x8\"]\nenv = [\"h\"]\n\
+         [env.h]\nWAN_VAE_BENCH_FAULT = \"hang\"\n",
+    )
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(t.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return Some(s);
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn second_run_on_the_same_report_fails_and_sigint_cleans_up() {
+    let dir = scratch();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let report = dir.path().join("r.json");
+    let config = hanging_config(dir.path());
+    let mut first = bench()
+        .args([
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--quiet",
+            "-o",
+            report.to_str().unwrap(),
+        ])
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lock = dir.path().join("r.json.lock");
+    wait_for("the lock", || lock.exists());
+    wait_for("the scratch folder", || !entries(&tmp).is_empty());
+    let t = Instant::now();
+    let second = run_in(&tmp, &["-o", report.to_str().unwrap()]);
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("r.json") && err.contains(&format!("pid {}", first.id())),
+        "{err}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(20),
+        "the second run did not fail at once"
+    );
+
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    let status = wait_exit(&mut first, Duration::from_secs(30)).expect("run ended after SIGINT");
+    assert_eq!(status.code(), Some(130));
+    assert!(!lock.exists(), "lock left behind");
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch folder left behind");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(v["run"]["interrupted"].as_str().unwrap().starts_with("SIGINT"), "{v}");
+}
+
+#[test]
+fn scratch_is_private_and_randomly_named() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let out = run_in(dir.path(), &["-o", report.to_str().unwrap(), "--keep-outputs"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let kept = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("outputs: "))
+        .map(PathBuf::from)
+        .expect("outputs: line");
+    let name = kept.file_name().unwrap().to_string_lossy().into_owned();
+    let suffix = name.strip_prefix("wan-vae-bench-").expect("our prefix");
+    assert!(!suffix.chars().all(|c| c.is_ascii_digit()), "predictable name {name}");
+    let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{name}");
+    std::fs::remove_dir_all(&kept).unwrap();
+}
+
+#[test]
+fn stale_scratch_folders_of_dead_runs_are_removed_and_nothing_else() {
+    let dir = scratch();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let marker = ".wan-vae-bench-owner";
+    // A dead run (pid far above any pid_max).
+    let dead = tmp.join("wan-vae-bench-dead01");
+    std::fs::create_dir(&dead).unwrap();
+    write(&dead, marker, "999999999 1\n");
+    write(&dead, "case.outputs.safetensors", "x");
+    // A live run (this test process).
+    let live = tmp.join("wan-vae-bench-live01");
+    std::fs::create_dir(&live).unwrap();
+    write(&live, marker, &format!("{} -\n", std::process::id()));
+    // A planted symlink with our prefix, pointing at someone's folder with a dead marker.
+    let victim = dir.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    write(&victim, marker, "999999999 1\n");
+    std::os::unix::fs::symlink(&victim, tmp.join("wan-vae-bench-link01")).unwrap();
+    // Not ours: another prefix.
+    let other = tmp.join("other-dead");
+    std::fs::create_dir(&other).unwrap();
+    write(&other, marker, "999999999 1\n");
+
+    let out = run_in(&tmp, &["-o", dir.path().join("r.json").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        entries(&tmp),
+        ["other-dead", "wan-vae-bench-link01", "wan-vae-bench-live01"],
+        "only the dead run's folder goes, and this run's own is removed"
+    );
+    assert!(victim.join(marker).exists(), "followed the symlink");
+}
