@@ -1,0 +1,90 @@
+"""Analytic cost of encode and decode in GFLOP (2 x multiply-adds of every convolution and
+matmul), the same walk as `src/model/flops.rs`, so every engine reports the same GFLOP for
+the same case (the cost is the model's, not the engine's; tiling overlap is not counted).
+"""
+from __future__ import annotations
+
+
+class Walk:
+    """Running multiply-add total plus the current activation size."""
+
+    def __init__(self, t: int, h: int, w: int) -> None:
+        self.macs, self.t, self.h, self.w = 0.0, t, h, w
+
+    def conv(self, cin: int, cout: int, taps: int, frames: int) -> None:
+        self.macs += float(cin * cout * taps) * float(frames * self.h * self.w)
+
+    def residual(self, cin: int, cout: int) -> None:
+        self.conv(cin, cout, 27, self.t)
+        self.conv(cout, cout, 27, self.t)
+        if cin != cout:
+            self.conv(cin, cout, 1, self.t)
+
+    def attention(self, c: int) -> None:
+        l, t = float(self.h * self.w), float(self.t)
+        self.macs += t * (4.0 * c * c * l + 2.0 * l * l * c)
+
+    def middle(self, c: int) -> None:
+        self.residual(c, c)
+        self.attention(c)
+        self.residual(c, c)
+
+
+def encode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
+    d = dim
+    t = 1 + 4 * ((max(frames, 1) - 1) // 4)
+    k = (t - 1) // 4
+    m = Walk(t, height, width)
+    m.conv(3, d, 27, t)
+    dims = [d, d, 2 * d, 4 * d, 4 * d]
+    for stage in range(4):
+        m.residual(dims[stage], dims[stage + 1])
+        m.residual(dims[stage + 1], dims[stage + 1])
+        if stage < 3:
+            c = dims[stage + 1]
+            m.h, m.w = -(-m.h // 2), -(-m.w // 2)
+            m.conv(c, c, 9, m.t)
+            if stage > 0:
+                computed = 2 * k if stage == 1 else k
+                m.conv(c, c, 3, computed)
+                m.t = 1 + computed
+    m.middle(4 * d)
+    m.conv(4 * d, 2 * z, 27, m.t)
+    m.conv(2 * z, 2 * z, 1, m.t)
+    return 2.0 * m.macs / 1e9
+
+
+def decode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
+    d = dim
+    lt = 1 + (max(frames, 1) - 1) // 4
+    m = Walk(lt, height // 8, width // 8)
+    m.conv(z, z, 1, lt)
+    m.conv(z, 4 * d, 27, lt)
+    m.middle(4 * d)
+    dims = [4 * d, 4 * d, 4 * d, 2 * d, d]
+    for stage in range(4):
+        out = dims[stage + 1]
+        inp = dims[0] if stage == 0 else dims[stage] // 2
+        m.residual(inp, out)
+        m.residual(out, out)
+        m.residual(out, out)
+        if stage < 3:
+            if stage < 2:
+                computed = m.t - 1
+                m.conv(out, 2 * out, 3, computed)
+                m.t = 1 + 2 * computed
+            m.h, m.w = m.h * 2, m.w * 2
+            m.conv(out, out // 2, 9, m.t)
+    m.conv(d, 3, 27, m.t)
+    return 2.0 * m.macs / 1e9
+
+
+def gflop(model: str, sd: dict, frames: int, width: int, height: int) -> tuple:
+    """(encode, decode) GFLOP of one pass of the model whose state dict is `sd`."""
+    if model == "wan2.1":
+        from wan21_torch import config_from_state_dict
+        cfg = config_from_state_dict(sd)
+        return (encode21(cfg["dim"], cfg["z_dim"], frames, width, height),
+                decode21(cfg["dim"], cfg["z_dim"], frames, width, height))
+    import wan22_torch
+    return wan22_torch.gflop(wan22_torch.config_from_state_dict(sd), frames, width, height)

@@ -1,0 +1,215 @@
+"""What the worker and validate modes share: the interpreter and torch checks, opening a
+device, the PyTorch knobs, the context a report keeps, choosing an engine, and how an
+exception becomes a status. Only the standard library at import time (torch is imported
+by `import_torch`, so a Python without torch gets a clear `unsupported`).
+"""
+from __future__ import annotations
+
+import math
+import platform
+import sys
+import traceback
+from typing import Callable, Dict, Optional
+
+MIN_TORCH = (2, 0)
+ENGINES = ("torch", "diffusers")
+TRACEBACK_TAIL = 3000
+
+
+class Unsupported(Exception):
+    """This interpreter, install, device or setting cannot run the case (status `unsupported`)."""
+
+
+class BadInput(Exception):
+    """The request itself is unusable (validate exits 2)."""
+
+
+def interpreter() -> str:
+    return f"{sys.executable} (Python {platform.python_version()})"
+
+
+def import_torch():
+    """torch, or Unsupported naming the interpreter and what is missing or too old."""
+    try:
+        import torch
+    except ImportError as e:
+        raise Unsupported(f"torch is not installed for {interpreter()}: {e}") from e
+    version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2] if p.isdigit())
+    if version < MIN_TORCH:
+        raise Unsupported(f"torch {torch.__version__} for {interpreter()} is too old: the engines need torch >= "
+                          f"{MIN_TORCH[0]}.{MIN_TORCH[1]}")
+    return torch
+
+
+def open_device(torch, name: str):
+    """`cpu` or `cuda:N` (ROCm builds name AMD GPUs cuda too); Unsupported when torch cannot open it."""
+    if name == "cpu":
+        return torch.device("cpu")
+    if not name.startswith("cuda"):
+        raise Unsupported(f"device {name!r} is not supported by the PyTorch engines (cpu or cuda:N)")
+    try:
+        index = int(name.split(":", 1)[1]) if ":" in name else 0
+    except ValueError:
+        raise Unsupported(f"device {name!r}: expected cuda:N with N a number") from None
+    if not torch.cuda.is_available():
+        build = f"HIP {torch.version.hip}" if torch.version.hip else (
+            f"CUDA {torch.version.cuda}" if torch.version.cuda else "CPU-only")
+        raise Unsupported(f"device {name}: torch {torch.__version__} ({build}) for {interpreter()} sees no GPU "
+                          "(torch.cuda.is_available() is False)")
+    if index >= torch.cuda.device_count():
+        raise Unsupported(f"device {name}: torch sees {torch.cuda.device_count()} GPU(s) (cuda:0..)")
+    torch.cuda.set_device(index)
+    return torch.device("cuda", index)
+
+
+def apply_knobs(torch, spec: dict, device) -> Dict[str, str]:
+    """Set torch.backends.cudnn.{enabled,benchmark} from the spec ("on"/"off"/absent =
+    torch's default) and say what applies: on the CPU neither knob does anything."""
+    knobs = {}
+    for key, attr in (("cudnn", "enabled"), ("cudnn_benchmark", "benchmark")):
+        value = spec.get(key)
+        if value not in (None, "on", "off"):
+            raise BadInput(f"spec field {key} = {value!r}: expected \"on\" or \"off\"")
+        if value is not None:
+            setattr(torch.backends.cudnn, attr, value == "on")
+        state = "on" if getattr(torch.backends.cudnn, attr) else "off"
+        knobs[key] = state if device.type == "cuda" else "not applicable (cpu)"
+    return knobs
+
+
+def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
+    """What the report keeps per engine: versions, device and its memory."""
+    ctx = {
+        "python": platform.python_version(),
+        "python_executable": sys.executable,
+        "torch": torch.__version__,
+        "hip": torch.version.hip,
+        "cuda": torch.version.cuda,
+        "cudnn_version": None,
+        "diffusers": diffusers_version,
+        "threads": torch.get_num_threads(),
+        "device_name": cpu_name(),
+        "gcn_arch_name": None,
+        "total_memory_bytes": None,
+    }
+    try:
+        ctx["cudnn_version"] = torch.backends.cudnn.version()  # MIOpen's on ROCm builds
+    except Exception:  # no cuDNN/MIOpen in this build
+        pass
+    if device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        ctx["device_name"] = props.name
+        ctx["gcn_arch_name"] = getattr(props, "gcnArchName", None)
+        ctx["total_memory_bytes"] = int(props.total_memory)
+    return ctx
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else what platform knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def diffusers_version() -> Optional[str]:
+    try:
+        import diffusers
+        return diffusers.__version__
+    except ImportError:
+        return None
+
+
+def peak_rss_bytes() -> Optional[int]:
+    """VmHWM of this process (as the candle worker reports), bytes."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        import resource
+        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+    except (ImportError, OSError):
+        return None
+
+
+def make_engine(torch, engine: str, loaded, device, precision):
+    """The engine object for the checkpoint's model; Unsupported for what it cannot run."""
+    if engine == "torch":
+        if loaded.model == "wan2.1":
+            import wan21_torch
+            return wan21_torch.Engine(loaded.state_dict, device, precision)
+        import wan22_torch
+        return wan22_torch.Engine(loaded.state_dict, device, precision)
+    if engine == "diffusers":
+        import diffusers_engine
+        try:
+            return diffusers_engine.Engine(loaded.state_dict, loaded.model, device, precision)
+        except diffusers_engine.Unsupported as e:
+            raise Unsupported(f"{e} (interpreter {interpreter()})") from e
+    raise BadInput(f"engine {engine!r}: expected one of {', '.join(ENGINES)} (candle runs in the Rust worker)")
+
+
+def run_engine(fn: Callable, *args):
+    """Call an engine method, turning the diffusers engine's Unsupported into ours."""
+    try:
+        return fn(*args)
+    except Exception as e:
+        if type(e).__name__ == "Unsupported":
+            raise Unsupported(str(e)) from e
+        raise
+
+
+def run_options(wc, chunk: int, tile_px: Optional[int], overlap_px: Optional[int]):
+    if chunk < 1:
+        raise BadInput(f"chunk {chunk}: expected a positive number of latent frames per call (1 = reference)")
+    tiling = None
+    if tile_px is not None:
+        overlap = overlap_px or 0
+        if tile_px <= 0 or tile_px % 8 or overlap % 8 or overlap >= tile_px:
+            raise BadInput(f"tile {tile_px}:{overlap}: expected TILE_PX:OVERLAP_PX, multiples of 8, overlap < tile")
+        tiling = wc.Tiling(tile_px, overlap)
+    return wc.RunOptions(chunk=chunk, tiling=tiling)
+
+
+def precision_of(wc, name: str, mode: Optional[str], engine: str):
+    """fp32/bf16/fp16 plus how 16-bit is applied; default: autocast for `torch` (the
+    official WanVAE wrapper), cast for `diffusers` (pipelines' torch_dtype)."""
+    if name not in wc.DTYPES:
+        raise BadInput(f"precision {name!r}: expected fp32, bf16 or fp16")
+    mode = mode or ("autocast" if engine == "torch" else "cast")
+    if mode not in ("cast", "autocast"):
+        raise BadInput(f"torch_precision {mode!r}: expected cast or autocast")
+    return wc.Precision(name, mode)
+
+
+def classify(e: BaseException) -> tuple:
+    """(status, message) of an exception that ended a case."""
+    if isinstance(e, Unsupported):
+        return "unsupported", str(e)
+    if isinstance(e, BadInput):
+        return "failed", f"unusable case: {e}"
+    text = f"{type(e).__name__}: {e}"
+    low = text.lower()
+    if isinstance(e, MemoryError) or "out of memory" in low or "memory allocation of" in low:
+        return "oom", text
+    if "not implemented for" in low or "not supported" in low or "unsupported" in low:
+        return "unsupported", f"{text} (torch on {interpreter()})"
+    tail = traceback.format_exc()[-TRACEBACK_TAIL:]
+    return "failed", f"{text}\n--- traceback (tail) ---\n{tail}"
+
+
+def psnr_db(torch, reference, other) -> Optional[float]:
+    """PSNR over [-1,1] (peak-to-peak 2) as `quality::error_stats`; None when identical."""
+    d = (reference.double() - other.double()).abs()
+    if not bool((d > 0).any()):
+        return None
+    mse = float((d * d).mean())
+    return 10.0 * math.log10(4.0 / mse)

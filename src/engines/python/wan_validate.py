@@ -1,0 +1,135 @@
+"""`validate` mode: run a golden cases file (tests/fixtures/README.md) through an engine and
+report each output's error with the rules and JSON shape of `src/validate.rs` (plus engine,
+model, format, knobs and the Python context). Exit 0 within tolerance, 1 not, 2 when
+something kept it from running (then stdout, with --json, is `{"status", "error"}`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Dict
+
+from wan_runtime import (BadInput, Unsupported, apply_knobs, classify, context, diffusers_version, import_torch,
+                         make_engine, open_device, precision_of, psnr_db, run_engine, run_options)
+
+
+def tolerance_rule(precision: str, tiled: bool) -> tuple:
+    """validate.rs's Tolerance::for_settings: (metric, factor)."""
+    if tiled:
+        return "mean_abs_error", 0.2
+    return "max_abs_error", {"fp32": 1e-4, "fp16": 2e-2, "bf16": 1e-1}[precision]
+
+
+def check_output(torch, name: str, got, want, rule: tuple) -> dict:
+    if tuple(got.shape) != tuple(want.shape):
+        raise BadInput(f"{name}: computed shape {tuple(got.shape)} differs from expected {tuple(want.shape)}")
+    g, e = got.detach().float().cpu(), want.float()
+    d = (g.double() - e.double()).abs()
+    max_abs_expected = float(e.abs().max())
+    tol = rule[1] * max(1.0, max_abs_expected)
+    max_err, mean_err = float(d.max()), float(d.mean())
+    measured = mean_err if rule[0] == "mean_abs_error" else max_err
+    return {"output": name, "shape": list(got.shape), "max_abs_error": max_err, "mean_abs_error": mean_err,
+            "psnr_db": psnr_db(torch, e, g), "max_abs_expected": max_abs_expected, "tolerance": tol,
+            "pass": bool(torch.isfinite(g).all()) and measured <= tol}
+
+
+def read_cases(path: str) -> Dict[str, dict]:
+    """`<case>.input`, optional `<case>.latent`, `<case>.decoded` (tests/fixtures/README.md)."""
+    from safetensors import safe_open
+    if not os.path.isfile(path):
+        raise BadInput(f"{path}: cases file not found")
+    cases: Dict[str, dict] = {}
+    try:
+        with safe_open(path, framework="pt") as f:
+            for k in f.keys():
+                case, _, role = k.rpartition(".")
+                if role not in ("input", "latent", "decoded") or not case:
+                    raise BadInput(f"{path}: tensor {k!r} is not <case>.input|latent|decoded")
+                cases.setdefault(case, {})[role] = f.get_tensor(k).float()
+    except BadInput:
+        raise
+    except Exception as e:
+        raise BadInput(f"{path}: cannot read cases file (expected safetensors): {e}") from e
+    for name, roles in cases.items():
+        for role in ("input", "decoded"):
+            if role not in roles:
+                raise BadInput(f"{path}: case {name!r} has no {name}.{role}")
+    if not cases:
+        raise BadInput(f"{path}: no cases in file")
+    return cases
+
+
+def validate(args: argparse.Namespace) -> dict:
+    torch = import_torch()
+    import wan_common as wc
+    import wan_weights
+    cases = read_cases(args.cases)
+    device = open_device(torch, args.device)
+    knobs = apply_knobs(torch, {"cudnn": args.cudnn, "cudnn_benchmark": args.cudnn_benchmark}, device)
+    precision = precision_of(wc, args.precision, args.torch_precision, args.engine)
+    tile = args.tile.split(":") if args.tile else None
+    opts = run_options(wc, args.chunk, int(tile[0]) if tile else None, int(tile[1]) if tile and len(tile) > 1 else
+                       (int(tile[0]) // 4 // 8 * 8 if tile else None))
+    try:
+        loaded = wan_weights.load(args.weights)
+    except wan_weights.WeightsError as e:
+        raise BadInput(str(e)) from e
+    eng = make_engine(torch, args.engine, loaded, device, precision)
+    rule = tolerance_rule(args.precision, opts.tiling is not None)
+    reports = []
+    for name in sorted(cases):
+        c, outputs = cases[name], []
+        if "latent" in c:
+            z = run_engine(eng.encode, c["input"].to(device), opts)
+            outputs.append(check_output(torch, "latent", z, c["latent"], rule))
+            y = run_engine(eng.decode, c["latent"].to(device), opts)
+        else:
+            y = run_engine(eng.decode, c["input"].to(device), opts)
+        outputs.append(check_output(torch, "decoded", y, c["decoded"], rule))
+        reports.append({"case": name, "outputs": outputs})
+    return {
+        "engine": args.engine, "model": loaded.model, "weights": args.weights, "format": loaded.format,
+        "precision": args.precision, "compute_dtype": eng.compute_dtype(), "chunk": args.chunk,
+        "tile": f"{opts.tiling.tile_px}:{opts.tiling.overlap_px}" if opts.tiling else None, "device": args.device,
+        "conv": args.engine, "knobs": knobs,
+        "tolerance_rule": f"{rule[0]} <= {rule[1]:.0e} x max(1, max|expected|)", "cases": reports,
+        "pass": all(o["pass"] for r in reports for o in r["outputs"]),
+        "python": context(torch, device, diffusers_version() if args.engine == "diffusers" else None),
+    }
+
+
+def print_validate_text(r: dict) -> None:
+    print(f"engine {r['engine']} ({r['model']})  weights {r['weights']}  precision {r['precision']} "
+          f"(computes {r['compute_dtype']})  chunk {r['chunk']}  tile {r['tile'] or 'none'}  device {r['device']}")
+    print(f"tolerance: {r['tolerance_rule']}")
+    print(f"{'case':<10} {'output':<8} {'max_abs_err':>13} {'mean_abs_err':>13} {'psnr_db':>9} {'tolerance':>11}  result")
+    for c in r["cases"]:
+        for o in c["outputs"]:
+            psnr = "inf" if o["psnr_db"] is None else f"{o['psnr_db']:.2f}"
+            print(f"{c['case']:<10} {o['output']:<8} {o['max_abs_error']:>13.3e} {o['mean_abs_error']:>13.3e} "
+                  f"{psnr:>9} {o['tolerance']:>11.3e}  {'ok' if o['pass'] else 'FAIL'}")
+    print("all outputs within tolerance" if r["pass"] else "some outputs exceed the tolerance")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Exit 0 within tolerance, 1 not, 2 for anything that kept it from running."""
+    try:
+        report = validate(args)
+    except (Unsupported, BadInput) as e:
+        status = "unsupported" if isinstance(e, Unsupported) else "bad_input"
+        print(json.dumps({"status": status, "error": str(e)}) if args.json else f"error: {e}",
+              file=sys.stdout if args.json else sys.stderr)
+        return 2
+    except Exception as e:  # noqa: BLE001 - a crash of the engine is reported, exit 2
+        status, msg = classify(e)
+        print(json.dumps({"status": status, "error": msg}) if args.json else f"error: {msg}",
+              file=sys.stdout if args.json else sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_validate_text(report)
+    return 0 if report["pass"] else 1

@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""wan-vae-bench's PyTorch worker: engines `torch` (ports of the official Wan code) and
+`diffusers` (diffusers' AutoencoderKLWan), one case per process, speaking the candle
+worker's protocol (see PROTOCOL-NOTES.md next to this file).
+
+    python3 wan_worker.py worker --case-json JSON --result PATH
+    python3 wan_worker.py validate --engine torch|diffusers --weights W --cases C [--json] ...
+    python3 wan_worker.py probe [--device cpu|cuda:N]
+
+This module owns the `worker` mode (one case: load, warm up, time, save outputs, write the
+result JSON) and the command line; `wan_validate` owns `validate`, `wan_runtime` what both
+share. The Rust parent writes every .py file of this directory into one scratch directory
+and runs this one; the sibling modules are imported from there. Only the standard library
+is imported before torch, so a Python without torch still gets a clear `unsupported`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Dict, List, Optional
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from wan_runtime import (ENGINES, BadInput, Unsupported, apply_knobs, classify, context,  # noqa: E402
+                         diffusers_version, import_torch, make_engine, open_device, peak_rss_bytes, precision_of,
+                         psnr_db, run_engine, run_options)
+import wan_validate  # noqa: E402
+
+PHASE_MARKER = "@@wan-vae-bench-phase "
+FAULT_VAR = "WAN_VAE_BENCH_FAULT"
+REPORTED_ENV_PREFIXES = ("MIOPEN_", "HSA_", "HIP_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "PYTORCH_", "TORCH_",
+                         "CUDA_", "CUBLAS_", "CUDNN_", "RAYON_", "OMP_", "CANDLE_")
+OUTLIER_THRESHOLD = 1.4826 * 10.0
+
+
+def phase(name: str) -> None:
+    """Tell the parent which phase is running (a marker line on stderr)."""
+    print(PHASE_MARKER + name, file=sys.stderr, flush=True)
+
+
+def seen_env(variant_vars: List[str]) -> Dict[str, str]:
+    return {k: v for k, v in sorted(os.environ.items())
+            if k in variant_vars or any(k.startswith(p) for p in REPORTED_ENV_PREFIXES)}
+
+
+def pass_stats(samples: List[float], warmup: List[float], frames: int, gflop: float) -> dict:
+    """The candle worker's PassStats (hyperfine's MAD outlier rule)."""
+    med = statistics.median(samples) if samples else 0.0
+    mean = statistics.fmean(samples) if samples else 0.0
+    dev = [abs(x - med) for x in samples]
+    mad = statistics.median(dev) if dev else 0.0
+    mad = mad if mad > 0 else sys.float_info.epsilon
+    per_s = (lambda x: x / med) if med > 0 else (lambda x: 0.0)
+    return {
+        "samples_s": samples, "min_s": min(samples, default=0.0), "median_s": med, "mean_s": mean,
+        "stddev_s": statistics.stdev(samples) if len(samples) > 1 else 0.0, "max_s": max(samples, default=0.0),
+        "warmup_s": warmup, "frames_per_s": per_s(frames), "gflop": gflop, "gflop_per_s": per_s(gflop),
+        "outliers": sum(1 for x in samples if abs((x - med) / mad) > OUTLIER_THRESHOLD),
+    }
+
+
+def empty_result(status: str, error: Optional[str]) -> dict:
+    return {"status": status, "error": error, "compute_dtype": None, "encode": None, "decode": None, "load_s": None,
+            "peak_rss_bytes": None, "device_memory_bytes": None, "env": {}, "model": None, "roundtrip_psnr_db": None,
+            "outputs_error": None}
+
+
+def load_clip(torch, spec: dict):
+    """The input clip [1,3,T,H,W] f32: the parent-written safetensors (`video`) so every
+    engine sees the same bits, else this worker's own copy of the structured clip."""
+    path = spec.get("input_path")
+    if path:
+        from safetensors.torch import load_file
+        video = load_file(path)["video"].float()
+        want = (1, 3, spec["frames"], spec["height"], spec["width"])
+        if tuple(video.shape) != want:
+            raise BadInput(f"input {path}: `video` has shape {tuple(video.shape)}, the case needs {want}")
+        return video
+    import wan_clip
+    return wan_clip.structured_clip(torch, spec["frames"], spec["width"], spec["height"])
+
+
+def save_outputs(torch, path: str, latent, decoded) -> None:
+    """f32 `latent` and `decoded` safetensors, written atomically (as the candle worker)."""
+    from safetensors.torch import save_file
+    tmp = path[:-len(".safetensors")] + ".safetensors.tmp" if path.endswith(".safetensors") else path + ".tmp"
+    save_file({"latent": latent.float().cpu().contiguous(), "decoded": decoded.float().cpu().contiguous()}, tmp)
+    os.replace(tmp, path)
+
+
+def measure(spec: dict) -> dict:
+    """Load, warm up, time `runs` encode+decode passes (device synchronized before each
+    clock read), save the last pass's outputs. Raises Unsupported/BadInput/others."""
+    engine = spec.get("engine") or "torch"
+    if engine not in ENGINES:
+        raise BadInput(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
+    phase("device")
+    torch = import_torch()
+    import wan_common as wc
+    import wan_flops
+    import wan_weights
+    device = open_device(torch, spec["device"])
+    knobs = apply_knobs(torch, spec, device)
+    precision = precision_of(wc, spec["precision"], spec.get("torch_precision"), engine)
+    opts = run_options(wc, spec["chunk"], spec.get("tile_px"), spec.get("overlap_px"))
+    if engine == "diffusers" and opts.chunk != 1:
+        # Refused before loading: diffusers has no temporal chunk setting.
+        import diffusers_engine
+        raise Unsupported(diffusers_engine.chunk_message(opts.chunk))
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    phase("load")
+    weights_file = spec.get("weights_path") or spec["weights"]
+    if weights_file == "synthetic":
+        raise BadInput("weights are `synthetic` but the spec has no weights_path: the parent must write the "
+                       "synthetic weights to a safetensors file once and pass it, so all engines share them")
+    t0 = time.perf_counter()
+    try:
+        loaded = wan_weights.load(weights_file)
+    except wan_weights.WeightsError as e:
+        raise BadInput(str(e)) from e
+    if spec.get("model") and spec["model"] != loaded.model:
+        raise BadInput(f"{weights_file} holds a {loaded.model} VAE, but the case asks for {spec['model']}")
+    eng = make_engine(torch, engine, loaded, device, precision)
+    sync()
+    load_s = time.perf_counter() - t0
+    model = {"format": loaded.format, "on_disk_dtype": loaded.on_disk_dtype, "params": loaded.params,
+             "dim": int(loaded.state_dict["encoder.conv1.weight"].shape[0]), "z_dim": eng.z_dim,
+             "model": loaded.model}
+    f, w, h = spec["frames"], spec["width"], spec["height"]
+    enc_gflop, dec_gflop = wan_flops.gflop(loaded.model, loaded.state_dict, f, w, h)
+    del loaded
+
+    phase("inputs")
+    video = load_clip(torch, spec).to(device)
+    enc_w, dec_w, enc, dec = [], [], [], []
+    last = None
+    total = spec["warmup"] + spec["runs"]
+    for i in range(total):
+        warm = i < spec["warmup"]
+        label = f"warmup {i + 1}/{spec['warmup']}" if warm else f"run {i + 1 - spec['warmup']}/{spec['runs']}"
+        phase(f"encode {label}")
+        sync()
+        t = time.perf_counter()
+        z = run_engine(eng.encode, video, opts)
+        sync()
+        e = time.perf_counter() - t
+        phase(f"decode {label}")
+        sync()
+        t = time.perf_counter()
+        out = run_engine(eng.decode, z, opts)
+        sync()
+        d = time.perf_counter() - t
+        last = (z, out) if i + 1 == total else None
+        (enc_w if warm else enc).append(e)
+        (dec_w if warm else dec).append(d)
+
+    result = empty_result("ok", None)
+    if last is not None:
+        phase("outputs")
+        latent, decoded = last[0].float(), last[1].float()
+        if spec["weights"] != "synthetic":
+            used = decoded.shape[2]
+            result["roundtrip_psnr_db"] = psnr_db(torch, video[:, :, :used].float(), decoded.clamp(-1, 1))
+        if spec.get("outputs"):
+            try:
+                save_outputs(torch, spec["outputs"], latent, decoded)
+            except Exception as e:  # the timings stay valid
+                result["outputs_error"] = f"{type(e).__name__}: {e}"
+    out_frames = wc.frames_used(f)
+    result.update({
+        "compute_dtype": eng.compute_dtype(),
+        "encode": pass_stats(enc, enc_w, f, enc_gflop),
+        "decode": pass_stats(dec, dec_w, out_frames, dec_gflop),
+        "load_s": load_s,
+        "model": model,
+        "engine": engine,
+        "model_name": model["model"],
+        "knobs": knobs,
+        "python": context(torch, device, diffusers_version() if engine == "diffusers" else None),
+    })
+    if device.type == "cuda":
+        result["device_peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(device))
+        result["device_peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(device))
+        result["device_memory_bytes"] = result["device_peak_reserved_bytes"]
+    return result
+
+
+def inject_fault(spec: dict) -> Optional[dict]:
+    """The candle worker's testing hook (WAN_VAE_BENCH_FAULT), plus `garbage` (an unparsable
+    result file) for the parent's error path."""
+    fault = os.environ.get(FAULT_VAR, "")
+    if not fault:
+        return None
+    if fault == "crash":
+        print(f"wan-vae-bench python worker: injected crash ({FAULT_VAR}=crash)", file=sys.stderr, flush=True)
+        os.abort()
+    if fault == "oom":
+        print(f"memory allocation of 1099511627776 bytes failed ({FAULT_VAR}=oom)", file=sys.stderr, flush=True)
+        os.abort()
+    if fault == "hang":
+        phase("hang")
+        while True:
+            time.sleep(3600)
+    if fault == "fail":
+        return empty_result("failed", f"injected failure ({FAULT_VAR}=fail)")
+    if fault == "unsupported":
+        return empty_result("unsupported", f"injected unsupported setting ({FAULT_VAR}=unsupported)")
+    if fault == "garbage":
+        return {"__garbage__": True}
+    if fault == "fake":
+        return fake(spec)
+    return empty_result("failed", f"unknown {FAULT_VAR} value {fault!r} (crash, oom, hang, fail, unsupported, "
+                                  "garbage, fake)")
+
+
+def fake(spec: dict) -> dict:
+    """Made-up but well-formed timings (a few ms of sleep per pass), no torch needed."""
+    def one(ms: float, name: str) -> dict:
+        warm, samples = [], []
+        for i in range(spec["warmup"]):
+            phase(f"warmup {name} {i + 1}/{spec['warmup']}")
+            t = time.perf_counter()
+            time.sleep(2 * ms / 1000)
+            warm.append(time.perf_counter() - t)
+        for i in range(spec["runs"]):
+            phase(f"{name} {i + 1}/{spec['runs']}")
+            t = time.perf_counter()
+            time.sleep(ms / 1000)
+            samples.append(time.perf_counter() - t)
+        return pass_stats(samples, warm, spec["frames"], 0.0)
+
+    r = empty_result("ok", None)
+    r.update({"compute_dtype": "fake", "encode": one(5, "encode"), "decode": one(10, "decode"), "load_s": 0.0,
+              "engine": spec.get("engine") or "torch"})
+    return r
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    try:
+        spec = json.loads(args.case_json)
+    except json.JSONDecodeError as e:
+        print(f"--case-json is not JSON: {e}", file=sys.stderr)
+        return 2
+    result = inject_fault(spec)
+    if result is None:
+        try:
+            result = measure(spec)
+        except BaseException as e:  # noqa: BLE001 - every failure becomes the result
+            if isinstance(e, (KeyboardInterrupt, SystemExit)):
+                raise
+            status, msg = classify(e)
+            result = empty_result(status, msg)
+    if "__garbage__" in result:
+        text = "this is not JSON {"
+    else:
+        result["env"] = seen_env(spec.get("variant_vars") or [])
+        result["peak_rss_bytes"] = result.get("peak_rss_bytes") or peak_rss_bytes()
+        text = json.dumps(result, indent=2)
+    tmp = args.result + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, args.result)
+    return 0 if result.get("status") == "ok" else 1
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    """Print the context JSON (or the unsupported reason) for `system` and error messages."""
+    try:
+        torch = import_torch()
+        device = open_device(torch, args.device)
+        print(json.dumps({"status": "ok", **context(torch, device, diffusers_version())}, indent=2))
+        return 0
+    except Unsupported as e:
+        print(json.dumps({"status": "unsupported", "error": str(e), "python_executable": sys.executable}))
+        return 2
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    w = sub.add_parser("worker", help="measure one case (spec JSON in, result JSON file out)")
+    w.add_argument("--case-json", required=True)
+    w.add_argument("--result", required=True)
+    v = sub.add_parser("validate", help="run a golden cases file through an engine")
+    v.add_argument("--engine", required=True, choices=ENGINES)
+    v.add_argument("--weights", required=True, help=".safetensors or .pth with the original Wan key names")
+    v.add_argument("--cases", required=True)
+    v.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
+    v.add_argument("--torch-precision", choices=("cast", "autocast"), default=None)
+    v.add_argument("--chunk", type=int, default=1)
+    v.add_argument("--tile", default=None, help="TILE_PX[:OVERLAP_PX]")
+    v.add_argument("--device", default="cpu")
+    v.add_argument("--cudnn", choices=("on", "off"), default=None)
+    v.add_argument("--cudnn-benchmark", choices=("on", "off"), default=None)
+    v.add_argument("--json", action="store_true")
+    p = sub.add_parser("probe", help="print interpreter, torch and device context as JSON")
+    p.add_argument("--device", default="cpu")
+    args = ap.parse_args(argv)
+    return {"worker": cmd_worker, "validate": wan_validate.cmd_validate, "probe": cmd_probe}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
