@@ -1,9 +1,10 @@
 //! What one case measures: [`CaseSettings`], declared once and shared by the matrix's cases
 //! (`bench::matrix::Case`), the worker spec (`bench::protocol::WorkerSpec`) and the report's
 //! `CaseRecord`. It is flattened into their JSON with serde, so the wire and report layout
-//! are the flat keys `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`, `width`,
-//! `height`, `env_variant`; tiling is read back through [`Tiling::new`]'s checks.
-//! Also owns the case id built from the settings.
+//! are the flat keys `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`,
+//! `width`, `height`, `env_variant`, `cudnn`, `cudnn_benchmark`, `miopen_db`; tiling is read
+//! back through [`Tiling::new`]'s checks. Also owns the case id built from the settings, the
+//! [`Engine`] names and the PyTorch [`Knobs`] (with when they apply).
 //!
 //! Adding an axis (engine, passes, temporal tiling) is one field here plus its key in
 //! [`Wire`], its id part in [`CaseSettings::id`] and, when it matters for quality, its
@@ -12,15 +13,152 @@
 //! Must not: know about processes, files or the matrix file syntax.
 use serde::{Deserialize, Serialize};
 
+use crate::error::UserError;
 use crate::model::{Precision, RunOptions, Tiling};
 
 /// Name of the env variant that exists even when no `[env.baseline]` table is written.
 pub const BASELINE: &str = "baseline";
 
+/// Which implementation computes the VAE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// This binary's candle port (the `worker` command).
+    #[default]
+    Candle,
+    /// The official Wan computation on PyTorch (the Python worker).
+    Torch,
+    /// diffusers' `AutoencoderKLWan` from the interpreter's own install (the Python worker).
+    Diffusers,
+}
+
+impl Engine {
+    /// Every engine, in the order tables list them.
+    pub const ALL: [Engine; 3] = [Engine::Candle, Engine::Torch, Engine::Diffusers];
+
+    /// `candle`, `torch` or `diffusers` (the JSON and flag spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Candle => "candle",
+            Engine::Torch => "torch",
+            Engine::Diffusers => "diffusers",
+        }
+    }
+
+    /// True for the engines the Python worker runs.
+    pub fn is_python(self) -> bool {
+        self != Engine::Candle
+    }
+
+    /// Parse an engine name; the error names `what` and the valid names.
+    pub fn parse(what: &str, s: &str) -> Result<Engine, UserError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "candle" => Ok(Engine::Candle),
+            "torch" | "pytorch" => Ok(Engine::Torch),
+            "diffusers" => Ok(Engine::Diffusers),
+            _ => Err(UserError::invalid(what, s, "candle, torch or diffusers")),
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A PyTorch on/off flag (`torch.backends.cudnn.*`), or not applicable (candle, or the CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub enum Switch {
+    #[serde(rename = "on")]
+    On,
+    #[serde(rename = "off")]
+    Off,
+    #[default]
+    #[serde(rename = "n/a")]
+    NotApplicable,
+}
+
+impl Switch {
+    /// `on`, `off` or `n/a`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Switch::On => "on",
+            Switch::Off => "off",
+            Switch::NotApplicable => "n/a",
+        }
+    }
+
+    /// `on` or `off` (also `true`/`false`, `1`/`0`).
+    pub fn parse(what: &str, s: &str) -> Result<Switch, UserError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" | "1" => Ok(Switch::On),
+            "off" | "false" | "0" => Ok(Switch::Off),
+            _ => Err(UserError::invalid(what, s, "on or off")),
+        }
+    }
+}
+
+/// Which MIOpen database a case uses: the user's (`~/.config/miopen`, `~/.cache/miopen` or
+/// what the variant sets), or a fresh empty directory per case (the "first decode after an
+/// update" case: the warmup pass carries the whole find and compile cost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub enum MiopenDb {
+    #[serde(rename = "user")]
+    User,
+    #[serde(rename = "fresh")]
+    Fresh,
+    #[default]
+    #[serde(rename = "n/a")]
+    NotApplicable,
+}
+
+impl MiopenDb {
+    /// `user`, `fresh` or `n/a`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MiopenDb::User => "user",
+            MiopenDb::Fresh => "fresh",
+            MiopenDb::NotApplicable => "n/a",
+        }
+    }
+
+    /// `user` or `fresh`.
+    pub fn parse(what: &str, s: &str) -> Result<MiopenDb, UserError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "user" => Ok(MiopenDb::User),
+            "fresh" => Ok(MiopenDb::Fresh),
+            _ => Err(UserError::invalid(what, s, "user or fresh")),
+        }
+    }
+}
+
+/// The PyTorch knobs of a case. They act only in the Python engines on a GPU (`cuda:N`,
+/// which is also how ROCm builds name AMD GPUs); elsewhere every knob is `n/a`, so a matrix
+/// does not multiply them into duplicate cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Knobs {
+    /// `torch.backends.cudnn.enabled` (MIOpen on ROCm, cuDNN on CUDA).
+    pub cudnn: Switch,
+    /// `torch.backends.cudnn.benchmark`.
+    pub cudnn_benchmark: Switch,
+    /// The MIOpen database directories.
+    pub miopen_db: MiopenDb,
+}
+
+impl Knobs {
+    /// Whether knobs act for `engine` on `device`.
+    pub fn apply_to(engine: Engine, device: &str) -> bool {
+        engine.is_python() && device.trim().to_ascii_lowercase().starts_with("cuda")
+    }
+}
+
 /// The settings of one case: one point of the matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "Wire", into = "Wire")]
 pub struct CaseSettings {
+    /// Which implementation computes.
+    pub engine: Engine,
     /// Model precision.
     pub precision: Precision,
     /// Latent frames per decoder call (encoder: 4x this many frames per call).
@@ -35,11 +173,16 @@ pub struct CaseSettings {
     pub height: usize,
     /// Name of the env variant.
     pub env_variant: String,
+    /// PyTorch knobs (all `n/a` for candle and on the CPU).
+    pub knobs: Knobs,
 }
 
 /// The JSON spelling of [`CaseSettings`] (the report schema's flat keys).
 #[derive(Serialize, Deserialize)]
 struct Wire {
+    /// Absent in reports written before the engine axis: candle.
+    #[serde(default)]
+    engine: Engine,
     precision: Precision,
     chunk: usize,
     tile_px: Option<usize>,
@@ -50,6 +193,12 @@ struct Wire {
     /// Absent in specs written before the field existed.
     #[serde(default = "baseline")]
     env_variant: String,
+    #[serde(default)]
+    cudnn: Switch,
+    #[serde(default)]
+    cudnn_benchmark: Switch,
+    #[serde(default)]
+    miopen_db: MiopenDb,
 }
 
 fn baseline() -> String {
@@ -65,6 +214,7 @@ impl TryFrom<Wire> for CaseSettings {
             (None, Some(o)) => return Err(format!("overlap_px {o} without tile_px")),
         };
         Ok(CaseSettings {
+            engine: w.engine,
             precision: w.precision,
             chunk: w.chunk,
             tiling,
@@ -72,6 +222,11 @@ impl TryFrom<Wire> for CaseSettings {
             width: w.width,
             height: w.height,
             env_variant: w.env_variant,
+            knobs: Knobs {
+                cudnn: w.cudnn,
+                cudnn_benchmark: w.cudnn_benchmark,
+                miopen_db: w.miopen_db,
+            },
         })
     }
 }
@@ -79,6 +234,7 @@ impl TryFrom<Wire> for CaseSettings {
 impl From<CaseSettings> for Wire {
     fn from(s: CaseSettings) -> Wire {
         Wire {
+            engine: s.engine,
             precision: s.precision,
             chunk: s.chunk,
             tile_px: s.tile_px(),
@@ -87,6 +243,9 @@ impl From<CaseSettings> for Wire {
             width: s.width,
             height: s.height,
             env_variant: s.env_variant,
+            cudnn: s.knobs.cudnn,
+            cudnn_benchmark: s.knobs.cudnn_benchmark,
+            miopen_db: s.knobs.miopen_db,
         }
     }
 }
@@ -111,14 +270,31 @@ impl CaseSettings {
     }
 
     /// Stable id, e.g. `fp32-chunk1-untiled-5x64x64-baseline`; tiled as `tile256o64`; size
-    /// as frames x W x H. `compare` and `merge` match cases across reports by it.
+    /// as frames x W x H. A Python engine prefixes its name (`torch-fp32-...`) and knobs that
+    /// apply are appended (`...-cudnn_off-bench_on-miopen_fresh`), so candle ids are those of
+    /// reports written before the engine axis. `compare` and `merge` match cases by it.
     pub fn id(&self) -> String {
         let tile = match self.tiling {
             None => "untiled".to_string(),
             Some(t) => format!("tile{}o{}", t.tile_px, t.overlap_px),
         };
+        let engine = match self.engine {
+            Engine::Candle => String::new(),
+            e => format!("{e}-"),
+        };
+        let mut knobs = String::new();
+        let k = &self.knobs;
+        if k.cudnn != Switch::NotApplicable {
+            knobs += &format!("-cudnn_{}", k.cudnn.name());
+        }
+        if k.cudnn_benchmark != Switch::NotApplicable {
+            knobs += &format!("-bench_{}", k.cudnn_benchmark.name());
+        }
+        if k.miopen_db != MiopenDb::NotApplicable {
+            knobs += &format!("-miopen_{}", k.miopen_db.name());
+        }
         format!(
-            "{}-chunk{}-{tile}-{}x{}x{}-{}",
+            "{engine}{}-chunk{}-{tile}-{}x{}x{}-{}{knobs}",
             self.precision.name(),
             self.chunk,
             self.frames,
@@ -128,8 +304,22 @@ impl CaseSettings {
         )
     }
 
+    /// The same settings computed by another engine: knobs become `n/a` for candle; for a
+    /// Python engine they are kept (the caller decides whether they apply on its device).
+    pub fn with_engine(&self, engine: Engine) -> CaseSettings {
+        CaseSettings {
+            engine,
+            knobs: if engine.is_python() {
+                self.knobs
+            } else {
+                Knobs::default()
+            },
+            ..self.clone()
+        }
+    }
+
     /// The settings whose outputs these are compared with: fp32, untiled, chunk 1, the rest
-    /// unchanged.
+    /// (engine and knobs included) unchanged.
     pub fn reference(&self) -> CaseSettings {
         CaseSettings {
             precision: Precision::Fp32,
@@ -147,6 +337,7 @@ mod tests {
     #[test]
     fn json_is_the_flat_report_layout_and_tiling_is_checked() {
         let s = CaseSettings {
+            engine: Engine::Candle,
             precision: Precision::Bf16,
             chunk: 2,
             tiling: Some(Tiling::new(256, 64).unwrap()),
@@ -154,12 +345,14 @@ mod tests {
             width: 64,
             height: 32,
             env_variant: "f".into(),
+            knobs: Knobs::default(),
         };
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"precision": "bf16", "chunk": 2, "tile_px": 256, "overlap_px": 64,
-                "frames": 5, "width": 64, "height": 32, "env_variant": "f"})
+            serde_json::json!({"engine": "candle", "precision": "bf16", "chunk": 2, "tile_px": 256,
+                "overlap_px": 64, "frames": 5, "width": 64, "height": 32, "env_variant": "f",
+                "cudnn": "n/a", "cudnn_benchmark": "n/a", "miopen_db": "n/a"})
         );
         assert_eq!(serde_json::from_value::<CaseSettings>(v).unwrap(), s);
         assert_eq!(s.id(), "bf16-chunk2-tile256o64-5x64x32-f");
@@ -167,5 +360,33 @@ mod tests {
         let bad = serde_json::json!({"precision": "fp32", "chunk": 1, "tile_px": 60, "overlap_px": 8,
             "frames": 5, "width": 64, "height": 64, "env_variant": "baseline"});
         assert!(serde_json::from_value::<CaseSettings>(bad).is_err());
+    }
+
+    #[test]
+    fn old_records_read_as_candle_and_python_ids_carry_engine_and_knobs() {
+        let old = serde_json::json!({"precision": "fp32", "chunk": 1, "tile_px": null, "overlap_px": null,
+            "frames": 5, "width": 64, "height": 64, "env_variant": "baseline"});
+        let s: CaseSettings = serde_json::from_value(old).unwrap();
+        assert_eq!((s.engine, s.knobs), (Engine::Candle, Knobs::default()));
+        assert_eq!(s.id(), "fp32-chunk1-untiled-5x64x64-baseline");
+        let mut t = s.with_engine(Engine::Torch);
+        assert_eq!(t.id(), "torch-fp32-chunk1-untiled-5x64x64-baseline");
+        t.knobs = Knobs {
+            cudnn: Switch::Off,
+            cudnn_benchmark: Switch::On,
+            miopen_db: MiopenDb::Fresh,
+        };
+        assert_eq!(
+            t.id(),
+            "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"
+        );
+        assert_eq!(t.with_engine(Engine::Candle), s);
+        assert!(Knobs::apply_to(Engine::Diffusers, "cuda:0"));
+        assert!(!Knobs::apply_to(Engine::Torch, "cpu") && !Knobs::apply_to(Engine::Candle, "cuda:0"));
+        assert_eq!(Engine::parse("e", "Torch").unwrap(), Engine::Torch);
+        assert!(Engine::parse("--engine", "onnx")
+            .unwrap_err()
+            .to_string()
+            .contains("onnx"));
     }
 }

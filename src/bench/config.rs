@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::options::{self, Axes, BenchOptions, BASELINE};
 use super::scheduler::Order;
 use crate::error::UserError;
+use crate::settings::{Engine, MiopenDb, Switch};
 
 /// The built-in smoke matrix (`configs/smoke.toml`), run when no `--config` is given.
 pub const SMOKE_TOML: &str = include_str!("../../configs/smoke.toml");
@@ -33,6 +34,7 @@ struct File {
 struct ModelSection {
     weights: Option<String>,
     device: Option<String>,
+    python: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -54,6 +56,10 @@ struct MatrixSection {
     tile: Option<Vec<String>>,
     chunk: Option<Vec<usize>>,
     env: Option<Vec<String>>,
+    engine: Option<Vec<String>>,
+    cudnn: Option<Vec<String>>,
+    cudnn_benchmark: Option<Vec<String>>,
+    miopen_db: Option<Vec<String>>,
 }
 
 /// Read and parse a matrix file; errors name the file and the culprit.
@@ -71,7 +77,8 @@ pub fn smoke() -> BenchOptions {
 }
 
 /// Parse matrix-file text. Missing sections and axes take defaults (synthetic weights on
-/// the CPU, warmup 1, runs 3, 900 s, 5 frames of 64x64, fp32, untiled, chunk 1, baseline);
+/// the CPU, warmup 1, runs 3, 900 s, 5 frames of 64x64, fp32, untiled, chunk 1, baseline,
+/// engine candle, cudnn on, cudnn_benchmark off, miopen_db user);
 /// an axis that is present must not be empty.
 pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
     let file: File = toml::from_str(text).map_err(|e| UserError::Other(format!("invalid matrix file: {e}")))?;
@@ -92,6 +99,23 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
             .collect::<Result<_, _>>()?,
         chunks: options::check_chunks("matrix.chunk", axis("chunk", m.chunk, vec![1])?)?,
         envs: axis("env", m.env, vec![BASELINE.into()])?,
+        engines: axis("engine", m.engine, vec!["candle".into()])?
+            .iter()
+            .map(|s| Engine::parse("matrix.engine", s))
+            .collect::<Result<_, _>>()?,
+        // torch's own defaults: cuDNN/MIOpen enabled, benchmark off.
+        cudnn: axis("cudnn", m.cudnn, vec!["on".into()])?
+            .iter()
+            .map(|s| Switch::parse("matrix.cudnn", s))
+            .collect::<Result<_, _>>()?,
+        cudnn_benchmark: axis("cudnn_benchmark", m.cudnn_benchmark, vec!["off".into()])?
+            .iter()
+            .map(|s| Switch::parse("matrix.cudnn_benchmark", s))
+            .collect::<Result<_, _>>()?,
+        miopen_db: axis("miopen_db", m.miopen_db, vec!["user".into()])?
+            .iter()
+            .map(|s| MiopenDb::parse("matrix.miopen_db", s))
+            .collect::<Result<_, _>>()?,
     };
     let mut variants = BTreeMap::new();
     variants.insert(BASELINE.to_string(), BTreeMap::new());
@@ -136,6 +160,7 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         config_path: None,
         axes,
         variants,
+        python: file.model.python,
     };
     opts.validate()?;
     Ok(opts)

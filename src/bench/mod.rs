@@ -4,7 +4,9 @@
 //!
 //! Sub-modules: [`options`] typed options and flags, [`config`] the TOML matrix file,
 //! [`matrix`] case expansion, [`scheduler`] order and the run loop, [`executor`] worker
-//! processes, [`protocol`] the parent <-> worker wire format, [`worker`] the in-process
+//! processes ([`python`] the shipped Python worker of the torch and diffusers engines,
+//! [`miopen`] MIOpen's log lines), [`protocol`] the parent <-> worker wire format,
+//! [`inputs`] the weights and clips the parent writes once, [`worker`] the in-process
 //! measurement (with [`clip`] its input, [`fault`] the testing hook, [`memory`] process
 //! memory), [`outputs`] the outputs file and quality against references, [`progress`] the
 //! progress bar. The end-of-run table and the exports are [`crate::export`]'s.
@@ -22,12 +24,15 @@ pub mod clip;
 pub mod config;
 pub mod executor;
 pub mod fault;
+pub mod inputs;
 pub mod matrix;
 pub mod memory;
+pub mod miopen;
 pub mod options;
 pub mod outputs;
 pub mod progress;
 pub mod protocol;
+pub mod python;
 pub mod scheduler;
 pub mod worker;
 
@@ -131,8 +136,13 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             order: opts.order.name().to_string(),
             shuffle_seed: seed,
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
+            python: cases
+                .iter()
+                .any(|c| c.settings.engine.is_python())
+                .then(|| opts.python()),
         },
         cases: Vec::new(),
+        engines: Default::default(),
     };
     report
         .save_atomic(&output)
@@ -140,12 +150,21 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
 
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
+    let shared = if cases.iter().any(|c| c.settings.engine.is_python()) {
+        executor.prepare_python(opts.python())?;
+        // Every engine reads the same weights and clips, written once here.
+        inputs::write_shared(&executor.scratch, &resolved.source, &cases)?
+    } else {
+        inputs::Shared::default()
+    };
     let progress = progress::Progress::new(cases.len(), opts.quiet);
     let run_wide = RunWide {
         weights: resolved.source,
         device: opts.device.clone(),
         warmup: opts.warmup,
         runs: opts.runs,
+        weights_path: shared.weights_path,
+        inputs_dir: shared.inputs_dir,
     };
     let total = cases.len();
     let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);

@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use crate::error::UserError;
 use crate::model::{Precision, Tiling};
+use crate::settings::{Engine, MiopenDb, Switch};
 
 use super::scheduler::Order;
 
@@ -30,6 +31,14 @@ pub struct Axes {
     pub chunks: Vec<usize>,
     /// Env variant names (keys of [`BenchOptions::variants`]).
     pub envs: Vec<String>,
+    /// Engines (candle, torch, diffusers).
+    pub engines: Vec<Engine>,
+    /// `torch.backends.cudnn.enabled` values (Python engines on a GPU only).
+    pub cudnn: Vec<Switch>,
+    /// `torch.backends.cudnn.benchmark` values (Python engines on a GPU only).
+    pub cudnn_benchmark: Vec<Switch>,
+    /// MIOpen database choices (Python engines on a GPU only).
+    pub miopen_db: Vec<MiopenDb>,
 }
 
 /// Everything a `run` needs, after the config file and the flags are merged.
@@ -59,6 +68,22 @@ pub struct BenchOptions {
     pub axes: Axes,
     /// Env variants: name -> variables the worker gets on top of the parent's environment.
     pub variants: BTreeMap<String, BTreeMap<String, String>>,
+    /// Python interpreter of the torch and diffusers engines (`--python`, `[model] python`);
+    /// `None`: [`PYTHON_ENV_VAR`], else `python3` (see [`BenchOptions::python`]).
+    pub python: Option<String>,
+}
+
+/// Environment variable naming the Python interpreter when neither `--python` nor
+/// `[model] python` does.
+pub const PYTHON_ENV_VAR: &str = "WAN_VAE_BENCH_PYTHON";
+
+/// The interpreter of the Python engines: `given` (flag or matrix file), else
+/// [`PYTHON_ENV_VAR`], else `python3`.
+pub fn python_interpreter(given: Option<&str>) -> String {
+    given
+        .map(str::to_string)
+        .or_else(|| std::env::var(PYTHON_ENV_VAR).ok().filter(|s| !s.trim().is_empty()))
+        .unwrap_or_else(|| "python3".to_string())
 }
 
 /// Flags of `run` that replace the matrix file's values when given (an empty list means
@@ -96,6 +121,21 @@ pub struct MatrixFlags {
     /// Env variants (names of `[env.NAME]` tables; `baseline` always exists).
     #[arg(long, value_delimiter = ',')]
     pub env: Vec<String>,
+    /// Engines: candle (default), torch, diffusers.
+    #[arg(long, value_delimiter = ',', value_parser = engine_flag)]
+    pub engine: Vec<Engine>,
+    /// torch.backends.cudnn.enabled: on, off (Python engines on cuda:N only).
+    #[arg(long, value_delimiter = ',', value_parser = cudnn_flag)]
+    pub cudnn: Vec<Switch>,
+    /// torch.backends.cudnn.benchmark: off, on (Python engines on cuda:N only).
+    #[arg(long = "cudnn-benchmark", alias = "cudnn_benchmark", value_delimiter = ',', value_parser = benchmark_flag)]
+    pub cudnn_benchmark: Vec<Switch>,
+    /// MIOpen database: user, fresh (an empty directory per case; Python engines on cuda:N only).
+    #[arg(long = "miopen-db", alias = "miopen_db", value_delimiter = ',', value_parser = miopen_db_flag)]
+    pub miopen_db: Vec<MiopenDb>,
+    /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
+    #[arg(long)]
+    pub python: Option<String>,
     /// Weights: `synthetic`, a local file, or a hub reference.
     #[arg(long)]
     pub weights: Option<String>,
@@ -154,6 +194,21 @@ impl BenchOptions {
         if !o.env.is_empty() {
             self.axes.envs = o.env.clone();
         }
+        if !o.engine.is_empty() {
+            self.axes.engines = o.engine.clone();
+        }
+        if !o.cudnn.is_empty() {
+            self.axes.cudnn = o.cudnn.clone();
+        }
+        if !o.cudnn_benchmark.is_empty() {
+            self.axes.cudnn_benchmark = o.cudnn_benchmark.clone();
+        }
+        if !o.miopen_db.is_empty() {
+            self.axes.miopen_db = o.miopen_db.clone();
+        }
+        if o.python.is_some() {
+            self.python = o.python.clone();
+        }
         self.warmup = o.warmup.unwrap_or(self.warmup);
         self.runs = o.runs.unwrap_or(self.runs);
         self.timeout_s = o.timeout_s.unwrap_or(self.timeout_s);
@@ -202,13 +257,24 @@ impl BenchOptions {
         no_duplicates("tile", a.tiles.iter().map(|t| tile_name(*t)))?;
         no_duplicates("chunk", a.chunks.iter().map(|c| c.to_string()))?;
         no_duplicates("env", a.envs.iter().cloned())?;
+        no_duplicates("engine", a.engines.iter().map(|e| e.name().to_string()))?;
+        no_duplicates("cudnn", a.cudnn.iter().map(|s| s.name().to_string()))?;
+        no_duplicates(
+            "cudnn_benchmark",
+            a.cudnn_benchmark.iter().map(|s| s.name().to_string()),
+        )?;
+        no_duplicates("miopen_db", a.miopen_db.iter().map(|s| s.name().to_string()))?;
         Ok(())
     }
 
-    /// Number of cases the matrix expands to.
+    /// Number of cases the matrix expands to (knobs that do not apply are not multiplied in).
     pub fn case_count(&self) -> usize {
-        let a = &self.axes;
-        a.frames.len() * a.sizes.len() * a.precisions.len() * a.tiles.len() * a.chunks.len() * a.envs.len()
+        super::matrix::expand(self).len()
+    }
+
+    /// The interpreter of the Python engines ([`python_interpreter`]).
+    pub fn python(&self) -> String {
+        python_interpreter(self.python.as_deref())
     }
 }
 
@@ -317,6 +383,26 @@ pub fn tile_flag(s: &str) -> Result<TileSetting, UserError> {
 /// `--precision` value (clap value parser).
 pub fn precision_flag(s: &str) -> Result<Precision, UserError> {
     parse_precision("--precision", s)
+}
+
+/// `--engine` value (clap value parser).
+pub fn engine_flag(s: &str) -> Result<Engine, UserError> {
+    Engine::parse("--engine", s)
+}
+
+/// `--cudnn` value (clap value parser).
+pub fn cudnn_flag(s: &str) -> Result<Switch, UserError> {
+    Switch::parse("--cudnn", s)
+}
+
+/// `--cudnn-benchmark` value (clap value parser).
+pub fn benchmark_flag(s: &str) -> Result<Switch, UserError> {
+    Switch::parse("--cudnn-benchmark", s)
+}
+
+/// `--miopen-db` value (clap value parser).
+pub fn miopen_db_flag(s: &str) -> Result<MiopenDb, UserError> {
+    MiopenDb::parse("--miopen-db", s)
 }
 
 /// `--order` value (clap value parser).

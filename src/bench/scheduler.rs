@@ -71,6 +71,20 @@ pub struct RunWide {
     pub device: String,
     pub warmup: usize,
     pub runs: usize,
+    /// The weights file every engine reads (synthetic weights written once by the parent
+    /// when a Python engine runs); `None`: each worker loads `weights` itself.
+    pub weights_path: Option<std::path::PathBuf>,
+    /// The folder holding the input clips the parent wrote (one per frames x size), when
+    /// a Python engine runs; `None`: each worker builds its own clip.
+    pub inputs_dir: Option<std::path::PathBuf>,
+}
+
+impl RunWide {
+    /// The input clip file of a case, when the parent wrote the clips.
+    fn input_path(&self, s: &crate::settings::CaseSettings) -> Option<std::path::PathBuf> {
+        let dir = self.inputs_dir.as_ref()?;
+        Some(super::protocol::input_path(dir, s.frames, s.width, s.height))
+    }
 }
 
 /// Runs the cases of a report, in the order given, one worker process each.
@@ -119,6 +133,8 @@ impl Scheduler {
                 runs: self.run_wide.runs,
                 variant_vars: case.env_vars.keys().cloned().chain(recorded.iter().cloned()).collect(),
                 outputs: Some(self.executor.outputs_path(&case.id)),
+                weights_path: self.run_wide.weights_path.clone(),
+                input_path: self.run_wide.input_path(&case.settings),
             };
             let progress = &self.progress;
             let result = self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
@@ -128,6 +144,10 @@ impl Scheduler {
                 report.model.dim = m.dim;
                 report.model.z_dim = m.z_dim;
                 model_known = true;
+            }
+            if let Some(ctx) = &result.engine_context {
+                let engine = case.settings.engine.name().to_string();
+                report.engines.entry(engine).or_insert_with(|| ctx.clone());
             }
             let roundtrip = result.roundtrip_psnr_db;
             if let Some(e) = &result.outputs_error {
@@ -183,6 +203,9 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         load_s: r.load_s,
         peak_rss_bytes: r.peak_rss_bytes,
         device_memory_bytes: r.device_memory_bytes,
+        device_peak_allocated_bytes: r.device_peak_allocated_bytes,
+        device_peak_reserved_bytes: r.device_peak_reserved_bytes,
+        miopen: r.miopen,
         quality: None,
         system: None,
     }

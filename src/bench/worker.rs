@@ -64,7 +64,20 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     phase("load");
     let sync = |d: &Device| crate::device::synchronize(d).map_err(classify);
     let t0 = Instant::now();
-    let weights = crate::weights::load(&spec.weights).map_err(classify)?;
+    // A weights file the parent wrote (synthetic weights shared with the Python engines)
+    // is read like the Python workers read it; the format stays the source's.
+    let weights = match &spec.weights_path {
+        Some(path) => crate::weights::load_file(path)
+            .map(|mut w| {
+                if matches!(spec.weights, crate::weights::WeightsSource::Synthetic { .. }) {
+                    w.format = "synthetic".into();
+                }
+                w
+            })
+            .map_err(anyhow::Error::from),
+        None => crate::weights::load(&spec.weights),
+    }
+    .map_err(classify)?;
     let vae = WanVae::new(
         &weights.config,
         weights.var_builder(spec.settings.precision, &device),
@@ -85,7 +98,11 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
 
     phase("inputs");
     let s = &spec.settings;
-    let video = structured_clip(s.frames, s.width, s.height, &device).map_err(classify)?;
+    let video = match &spec.input_path {
+        Some(path) => super::inputs::load_clip(path, s.frames, s.width, s.height, &device),
+        None => structured_clip(s.frames, s.width, s.height, &device),
+    }
+    .map_err(classify)?;
     let opts = s.run_options();
     let (mut enc_warm, mut dec_warm, mut enc, mut dec) = (vec![], vec![], vec![], vec![]);
     let mut last: Option<(Tensor, Tensor)> = None;

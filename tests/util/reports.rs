@@ -31,6 +31,8 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             width: 64,
             height: 64,
             env_variant: "default".into(),
+            engine: Default::default(),
+            knobs: Default::default(),
         },
         compute_dtype: Some("f32".into()),
         env: Default::default(),
@@ -41,6 +43,9 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
         load_s: Some(0.1),
         peak_rss_bytes: Some(1 << 20),
         device_memory_bytes: None,
+        device_peak_allocated_bytes: None,
+        device_peak_reserved_bytes: None,
+        miopen: None,
         quality: None,
         system: None,
     }
@@ -71,6 +76,7 @@ pub fn quality(reference: &str, decoded: Option<f64>, latent: Option<f64>) -> Qu
         latent: Some(stats(latent)),
         decoded: Some(stats(decoded)),
         roundtrip_psnr_db: None,
+        cross_engine: None,
     }
 }
 
@@ -101,6 +107,7 @@ pub fn report(host: &str, cases: Vec<CaseRecord>) -> Report {
             ..Default::default()
         },
         cases,
+        engines: Default::default(),
     }
 }
 
