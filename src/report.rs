@@ -127,6 +127,10 @@ pub struct RunSettings {
     /// Interpreter of the Python engines as given (absent when only candle ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<String>,
+    /// `cast` or `autocast`: how the Python engines ran 16-bit cases, when set (each case's
+    /// `compute_dtype` says what ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_precision: Option<String>,
 }
 
 /// Outcome of one case. [`CaseStatus::name`] is its JSON spelling.

@@ -35,6 +35,7 @@ struct ModelSection {
     weights: Option<String>,
     device: Option<String>,
     python: Option<String>,
+    torch_precision: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -161,6 +162,12 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         axes,
         variants,
         python: file.model.python,
+        torch_precision: file
+            .model
+            .torch_precision
+            .as_deref()
+            .map(|s| options::parse_torch_precision("model.torch_precision", s))
+            .transpose()?,
     };
     opts.validate()?;
     Ok(opts)
@@ -233,6 +240,27 @@ MIOPEN_FIND_MODE = "2"
         assert!(err("[matrix]\ntile = [\"100:8\"]").contains("100:8"));
         assert!(err("[run]\nruns = 0").contains("runs"));
         assert!(err("[matrix]\nframes = [5, 5]").contains("duplicate"));
+    }
+
+    #[test]
+    fn shipped_configs_parse_and_the_amd_ones_expand_as_documented() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            }
+        }
+        let gfx = load(&dir.join("gfx1151-miopen.toml")).unwrap();
+        assert_eq!(
+            (gfx.device.as_str(), gfx.axes.engines.as_slice()),
+            ("cuda:0", &[Engine::Torch][..])
+        );
+        assert_eq!(gfx.case_count(), 32);
+        let comfy = load(&dir.join("comfyui-amd.toml")).unwrap();
+        assert_eq!(comfy.torch_precision, Some(options::TorchPrecision::Cast));
+        assert_eq!(comfy.axes.cudnn, vec![Switch::Off]);
+        assert_eq!(comfy.case_count(), 2);
     }
 
     #[test]

@@ -140,6 +140,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
                 .iter()
                 .any(|c| c.settings.engine.is_python())
                 .then(|| opts.python()),
+            torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
         },
         cases: Vec::new(),
         engines: Default::default(),
@@ -165,6 +166,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         runs: opts.runs,
         weights_path: shared.weights_path,
         inputs_dir: shared.inputs_dir,
+        torch_precision: opts.torch_precision,
     };
     let total = cases.len();
     let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);

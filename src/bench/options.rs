@@ -71,6 +71,43 @@ pub struct BenchOptions {
     /// Python interpreter of the torch and diffusers engines (`--python`, `[model] python`);
     /// `None`: [`PYTHON_ENV_VAR`], else `python3` (see [`BenchOptions::python`]).
     pub python: Option<String>,
+    /// How the Python engines run 16-bit precisions (`cast` or `autocast`); `None`: each
+    /// engine's default (autocast for torch, as the official wrapper; cast for diffusers).
+    pub torch_precision: Option<TorchPrecision>,
+}
+
+/// How a Python engine applies a 16-bit precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TorchPrecision {
+    /// The model's weights and activations are cast (`model.to(dtype)`, as ComfyUI does).
+    Cast,
+    /// f32 weights under `torch.autocast` (the official Wan wrapper).
+    Autocast,
+}
+
+impl TorchPrecision {
+    /// `cast` or `autocast`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TorchPrecision::Cast => "cast",
+            TorchPrecision::Autocast => "autocast",
+        }
+    }
+}
+
+/// `cast` or `autocast`.
+pub fn parse_torch_precision(what: &str, s: &str) -> Result<TorchPrecision, UserError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "cast" => Ok(TorchPrecision::Cast),
+        "autocast" => Ok(TorchPrecision::Autocast),
+        _ => Err(UserError::invalid(what, s, "cast or autocast")),
+    }
+}
+
+/// `--torch-precision` value (clap value parser).
+pub fn torch_precision_flag(s: &str) -> Result<TorchPrecision, UserError> {
+    parse_torch_precision("--torch-precision", s)
 }
 
 /// Environment variable naming the Python interpreter when neither `--python` nor
@@ -136,6 +173,10 @@ pub struct MatrixFlags {
     /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
     #[arg(long)]
     pub python: Option<String>,
+    /// How the Python engines run bf16/fp16: cast (model.to(dtype)) or autocast (default: autocast
+    /// for torch, cast for diffusers).
+    #[arg(long = "torch-precision", value_parser = torch_precision_flag)]
+    pub torch_precision: Option<TorchPrecision>,
     /// Weights: `synthetic`, a local file, or a hub reference.
     #[arg(long)]
     pub weights: Option<String>,
@@ -209,6 +250,7 @@ impl BenchOptions {
         if o.python.is_some() {
             self.python = o.python.clone();
         }
+        self.torch_precision = o.torch_precision.or(self.torch_precision);
         self.warmup = o.warmup.unwrap_or(self.warmup);
         self.runs = o.runs.unwrap_or(self.runs);
         self.timeout_s = o.timeout_s.unwrap_or(self.timeout_s);

@@ -71,6 +71,10 @@ pub struct WorkerSpec {
     /// that the parent wrote once, so every engine encodes the same bits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_path: Option<PathBuf>,
+    /// How a Python engine applies bf16/fp16 (`cast` or `autocast`); absent: its default.
+    /// candle ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_precision: Option<super::options::TorchPrecision>,
 }
 
 /// Tensor name of the clip in an input file ([`WorkerSpec::input_path`]).
@@ -260,6 +264,7 @@ mod tests {
             outputs: None,
             weights_path: None,
             input_path: None,
+            torch_precision: None,
         };
         let v = serde_json::to_value(&spec).unwrap();
         assert_eq!(v["weights"], "synthetic");

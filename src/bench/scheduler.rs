@@ -77,6 +77,8 @@ pub struct RunWide {
     /// The folder holding the input clips the parent wrote (one per frames x size), when
     /// a Python engine runs; `None`: each worker builds its own clip.
     pub inputs_dir: Option<std::path::PathBuf>,
+    /// `cast` or `autocast` for the Python engines' 16-bit cases (`None`: their default).
+    pub torch_precision: Option<super::options::TorchPrecision>,
 }
 
 impl RunWide {
@@ -135,6 +137,10 @@ impl Scheduler {
                 outputs: Some(self.executor.outputs_path(&case.id)),
                 weights_path: self.run_wide.weights_path.clone(),
                 input_path: self.run_wide.input_path(&case.settings),
+                torch_precision: self
+                    .run_wide
+                    .torch_precision
+                    .filter(|_| case.settings.engine.is_python()),
             };
             let progress = &self.progress;
             let result = self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p));
