@@ -294,3 +294,53 @@ fn a_fresh_miopen_folder_is_set_empty_then_removed() {
     assert_eq!(lines[0], format!("db={db} cache={db} exists=yes entries=0"));
     assert_eq!(lines[1], "db= cache= exists= entries=0");
 }
+
+#[test]
+fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
+    let dir = scratch();
+    let spec_file = dir.path().join("spec.json");
+    // The wrapper keeps the spec (the argument after --case-json), then runs the worker.
+    let body = format!(
+        "prev=\nfor a in \"$@\"; do [ \"$prev\" = --case-json ] && printf '%s' \"$a\" > '{}'; prev=$a; done\nexec '{}' \"$@\"",
+        spec_file.display(),
+        python().display()
+    );
+    let wrapper = script(dir.path(), "spec-python", &body);
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nengine = [\"torch\"]\nsize = [\"16x8\"]\nenv = [\"fake\"]\n[env.fake]\nWAN_VAE_BENCH_FAULT = \"fake\"\n",
+    );
+    let out = bench()
+        .args(["run", "--quiet", "--keep-outputs", "--weights", "synthetic", "--config"])
+        .arg(&cfg)
+        .arg("--python")
+        .arg(&wrapper)
+        .arg("--output")
+        .arg(dir.path().join("r.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let kept = stdout(&out)
+        .lines()
+        .find_map(|l| l.strip_prefix("outputs: ").map(PathBuf::from))
+        .expect("scratch path printed");
+    let spec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&spec_file).unwrap()).unwrap();
+    assert_eq!(spec["weights"], "synthetic");
+    assert_eq!(spec["engine"], "torch");
+    let weights = PathBuf::from(spec["weights_path"].as_str().unwrap());
+    let input = PathBuf::from(spec["input_path"].as_str().unwrap());
+    assert!(weights.starts_with(&kept) && input.starts_with(&kept), "{spec}");
+    let w = candle_core::safetensors::load(&weights, &candle_core::Device::Cpu).unwrap();
+    assert_eq!(w.len(), 194, "the real layout, original key names");
+    assert!(w.contains_key("encoder.conv1.weight") && w.contains_key("decoder.head.2.weight"));
+    let clip = candle_core::safetensors::load(&input, &candle_core::Device::Cpu).unwrap();
+    let want = wan_vae_bench::bench::clip::structured_clip(5, 16, 8, &candle_core::Device::Cpu).unwrap();
+    let diff = (&clip["video"] - &want).unwrap().abs().unwrap().sum_all().unwrap();
+    assert_eq!(
+        diff.to_scalar::<f32>().unwrap(),
+        0.0,
+        "the clip the parent wrote is candle's, bit for bit"
+    );
+    std::fs::remove_dir_all(&kept).unwrap();
+}
