@@ -76,7 +76,16 @@ pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
                 if let Some(to) = map.get(&q.reference_id) {
                     q.reference_id = to.clone();
                 }
+                if let Some(x) = &mut q.cross_engine {
+                    if let Some(to) = map.get(&x.reference_id) {
+                        x.reference_id = to.clone();
+                    }
+                }
             }
+        }
+        // Each engine's context: the first report that has one keeps it.
+        for (engine, ctx) in report.engines {
+            merged.engines.entry(engine).or_insert(ctx);
         }
         merged.cases.extend(cases);
     }

@@ -34,6 +34,50 @@ pub struct Report {
     pub run: RunSettings,
     /// One record per case, in the order they finished.
     pub cases: Vec<CaseRecord>,
+    /// Per Python engine (`torch`, `diffusers`): the interpreter, torch and device context
+    /// its first case reported. Absent when only candle ran.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub engines: BTreeMap<String, EngineContext>,
+}
+
+/// What a Python engine ran on: interpreter, libraries, device.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct EngineContext {
+    /// Python version, e.g. `3.11.7`.
+    pub python: Option<String>,
+    /// `sys.executable` of the worker.
+    pub python_executable: Option<String>,
+    /// `torch.__version__`.
+    pub torch: Option<String>,
+    /// `torch.version.hip` (ROCm builds).
+    pub hip: Option<String>,
+    /// `torch.version.cuda` (CUDA builds).
+    pub cuda: Option<String>,
+    /// `torch.backends.cudnn.version()`: cuDNN's, or MIOpen's on ROCm builds.
+    pub cudnn_version: Option<u64>,
+    /// `diffusers.__version__` (diffusers engine).
+    #[serde(default)]
+    pub diffusers: Option<String>,
+    /// `torch.get_num_threads()`.
+    #[serde(default)]
+    pub threads: Option<u64>,
+    /// GPU name, or the CPU's model name on `cpu`.
+    pub device_name: Option<String>,
+    /// `gcnArchName` of an AMD GPU, e.g. `gfx1151`.
+    pub gcn_arch_name: Option<String>,
+    /// Total memory of the GPU, bytes.
+    pub total_memory_bytes: Option<u64>,
+}
+
+/// What the MIOpen log lines on a worker's stderr said (`MIOPEN_ENABLE_LOGGING_CMD=1`,
+/// `MIOPEN_LOG_LEVEL=5`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct MiopenLog {
+    /// Solver name -> how many times a `Chosen Algorithm` line named it.
+    pub solvers: BTreeMap<String, u64>,
+    /// Distinct `MIOpenDriver` command lines, in the order first seen (to replay a slow
+    /// convolution).
+    pub driver_commands: Vec<String>,
 }
 
 /// The model weights a report measured.
@@ -80,6 +124,13 @@ pub struct RunSettings {
     pub shuffle_seed: Option<u64>,
     /// Matrix file used, if any.
     pub config_path: Option<String>,
+    /// Interpreter of the Python engines as given (absent when only candle ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// `cast` or `autocast`: how the Python engines ran 16-bit cases, when set (each case's
+    /// `compute_dtype` says what ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_precision: Option<String>,
     /// Set when a signal stopped the run early, e.g. `SIGINT after 3 of 8 cases`; the
     /// report then holds the cases that finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,9 +204,11 @@ pub struct CaseRecord {
     /// True when the case was not in the matrix but added as a quality reference.
     #[serde(default)]
     pub added_as_reference: bool,
-    /// The case's settings, flattened into the record's JSON as `precision` (`fp32`, `bf16`
-    /// or `fp16`), `chunk` (latent frames per decoder call), `tile_px`/`overlap_px` (null when
-    /// untiled), `frames`, `width`, `height` and `env_variant`.
+    /// The case's settings, flattened into the record's JSON as `engine` (`candle`, `torch`,
+    /// `diffusers`), `precision` (`fp32`, `bf16` or `fp16`), `chunk` (latent frames per
+    /// decoder call), `tile_px`/`overlap_px` (null when untiled), `frames`, `width`, `height`,
+    /// `env_variant`, and the knobs `cudnn`, `cudnn_benchmark`, `miopen_db` (`n/a` where they
+    /// do not apply).
     #[serde(flatten)]
     pub settings: CaseSettings,
     /// Frames the VAE really processed: the first `1 + 4k` of `frames` (null in reports
@@ -181,6 +234,15 @@ pub struct CaseRecord {
     pub peak_rss_bytes: Option<u64>,
     /// Device memory in use at the end of the case (CUDA), bytes.
     pub device_memory_bytes: Option<u64>,
+    /// Peak device memory allocated by torch (`max_memory_allocated`), bytes; Python engines on a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_peak_allocated_bytes: Option<u64>,
+    /// Peak device memory reserved by torch (`max_memory_reserved`), bytes; Python engines on a GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_peak_reserved_bytes: Option<u64>,
+    /// MIOpen solvers and driver commands from the worker's stderr; absent when it logged none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miopen: Option<MiopenLog>,
     /// Distance of this case's outputs from its fp32/untiled/chunk-1 reference case.
     pub quality: Option<Quality>,
     /// The machine this case ran on; set by `merge` when cases come from several reports.
@@ -316,6 +378,27 @@ pub struct Quality {
     pub decoded: Option<ErrorStats>,
     /// PSNR (dB) of decode(encode(clip)) against the clip, real weights only.
     pub roundtrip_psnr_db: Option<f64>,
+    /// On a Python engine's reference case: its decoded video against candle's case of the
+    /// same settings, when candle ran them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_engine: Option<CrossEngine>,
+}
+
+/// One engine's decoded video against another engine's, same settings and inputs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct CrossEngine {
+    /// The engine compared with (`candle`).
+    pub reference_engine: String,
+    /// Its case id.
+    pub reference_id: String,
+    /// Largest absolute difference of the decoded videos.
+    pub max_abs_error: f64,
+    /// Mean absolute difference.
+    pub mean_abs_error: f64,
+    /// PSNR over [-1, 1]; null when identical.
+    pub psnr_db: Option<f64>,
+    /// Largest |value| of the reference engine's decoded video (for relative bounds).
+    pub max_abs_reference: f64,
 }
 
 impl Report {

@@ -1,10 +1,11 @@
 //! What one case measures: [`CaseSettings`], declared once and shared by the matrix's cases
 //! (`bench::matrix::Case`), the worker spec (`bench::protocol::WorkerSpec`) and the report's
 //! `CaseRecord`. It is flattened into their JSON with serde, so the wire and report layout
-//! are the flat keys `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`, `width`,
-//! `height`, `env_variant`, `passes`, `temporal_tile_frames`, `temporal_overlap_frames`;
-//! tiling is read back through [`Tiling::new`]'s checks.
-//! Also owns the case id built from the settings.
+//! are the flat keys `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`,
+//! `width`, `height`, `env_variant`, `passes`, `temporal_tile_frames`,
+//! `temporal_overlap_frames`, `cudnn`, `cudnn_benchmark`, `miopen_db`; tiling is read back
+//! through [`Tiling::new`]'s checks. Also owns the case id built from the settings, the
+//! [`Engine`] names and the PyTorch [`Knobs`] (with when they apply).
 //!
 //! Adding an axis (engine, passes, temporal tiling) is one field here plus its key in
 //! [`Wire`], its id part in [`CaseSettings::id`] and, when it matters for quality, its
@@ -13,15 +14,152 @@
 //! Must not: know about processes, files or the matrix file syntax.
 use serde::{Deserialize, Serialize};
 
+use crate::error::UserError;
 use crate::model::{Precision, RunOptions, TemporalTiling, Tiling};
 
 /// Name of the env variant that exists even when no `[env.baseline]` table is written.
 pub const BASELINE: &str = "baseline";
 
+/// Which implementation computes the VAE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    /// This binary's candle port (the `worker` command).
+    #[default]
+    Candle,
+    /// The official Wan computation on PyTorch (the Python worker).
+    Torch,
+    /// diffusers' `AutoencoderKLWan` from the interpreter's own install (the Python worker).
+    Diffusers,
+}
+
+impl Engine {
+    /// Every engine, in the order tables list them.
+    pub const ALL: [Engine; 3] = [Engine::Candle, Engine::Torch, Engine::Diffusers];
+
+    /// `candle`, `torch` or `diffusers` (the JSON and flag spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Candle => "candle",
+            Engine::Torch => "torch",
+            Engine::Diffusers => "diffusers",
+        }
+    }
+
+    /// True for the engines the Python worker runs.
+    pub fn is_python(self) -> bool {
+        self != Engine::Candle
+    }
+
+    /// Parse an engine name; the error names `what` and the valid names.
+    pub fn parse(what: &str, s: &str) -> Result<Engine, UserError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "candle" => Ok(Engine::Candle),
+            "torch" | "pytorch" => Ok(Engine::Torch),
+            "diffusers" => Ok(Engine::Diffusers),
+            _ => Err(UserError::invalid(what, s, "candle, torch or diffusers")),
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A PyTorch on/off flag (`torch.backends.cudnn.*`), or not applicable (candle, or the CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub enum Switch {
+    #[serde(rename = "on")]
+    On,
+    #[serde(rename = "off")]
+    Off,
+    #[default]
+    #[serde(rename = "n/a")]
+    NotApplicable,
+}
+
+impl Switch {
+    /// `on`, `off` or `n/a`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Switch::On => "on",
+            Switch::Off => "off",
+            Switch::NotApplicable => "n/a",
+        }
+    }
+
+    /// `on` or `off` (also `true`/`false`, `1`/`0`).
+    pub fn parse(what: &str, s: &str) -> Result<Switch, UserError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "on" | "true" | "1" => Ok(Switch::On),
+            "off" | "false" | "0" => Ok(Switch::Off),
+            _ => Err(UserError::invalid(what, s, "on or off")),
+        }
+    }
+}
+
+/// Which MIOpen database a case uses: the user's (`~/.config/miopen`, `~/.cache/miopen` or
+/// what the variant sets), or a fresh empty directory per case (the "first decode after an
+/// update" case: the warmup pass carries the whole find and compile cost).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub enum MiopenDb {
+    #[serde(rename = "user")]
+    User,
+    #[serde(rename = "fresh")]
+    Fresh,
+    #[default]
+    #[serde(rename = "n/a")]
+    NotApplicable,
+}
+
+impl MiopenDb {
+    /// `user`, `fresh` or `n/a`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MiopenDb::User => "user",
+            MiopenDb::Fresh => "fresh",
+            MiopenDb::NotApplicable => "n/a",
+        }
+    }
+
+    /// `user` or `fresh`.
+    pub fn parse(what: &str, s: &str) -> Result<MiopenDb, UserError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "user" => Ok(MiopenDb::User),
+            "fresh" => Ok(MiopenDb::Fresh),
+            _ => Err(UserError::invalid(what, s, "user or fresh")),
+        }
+    }
+}
+
+/// The PyTorch knobs of a case. They act only in the Python engines on a GPU (`cuda:N`,
+/// which is also how ROCm builds name AMD GPUs); elsewhere every knob is `n/a`, so a matrix
+/// does not multiply them into duplicate cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Knobs {
+    /// `torch.backends.cudnn.enabled` (MIOpen on ROCm, cuDNN on CUDA).
+    pub cudnn: Switch,
+    /// `torch.backends.cudnn.benchmark`.
+    pub cudnn_benchmark: Switch,
+    /// The MIOpen database directories.
+    pub miopen_db: MiopenDb,
+}
+
+impl Knobs {
+    /// Whether knobs act for `engine` on `device`.
+    pub fn apply_to(engine: Engine, device: &str) -> bool {
+        engine.is_python() && device.trim().to_ascii_lowercase().starts_with("cuda")
+    }
+}
+
 /// The settings of one case: one point of the matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "Wire", into = "Wire")]
 pub struct CaseSettings {
+    /// Which implementation computes.
+    pub engine: Engine,
     /// Model precision.
     pub precision: Precision,
     /// Latent frames per decoder call (encoder: 4x this many frames per call).
@@ -36,6 +174,8 @@ pub struct CaseSettings {
     pub height: usize,
     /// Name of the env variant.
     pub env_variant: String,
+    /// PyTorch knobs (all `n/a` for candle and on the CPU).
+    pub knobs: Knobs,
     /// Which passes are timed.
     pub passes: Passes,
     /// Temporal tiling of the decode (ComfyUI's `VAEDecodeTiled`); `None` = untiled in time.
@@ -86,6 +226,9 @@ impl std::str::FromStr for Passes {
 /// The JSON spelling of [`CaseSettings`] (the report schema's flat keys).
 #[derive(Serialize, Deserialize)]
 struct Wire {
+    /// Absent in reports written before the engine axis: candle.
+    #[serde(default)]
+    engine: Engine,
     precision: Precision,
     chunk: usize,
     tile_px: Option<usize>,
@@ -103,6 +246,12 @@ struct Wire {
     temporal_tile_frames: Option<usize>,
     #[serde(default)]
     temporal_overlap_frames: Option<usize>,
+    #[serde(default)]
+    cudnn: Switch,
+    #[serde(default)]
+    cudnn_benchmark: Switch,
+    #[serde(default)]
+    miopen_db: MiopenDb,
 }
 
 fn baseline() -> String {
@@ -127,6 +276,7 @@ impl TryFrom<Wire> for CaseSettings {
             }
         };
         Ok(CaseSettings {
+            engine: w.engine,
             precision: w.precision,
             chunk: w.chunk,
             tiling,
@@ -136,6 +286,11 @@ impl TryFrom<Wire> for CaseSettings {
             env_variant: w.env_variant,
             passes: w.passes,
             temporal_tile,
+            knobs: Knobs {
+                cudnn: w.cudnn,
+                cudnn_benchmark: w.cudnn_benchmark,
+                miopen_db: w.miopen_db,
+            },
         })
     }
 }
@@ -143,6 +298,7 @@ impl TryFrom<Wire> for CaseSettings {
 impl From<CaseSettings> for Wire {
     fn from(s: CaseSettings) -> Wire {
         Wire {
+            engine: s.engine,
             precision: s.precision,
             chunk: s.chunk,
             tile_px: s.tile_px(),
@@ -154,6 +310,9 @@ impl From<CaseSettings> for Wire {
             passes: s.passes,
             temporal_tile_frames: s.temporal_tile.map(|t| t.tile_frames),
             temporal_overlap_frames: s.temporal_tile.map(|t| t.overlap_frames),
+            cudnn: s.knobs.cudnn,
+            cudnn_benchmark: s.knobs.cudnn_benchmark,
+            miopen_db: s.knobs.miopen_db,
         }
     }
 }
@@ -179,14 +338,31 @@ impl CaseSettings {
 
     /// Stable id, e.g. `fp32-chunk1-untiled-5x64x64-baseline`; tiled as `tile256o64`; size
     /// as frames x W x H. Temporal tiling adds `-ttile64o8` after the spatial tiling and a
-    /// single pass adds `-decode` / `-encode` at the end; both are absent at their defaults
-    /// (untiled in time, both passes), so ids of older reports stay valid. `compare` and
-    /// `merge` match cases across reports by it.
+    /// single pass adds `-decode` / `-encode` after the env variant; both are absent at their
+    /// defaults (untiled in time, both passes). A Python engine prefixes its name
+    /// (`torch-fp32-...`) and knobs that apply are appended
+    /// (`...-cudnn_off-bench_on-miopen_fresh`), so candle ids are those of reports written
+    /// before these axes. `compare` and `merge` match cases by it.
     pub fn id(&self) -> String {
         let tile = match self.tiling {
             None => "untiled".to_string(),
             Some(t) => format!("tile{}o{}", t.tile_px, t.overlap_px),
         };
+        let engine = match self.engine {
+            Engine::Candle => String::new(),
+            e => format!("{e}-"),
+        };
+        let mut knobs = String::new();
+        let k = &self.knobs;
+        if k.cudnn != Switch::NotApplicable {
+            knobs += &format!("-cudnn_{}", k.cudnn.name());
+        }
+        if k.cudnn_benchmark != Switch::NotApplicable {
+            knobs += &format!("-bench_{}", k.cudnn_benchmark.name());
+        }
+        if k.miopen_db != MiopenDb::NotApplicable {
+            knobs += &format!("-miopen_{}", k.miopen_db.name());
+        }
         let ttile = match self.temporal_tile {
             None => String::new(),
             Some(t) => format!("-ttile{}o{}", t.tile_frames, t.overlap_frames),
@@ -196,7 +372,7 @@ impl CaseSettings {
             p => format!("-{}", p.name()),
         };
         format!(
-            "{}-chunk{}-{tile}{ttile}-{}x{}x{}-{}{passes}",
+            "{engine}{}-chunk{}-{tile}{ttile}-{}x{}x{}-{}{passes}{knobs}",
             self.precision.name(),
             self.chunk,
             self.frames,
@@ -206,9 +382,23 @@ impl CaseSettings {
         )
     }
 
+    /// The same settings computed by another engine: knobs become `n/a` for candle; for a
+    /// Python engine they are kept (the caller decides whether they apply on its device).
+    pub fn with_engine(&self, engine: Engine) -> CaseSettings {
+        CaseSettings {
+            engine,
+            knobs: if engine.is_python() {
+                self.knobs
+            } else {
+                Knobs::default()
+            },
+            ..self.clone()
+        }
+    }
+
     /// The settings whose outputs these are compared with: fp32, untiled in space and time,
-    /// chunk 1, the rest (passes included, so a decode-only case is compared with a
-    /// decode of the same latent) unchanged.
+    /// chunk 1, the rest (engine, knobs and passes included, so a decode-only case is
+    /// compared with a decode of the same latent) unchanged.
     pub fn reference(&self) -> CaseSettings {
         CaseSettings {
             precision: Precision::Fp32,
@@ -227,6 +417,7 @@ mod tests {
     #[test]
     fn json_is_the_flat_report_layout_and_tiling_is_checked() {
         let s = CaseSettings {
+            engine: Engine::Candle,
             precision: Precision::Bf16,
             chunk: 2,
             tiling: Some(Tiling::new(256, 64).unwrap()),
@@ -236,13 +427,15 @@ mod tests {
             env_variant: "f".into(),
             passes: Passes::Both,
             temporal_tile: None,
+            knobs: Knobs::default(),
         };
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(
             v,
-            serde_json::json!({"precision": "bf16", "chunk": 2, "tile_px": 256, "overlap_px": 64,
-                "frames": 5, "width": 64, "height": 32, "env_variant": "f", "passes": "both",
-                "temporal_tile_frames": null, "temporal_overlap_frames": null})
+            serde_json::json!({"engine": "candle", "precision": "bf16", "chunk": 2, "tile_px": 256,
+                "overlap_px": 64, "frames": 5, "width": 64, "height": 32, "env_variant": "f",
+                "passes": "both", "temporal_tile_frames": null, "temporal_overlap_frames": null,
+                "cudnn": "n/a", "cudnn_benchmark": "n/a", "miopen_db": "n/a"})
         );
         assert_eq!(serde_json::from_value::<CaseSettings>(v).unwrap(), s);
         assert_eq!(s.id(), "bf16-chunk2-tile256o64-5x64x32-f");
@@ -269,6 +462,8 @@ mod tests {
             env_variant: "baseline".into(),
             passes: Passes::Decode,
             temporal_tile: Some(TemporalTiling::COMFYUI_DEFAULT),
+            engine: Engine::Candle,
+            knobs: Knobs::default(),
         };
         assert_eq!(s.id(), "bf16-chunk1-tile256o64-ttile64o8-17x320x320-baseline-decode");
         assert_eq!(s.reference().id(), "fp32-chunk1-untiled-17x320x320-baseline-decode");
@@ -280,5 +475,33 @@ mod tests {
         assert_eq!(serde_json::from_value::<CaseSettings>(v).unwrap(), s);
         assert_eq!("both".parse::<Passes>().unwrap(), Passes::Both);
         assert!("twice".parse::<Passes>().unwrap_err().to_string().contains("twice"));
+    }
+
+    #[test]
+    fn old_records_read_as_candle_and_python_ids_carry_engine_and_knobs() {
+        let old = serde_json::json!({"precision": "fp32", "chunk": 1, "tile_px": null, "overlap_px": null,
+            "frames": 5, "width": 64, "height": 64, "env_variant": "baseline"});
+        let s: CaseSettings = serde_json::from_value(old).unwrap();
+        assert_eq!((s.engine, s.knobs), (Engine::Candle, Knobs::default()));
+        assert_eq!(s.id(), "fp32-chunk1-untiled-5x64x64-baseline");
+        let mut t = s.with_engine(Engine::Torch);
+        assert_eq!(t.id(), "torch-fp32-chunk1-untiled-5x64x64-baseline");
+        t.knobs = Knobs {
+            cudnn: Switch::Off,
+            cudnn_benchmark: Switch::On,
+            miopen_db: MiopenDb::Fresh,
+        };
+        assert_eq!(
+            t.id(),
+            "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"
+        );
+        assert_eq!(t.with_engine(Engine::Candle), s);
+        assert!(Knobs::apply_to(Engine::Diffusers, "cuda:0"));
+        assert!(!Knobs::apply_to(Engine::Torch, "cpu") && !Knobs::apply_to(Engine::Candle, "cuda:0"));
+        assert_eq!(Engine::parse("e", "Torch").unwrap(), Engine::Torch);
+        assert!(Engine::parse("--engine", "onnx")
+            .unwrap_err()
+            .to_string()
+            .contains("onnx"));
     }
 }

@@ -5,7 +5,11 @@
 //! `<case>.latent` (then input is a video: encode is checked, and decode of the expected
 //! latent), and `<case>.decoded`.
 //!
-//! Must not: spawn workers or write a benchmark report; it runs the model in this process.
+//! With `--engine torch|diffusers` the same cases run through the Python worker's
+//! `validate` mode (same rules, same output; see `src/engines/python/`), started once with
+//! the chosen interpreter.
+//!
+//! Must not: write a benchmark report; candle runs in this process.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +20,7 @@ use serde::Serialize;
 use crate::bench::options::{self, TileSetting};
 use crate::error::UserError;
 use crate::model::{ConvImpl, Precision, RunOptions, WanVae};
+use crate::settings::Engine;
 
 /// Arguments of `wan-vae-bench validate`.
 #[derive(Debug, clap::Args)]
@@ -52,6 +57,12 @@ pub struct ValidateArgs {
     /// Write what we computed as an f32 safetensors file (`<case>.latent`, `<case>.decoded`).
     #[arg(long)]
     pub save_outputs: Option<PathBuf>,
+    /// Engine: candle (this binary), torch or diffusers (the Python worker).
+    #[arg(long, default_value = "candle", value_parser = options::engine_flag)]
+    pub engine: Engine,
+    /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
+    #[arg(long)]
+    pub python: Option<String>,
 }
 
 pub fn parse_conv_impl(s: &str) -> Result<ConvImpl, String> {
@@ -224,6 +235,9 @@ pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, tol: Toleranc
 }
 
 pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
+    if args.engine.is_python() {
+        return python_command(&args);
+    }
     let device = crate::device::parse(&args.device)?;
     // Cases first: a bad cases file must not start a 508 MB download.
     let cases = read_cases(&args.cases)?;
@@ -331,4 +345,75 @@ fn print_text(r: &ValidateReport) {
             "some outputs exceed the tolerance"
         }
     );
+}
+
+/// `validate --engine torch|diffusers`: the Python worker's `validate` mode, whose output
+/// and exit code (0 pass, 1 not, 2 could not run: no torch, no diffusers, no device) are
+/// passed through. A missing interpreter is exit 2 here.
+fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
+    let interpreter = options::python_interpreter(args.python.as_deref());
+    if let Some(problem) = crate::bench::python::interpreter_problem(&interpreter) {
+        return Err(UserError::Other(format!("engine {} needs Python: {problem}", args.engine)).into());
+    }
+    if args.save_outputs.is_some() {
+        return Err(UserError::invalid(
+            "--save-outputs",
+            format!("with --engine {}", args.engine),
+            "--engine candle (the Python engines do not save outputs in validate)",
+        )
+        .into());
+    }
+    if !args.cases.is_file() {
+        return Err(UserError::file(&args.cases, "cases file not found").into());
+    }
+    let dir = tempfile::Builder::new()
+        .prefix("wan-vae-bench-validate-")
+        .tempdir()
+        .context("cannot create a temporary folder for the Python worker")?;
+    let script = crate::bench::python::write_worker(dir.path())?;
+    let weights = match crate::weights::source::resolve(&args.weights)?.source {
+        crate::weights::WeightsSource::File(path) => path,
+        synthetic => {
+            // The Python worker reads files only: write the synthetic weights once.
+            let w = crate::weights::load(&synthetic)?;
+            let path = dir.path().join("weights-synthetic.safetensors");
+            candle_core::safetensors::save(&w.tensors, &path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            path
+        }
+    };
+    let mut cmd = crate::bench::python::command(&interpreter, &script);
+    cmd.arg("validate")
+        .arg("--engine")
+        .arg(args.engine.name())
+        .arg("--weights")
+        .arg(&weights)
+        .arg("--cases")
+        .arg(&args.cases)
+        .arg("--precision")
+        .arg(args.precision.name())
+        .arg("--chunk")
+        .arg(args.chunk.to_string())
+        .arg("--device")
+        .arg(&args.device);
+    if let Some(t) = args.tile {
+        cmd.arg("--tile").arg(format!("{}:{}", t.tile_px, t.overlap_px));
+    }
+    if args.json {
+        cmd.arg("--json");
+    }
+    let status = cmd.status().map_err(|e| {
+        UserError::Other(format!(
+            "engine {}: cannot run the Python interpreter {interpreter}: {e}",
+            args.engine
+        ))
+    })?;
+    match status.code() {
+        Some(code @ 0..=2) => Ok(code),
+        _ => Err(UserError::Other(format!(
+            "engine {}: the Python worker ({interpreter}) ended without a verdict: {status}",
+            args.engine
+        ))
+        .into()),
+    }
 }

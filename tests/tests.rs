@@ -6,6 +6,7 @@ mod bench_orchestration;
 mod bench_quality;
 mod bench_system;
 mod compare_cli;
+mod engines;
 mod hub;
 mod hub_cli;
 mod merge_plot_cli;

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::options::{self, Axes, BenchOptions, BASELINE};
 use super::scheduler::Order;
 use crate::error::UserError;
+use crate::settings::{Engine, MiopenDb, Switch};
 
 /// The built-in smoke matrix (`configs/smoke.toml`), run when no `--config` is given.
 pub const SMOKE_TOML: &str = include_str!("../../configs/smoke.toml");
@@ -38,6 +39,8 @@ struct ModelSection {
     /// `wan2.1` or `wan2.2` (synthetic weights; with a file it must agree).
     model: Option<String>,
     device: Option<String>,
+    python: Option<String>,
+    torch_precision: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -64,6 +67,10 @@ struct MatrixSection {
     env: Option<Vec<String>>,
     passes: Option<Vec<String>>,
     temporal_tile: Option<Vec<String>>,
+    engine: Option<Vec<String>>,
+    cudnn: Option<Vec<String>>,
+    cudnn_benchmark: Option<Vec<String>>,
+    miopen_db: Option<Vec<String>>,
 }
 
 /// Read and parse a matrix file; errors name the file and the culprit.
@@ -84,7 +91,8 @@ pub fn smoke() -> BenchOptions {
 }
 
 /// Parse matrix-file text. Missing sections and axes take defaults (synthetic weights on
-/// the CPU, warmup 1, runs 3, 900 s, 5 frames of 64x64, fp32, untiled, chunk 1, baseline);
+/// the CPU, warmup 1, runs 3, 900 s, 5 frames of 64x64, fp32, untiled, chunk 1, baseline,
+/// engine candle, cudnn on, cudnn_benchmark off, miopen_db user);
 /// an axis that is present must not be empty.
 pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
     let file: File = toml::from_str(text).map_err(|e| UserError::Other(format!("invalid matrix file: {e}")))?;
@@ -112,6 +120,23 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         temporal_tiles: axis("temporal_tile", m.temporal_tile, vec!["none".into()])?
             .iter()
             .map(|s| options::parse_temporal_tile("matrix.temporal_tile", s))
+            .collect::<Result<_, _>>()?,
+        engines: axis("engine", m.engine, vec!["candle".into()])?
+            .iter()
+            .map(|s| Engine::parse("matrix.engine", s))
+            .collect::<Result<_, _>>()?,
+        // torch's own defaults: cuDNN/MIOpen enabled, benchmark off.
+        cudnn: axis("cudnn", m.cudnn, vec!["on".into()])?
+            .iter()
+            .map(|s| Switch::parse("matrix.cudnn", s))
+            .collect::<Result<_, _>>()?,
+        cudnn_benchmark: axis("cudnn_benchmark", m.cudnn_benchmark, vec!["off".into()])?
+            .iter()
+            .map(|s| Switch::parse("matrix.cudnn_benchmark", s))
+            .collect::<Result<_, _>>()?,
+        miopen_db: axis("miopen_db", m.miopen_db, vec!["user".into()])?
+            .iter()
+            .map(|s| MiopenDb::parse("matrix.miopen_db", s))
             .collect::<Result<_, _>>()?,
     };
     let mut variants = BTreeMap::new();
@@ -167,6 +192,13 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         input: file.run.input.map(Into::into),
         input_tensor: file.run.input_tensor,
         budgets: file.budgets.into_budgets()?,
+        python: file.model.python,
+        torch_precision: file
+            .model
+            .torch_precision
+            .as_deref()
+            .map(|s| options::parse_torch_precision("model.torch_precision", s))
+            .transpose()?,
     };
     opts.validate()?;
     Ok(opts)
@@ -255,6 +287,27 @@ MIOPEN_FIND_MODE = "2"
         assert!(err("[matrix]\ntemporal_tile = [\"64:5\"]").contains("64:5"));
         assert!(err("[budgets]\ndecode_s = 1").contains("decode_s"));
         assert!(err("[[budgets.case]]\nframez = 17\ndecode_median_s = 1").contains("framez"));
+    }
+
+    #[test]
+    fn shipped_configs_parse_and_the_amd_ones_expand_as_documented() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            }
+        }
+        let gfx = load(&dir.join("gfx1151-miopen.toml")).unwrap();
+        assert_eq!(
+            (gfx.device.as_str(), gfx.axes.engines.as_slice()),
+            ("cuda:0", &[Engine::Torch][..])
+        );
+        assert_eq!(gfx.case_count(), 32);
+        let comfy = load(&dir.join("comfyui-amd.toml")).unwrap();
+        assert_eq!(comfy.torch_precision, Some(options::TorchPrecision::Cast));
+        assert_eq!(comfy.axes.cudnn, vec![Switch::Off]);
+        assert_eq!(comfy.case_count(), 2);
     }
 
     #[test]

@@ -1,12 +1,15 @@
-//! Spawning one worker process per case: the worker is this binary's hidden `worker`
-//! subcommand, started in its own process group with the variant's variables (plus a
-//! random-length padding variable, as hyperfine does) added to the environment. The executor
-//! enforces the per-case timeout (killing the whole group), keeps the tail of stderr,
-//! forwards phase markers, and classifies a worker that died without a result. It owns the
-//! run's scratch folder: a random name with our prefix, owner-only permissions (tempfile), a
-//! marker with our pid and start time, removed when the executor is dropped; folders of
-//! runs that died (SIGKILL, power loss) are removed by the next run ([`remove_stale_scratch`]).
-//! A SIGINT/SIGTERM ([`super::interrupt`]) kills the worker in flight.
+//! Spawning one worker process per case: for candle this binary's hidden `worker`
+//! subcommand, for torch and diffusers the Python worker ([`super::python`]) under the
+//! chosen interpreter; started in its own process group with the variant's variables (plus
+//! a random-length padding variable, as hyperfine does) added to the environment, and with
+//! `miopen_db = fresh` an empty per-case MIOpen database folder, removed afterwards. The
+//! executor enforces the per-case timeout (killing the whole group), keeps the tail of
+//! stderr, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
+//! classifies a worker that died without a result. It owns the run's scratch folder: a
+//! random name with our prefix, owner-only permissions (tempfile), a marker with our pid and
+//! start time, removed when the executor is dropped; folders of runs that died (SIGKILL,
+//! power loss) are removed by the next run ([`remove_stale_scratch`]). A SIGINT/SIGTERM
+//! ([`super::interrupt`]) kills the worker in flight.
 //!
 //! Must not: know what a worker measures (it passes the spec through) or touch the report.
 use std::collections::{BTreeMap, VecDeque};
@@ -19,15 +22,29 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use rand::Rng;
 
+use super::miopen::MiopenParser;
 use super::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
 use crate::lock::ProcessMark;
 use crate::report::CaseStatus;
+use crate::settings::MiopenDb;
 
 /// Lines of worker stderr kept for the report.
 pub const STDERR_TAIL_LINES: usize = 40;
 
 /// Padding variable whose random length shifts the environment size between cases.
 pub const PADDING_VAR: &str = "WAN_VAE_BENCH_ENV_PADDING";
+
+/// The variables a `miopen_db = fresh` case points at its empty folder.
+pub const MIOPEN_DB_VARS: [&str; 2] = ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"];
+
+/// The Python worker as written into the scratch directory, and its interpreter.
+#[derive(Debug, Clone)]
+pub struct PythonWorker {
+    /// The interpreter as given (a path or a name on `PATH`).
+    pub interpreter: String,
+    /// `wan_worker.py` in the scratch directory.
+    pub script: PathBuf,
+}
 
 /// Runs cases in worker processes.
 pub struct Executor {
@@ -42,6 +59,8 @@ pub struct Executor {
     pub keep: bool,
     /// Owns the scratch folder (removes it on drop); `None` once kept.
     dir: Option<tempfile::TempDir>,
+    /// The Python worker, once [`Executor::prepare_python`] wrote it.
+    pub python: Option<PythonWorker>,
 }
 
 /// Name prefix of scratch folders in the temp directory.
@@ -76,7 +95,15 @@ impl Executor {
             scratch: dir.path().to_path_buf(),
             keep: false,
             dir: Some(dir),
+            python: None,
         })
+    }
+
+    /// Write the Python worker into the scratch directory (once per run) for `interpreter`.
+    pub fn prepare_python(&mut self, interpreter: String) -> anyhow::Result<()> {
+        let script = super::python::write_worker(&self.scratch.join("python"))?;
+        self.python = Some(PythonWorker { interpreter, script });
+        Ok(())
     }
 
     /// Where the worker of case `id` saves its outputs.
@@ -99,7 +126,39 @@ impl Executor {
         }
         let spec_json = serde_json::to_string(spec).expect("spec serializes");
         let padding = "X".repeat(rand::thread_rng().gen_range(0..4096));
-        let mut cmd = Command::new(&self.exe);
+        let mut vars = vars.clone();
+        let fresh_db = match spec.settings.knobs.miopen_db {
+            MiopenDb::Fresh => match FreshDir::new(&self.scratch, &spec.id) {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    let msg = format!("cannot create the fresh MIOpen database folder: {e:#}");
+                    return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+                }
+            },
+            _ => None,
+        };
+        if let Some(d) = &fresh_db {
+            for name in MIOPEN_DB_VARS {
+                vars.insert(name.to_string(), d.0.display().to_string());
+            }
+        }
+        let vars = &vars;
+        let (mut cmd, program) = if spec.settings.engine.is_python() {
+            let Some(py) = &self.python else {
+                let msg = format!("engine {}: the Python worker was not prepared", spec.settings.engine);
+                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
+            };
+            if let Some(problem) = super::python::interpreter_problem(&py.interpreter) {
+                let msg = format!("engine {} needs Python: {problem}", spec.settings.engine);
+                return WorkerResult::empty(CaseStatus::Unsupported, Some(msg), vars.clone());
+            }
+            (
+                super::python::command(&py.interpreter, &py.script),
+                py.interpreter.clone(),
+            )
+        } else {
+            (Command::new(&self.exe), self.exe.display().to_string())
+        };
         cmd.arg("worker")
             .arg("--case-json")
             .arg(&spec_json)
@@ -113,8 +172,16 @@ impl Executor {
         isolate(&mut cmd);
         let mut child = match cmd.spawn() {
             Ok(c) => c,
+            Err(e) if spec.settings.engine.is_python() => {
+                // The interpreter looked runnable but is not (a broken venv link, a bad `#!`).
+                let msg = format!(
+                    "engine {}: cannot run the Python interpreter {program}: {e}",
+                    spec.settings.engine
+                );
+                return WorkerResult::empty(CaseStatus::Unsupported, Some(msg), vars.clone());
+            }
             Err(e) => {
-                let msg = format!("cannot start worker {}: {e}", self.exe.display());
+                let msg = format!("cannot start worker {program}: {e}");
                 return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
             }
         };
@@ -122,6 +189,7 @@ impl Executor {
         let (tx, rx) = mpsc::channel::<String>();
         let reader = std::thread::spawn(move || {
             let mut tail = VecDeque::new();
+            let mut miopen = MiopenParser::default();
             let mut lines = std::io::BufReader::new(stderr);
             let mut buf = Vec::new();
             while matches!(lines.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
@@ -131,12 +199,17 @@ impl Executor {
                     let _ = tx.send(p.to_string());
                     continue;
                 }
+                // Solver and command lines go to the report, not the tail (MIOpen logs a
+                // lot at level 5, which would push the real error out of the tail).
+                if miopen.line(&line) {
+                    continue;
+                }
                 if tail.len() == STDERR_TAIL_LINES {
                     tail.pop_front();
                 }
                 tail.push_back(line);
             }
-            tail.into_iter().collect::<Vec<_>>()
+            (tail.into_iter().collect::<Vec<_>>(), miopen.finish())
         });
 
         let deadline = Instant::now() + self.timeout;
@@ -166,31 +239,71 @@ impl Executor {
             }
             std::thread::sleep(Duration::from_millis(25));
         };
-        let tail = reader.join().unwrap_or_default();
+        let (tail, miopen) = reader.join().unwrap_or_default();
         let tail_text = tail.join("\n");
+        drop(fresh_db); // the fresh MIOpen folder goes with the case
+        let mut result = self.outcome(timed_out, status, &result_path, &tail_text, vars);
+        result.miopen = miopen;
+        result
+    }
 
+    /// The case's result: the worker's file, or what its death says.
+    fn outcome(
+        &self,
+        timed_out: bool,
+        status: Option<ExitStatus>,
+        result_path: &Path,
+        tail_text: &str,
+        vars: &BTreeMap<String, String>,
+    ) -> WorkerResult {
         if timed_out {
             let msg = format!(
                 "timed out after {}; worker killed{}",
                 crate::format::seconds(self.timeout.as_secs_f64()),
-                stderr_suffix(&tail_text)
+                stderr_suffix(tail_text)
             );
             return WorkerResult::empty(CaseStatus::Timeout, Some(msg), vars.clone());
         }
-        if let Some(mut result) = read_result(&result_path) {
-            let _ = std::fs::remove_file(&result_path);
-            if result.status != CaseStatus::Ok && !tail_text.is_empty() {
-                let base = result.error.take().unwrap_or_default();
-                result.error = Some(format!("{base}{}", stderr_suffix(&tail_text)));
+        match read_result(result_path) {
+            Some(Ok(mut result)) => {
+                let _ = std::fs::remove_file(result_path);
+                if result.status != CaseStatus::Ok && !tail_text.is_empty() {
+                    let base = result.error.take().unwrap_or_default();
+                    result.error = Some(format!("{base}{}", stderr_suffix(tail_text)));
+                }
+                result
             }
-            return result;
+            Some(Err(why)) => {
+                let _ = std::fs::remove_file(result_path);
+                let msg = format!(
+                    "the worker's result file is not a valid result: {why}{}",
+                    stderr_suffix(tail_text)
+                );
+                WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone())
+            }
+            None => {
+                let (status, why) = classify_death(status, tail_text);
+                WorkerResult::empty(status, Some(format!("{why}{}", stderr_suffix(tail_text))), vars.clone())
+            }
         }
-        let (status, why) = classify_death(status, &tail_text);
-        WorkerResult::empty(
-            status,
-            Some(format!("{why}{}", stderr_suffix(&tail_text))),
-            vars.clone(),
-        )
+    }
+}
+
+/// A case's empty MIOpen database folder, removed when dropped.
+struct FreshDir(PathBuf);
+
+impl FreshDir {
+    fn new(scratch: &Path, id: &str) -> anyhow::Result<FreshDir> {
+        let dir = scratch.join(format!("miopen-{}", protocol::file_stem(id)));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        Ok(FreshDir(dir))
+    }
+}
+
+impl Drop for FreshDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -259,8 +372,10 @@ fn stderr_suffix(tail: &str) -> String {
     }
 }
 
-fn read_result(path: &std::path::Path) -> Option<WorkerResult> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+/// `None` when there is no result file; `Some(Err)` when it is not a valid result.
+fn read_result(path: &Path) -> Option<Result<WorkerResult, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(serde_json::from_str(&text).map_err(|e| e.to_string()))
 }
 
 /// Status and message for a worker that exited without writing a result: out-of-memory

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use super::options::BenchOptions;
-use crate::settings::CaseSettings;
+use crate::settings::{CaseSettings, Engine, Knobs};
 
 /// One point of the matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,12 +61,17 @@ pub fn add_references(cases: &mut Vec<Case>) {
     cases.extend(added);
 }
 
-/// All cases in matrix order (frames, size, precision, tile, temporal tile, chunk, env,
-/// passes; the last varies fastest). A new axis is one more [`product`] line.
+/// All cases in matrix order (engine, frames, size, precision, tile, temporal tile, chunk,
+/// env, passes, cudnn, cudnn_benchmark, miopen_db; the last varies fastest). A new axis is
+/// one more [`product`] line. Knobs that do not apply (candle, or the CPU:
+/// [`Knobs::apply_to`]) become `n/a`, and the duplicates this makes are dropped, so they are
+/// not measured twice.
 pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let a = &opts.axes;
     // Every field is overwritten by its axis below; the axes are never empty.
     let seed = CaseSettings {
+        engine: Engine::Candle,
+        knobs: Knobs::default(),
         precision: crate::model::Precision::Fp32,
         chunk: 1,
         tiling: None,
@@ -78,6 +83,7 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
         temporal_tile: None,
     };
     let all = vec![seed];
+    let all = product(all, &a.engines, |s, &e| s.engine = e);
     let all = product(all, &a.frames, |s, &f| s.frames = f);
     let all = product(all, &a.sizes, |s, &(w, h)| (s.width, s.height) = (w, h));
     let all = product(all, &a.precisions, |s, &p| s.precision = p);
@@ -86,7 +92,18 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let all = product(all, &a.chunks, |s, &c| s.chunk = c);
     let all = product(all, &a.envs, |s, e| s.env_variant = e.clone());
     let all = product(all, &a.passes, |s, &p| s.passes = p);
+    let all = product(all, &a.cudnn, |s, &v| s.knobs.cudnn = v);
+    let all = product(all, &a.cudnn_benchmark, |s, &v| s.knobs.cudnn_benchmark = v);
+    let all = product(all, &a.miopen_db, |s, &v| s.knobs.miopen_db = v);
+    let mut seen = std::collections::BTreeSet::new();
     all.into_iter()
+        .map(|mut s| {
+            if !Knobs::apply_to(s.engine, &opts.device) {
+                s.knobs = Knobs::default();
+            }
+            s
+        })
+        .filter(|s| seen.insert(s.id()))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
             Case::new(s, vars)
@@ -163,5 +180,28 @@ mod tests {
             .iter()
             .filter(|c| c.added_as_reference)
             .all(|c| c.reference_id() == c.id));
+    }
+
+    #[test]
+    fn knobs_multiply_only_where_they_apply() {
+        let text = "[matrix]\nengine=[\"candle\",\"torch\"]\ncudnn=[\"on\",\"off\"]\ncudnn_benchmark=[\"off\",\"on\"]\nmiopen_db=[\"user\",\"fresh\"]";
+        let cpu = crate::bench::config::parse(text).unwrap();
+        let ids: Vec<String> = expand(&cpu).into_iter().map(|c| c.id).collect();
+        assert_eq!(
+            ids,
+            [
+                "fp32-chunk1-untiled-5x64x64-baseline",
+                "torch-fp32-chunk1-untiled-5x64x64-baseline"
+            ]
+        );
+        assert_eq!(cpu.case_count(), 2);
+        let mut gpu = cpu.clone();
+        gpu.device = "cuda:0".into();
+        let cases = expand(&gpu);
+        assert_eq!(cases.len(), 1 + 8, "candle once, torch 2 x 2 x 2");
+        assert_eq!(cases[0].settings.knobs, Knobs::default());
+        assert!(cases
+            .iter()
+            .any(|c| c.id == "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"));
     }
 }

@@ -5,7 +5,9 @@
 //! Sub-modules: [`options`] typed options and flags, [`config`] the TOML matrix file,
 //! [`input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their verdicts,
 //! [`matrix`] case expansion, [`scheduler`] order and the run loop, [`executor`] worker
-//! processes, [`protocol`] the parent <-> worker wire format, [`worker`] the in-process
+//! processes ([`python`] the shipped Python worker of the torch and diffusers engines,
+//! [`miopen`] MIOpen's log lines), [`protocol`] the parent <-> worker wire format,
+//! [`inputs`] the weights and clips the parent writes once, [`worker`] the in-process
 //! measurement (with [`clip`] its input, [`fault`] the testing hook, [`memory`] process
 //! memory), [`outputs`] the outputs file and quality against references, [`progress`] the
 //! progress bar. The end-of-run table and the exports are [`crate::export`]'s.
@@ -26,14 +28,17 @@ pub mod config;
 pub mod executor;
 pub mod fault;
 pub mod input;
+pub mod inputs;
 pub mod interrupt;
 pub mod matrix;
 pub mod memory;
+pub mod miopen;
 pub mod options;
 pub mod outputs;
 pub mod plan;
 pub mod progress;
 pub mod protocol;
+pub mod python;
 pub mod scheduler;
 pub mod worker;
 
@@ -195,8 +200,14 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
             interrupted: None,
             input: input.as_ref().map(|i| i.record.clone()),
+            python: cases
+                .iter()
+                .any(|c| c.settings.engine.is_python())
+                .then(|| opts.python()),
+            torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
         },
         cases: Vec::new(),
+        engines: Default::default(),
     };
     report
         .save_atomic(&output)
@@ -210,6 +221,13 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         None => None,
     };
     drop(input);
+    let shared = if cases.iter().any(|c| c.settings.engine.is_python()) {
+        executor.prepare_python(opts.python())?;
+        // Every engine reads the same weights and clips, written once here.
+        inputs::write_shared(&executor.scratch, &resolved.source, Some(model_cfg.kind()), &cases)?
+    } else {
+        inputs::Shared::default()
+    };
     let progress = progress::Progress::new(cases.len(), opts.quiet);
     let run_wide = RunWide {
         weights: resolved.source,
@@ -218,6 +236,9 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         warmup: opts.warmup,
         runs: opts.runs,
         input: worker_input,
+        weights_path: shared.weights_path,
+        inputs_dir: shared.inputs_dir,
+        torch_precision: opts.torch_precision,
     };
     let total = cases.len();
     let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use crate::error::UserError;
 use crate::model::{ModelKind, Precision, TemporalTiling, Tiling};
-use crate::settings::Passes;
+use crate::settings::{Engine, MiopenDb, Passes, Switch};
 
 use super::scheduler::Order;
 
@@ -38,6 +38,14 @@ pub struct Axes {
     pub passes: Vec<Passes>,
     /// Temporal tilings of the decode (ComfyUI's); `None` = untiled in time.
     pub temporal_tiles: Vec<Option<TemporalTiling>>,
+    /// Engines (candle, torch, diffusers).
+    pub engines: Vec<Engine>,
+    /// `torch.backends.cudnn.enabled` values (Python engines on a GPU only).
+    pub cudnn: Vec<Switch>,
+    /// `torch.backends.cudnn.benchmark` values (Python engines on a GPU only).
+    pub cudnn_benchmark: Vec<Switch>,
+    /// MIOpen database choices (Python engines on a GPU only).
+    pub miopen_db: Vec<MiopenDb>,
 }
 
 /// Everything a `run` needs, after the config file and the flags are merged.
@@ -76,6 +84,59 @@ pub struct BenchOptions {
     pub input_tensor: Option<String>,
     /// Limits checked after the run (`[budgets]`).
     pub budgets: super::budgets::Budgets,
+    /// Python interpreter of the torch and diffusers engines (`--python`, `[model] python`);
+    /// `None`: [`PYTHON_ENV_VAR`], else `python3` (see [`BenchOptions::python`]).
+    pub python: Option<String>,
+    /// How the Python engines run 16-bit precisions (`cast` or `autocast`); `None`: each
+    /// engine's default (autocast for torch, as the official wrapper; cast for diffusers).
+    pub torch_precision: Option<TorchPrecision>,
+}
+
+/// How a Python engine applies a 16-bit precision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TorchPrecision {
+    /// The model's weights and activations are cast (`model.to(dtype)`, as ComfyUI does).
+    Cast,
+    /// f32 weights under `torch.autocast` (the official Wan wrapper).
+    Autocast,
+}
+
+impl TorchPrecision {
+    /// `cast` or `autocast`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TorchPrecision::Cast => "cast",
+            TorchPrecision::Autocast => "autocast",
+        }
+    }
+}
+
+/// `cast` or `autocast`.
+pub fn parse_torch_precision(what: &str, s: &str) -> Result<TorchPrecision, UserError> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "cast" => Ok(TorchPrecision::Cast),
+        "autocast" => Ok(TorchPrecision::Autocast),
+        _ => Err(UserError::invalid(what, s, "cast or autocast")),
+    }
+}
+
+/// `--torch-precision` value (clap value parser).
+pub fn torch_precision_flag(s: &str) -> Result<TorchPrecision, UserError> {
+    parse_torch_precision("--torch-precision", s)
+}
+
+/// Environment variable naming the Python interpreter when neither `--python` nor
+/// `[model] python` does.
+pub const PYTHON_ENV_VAR: &str = "WAN_VAE_BENCH_PYTHON";
+
+/// The interpreter of the Python engines: `given` (flag or matrix file), else
+/// [`PYTHON_ENV_VAR`], else `python3`.
+pub fn python_interpreter(given: Option<&str>) -> String {
+    given
+        .map(str::to_string)
+        .or_else(|| std::env::var(PYTHON_ENV_VAR).ok().filter(|s| !s.trim().is_empty()))
+        .unwrap_or_else(|| "python3".to_string())
 }
 
 /// Flags of `run` that replace the matrix file's values when given (an empty list means
@@ -113,6 +174,25 @@ pub struct MatrixFlags {
     /// Env variants (names of `[env.NAME]` tables; `baseline` always exists).
     #[arg(long, value_delimiter = ',')]
     pub env: Vec<String>,
+    /// Engines: candle (default), torch, diffusers.
+    #[arg(long, value_delimiter = ',', value_parser = engine_flag)]
+    pub engine: Vec<Engine>,
+    /// torch.backends.cudnn.enabled: on, off (Python engines on cuda:N only).
+    #[arg(long, value_delimiter = ',', value_parser = cudnn_flag)]
+    pub cudnn: Vec<Switch>,
+    /// torch.backends.cudnn.benchmark: off, on (Python engines on cuda:N only).
+    #[arg(long = "cudnn-benchmark", alias = "cudnn_benchmark", value_delimiter = ',', value_parser = benchmark_flag)]
+    pub cudnn_benchmark: Vec<Switch>,
+    /// MIOpen database: user, fresh (an empty directory per case; Python engines on cuda:N only).
+    #[arg(long = "miopen-db", alias = "miopen_db", value_delimiter = ',', value_parser = miopen_db_flag)]
+    pub miopen_db: Vec<MiopenDb>,
+    /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
+    #[arg(long)]
+    pub python: Option<String>,
+    /// How the Python engines run bf16/fp16: cast (model.to(dtype)) or autocast (default: autocast
+    /// for torch, cast for diffusers).
+    #[arg(long = "torch-precision", value_parser = torch_precision_flag)]
+    pub torch_precision: Option<TorchPrecision>,
     /// Weights: `synthetic`, a local file, or a hub reference.
     #[arg(long)]
     pub weights: Option<String>,
@@ -217,6 +297,22 @@ impl BenchOptions {
         if o.input_tensor.is_some() {
             self.input_tensor = o.input_tensor.clone();
         }
+        if !o.engine.is_empty() {
+            self.axes.engines = o.engine.clone();
+        }
+        if !o.cudnn.is_empty() {
+            self.axes.cudnn = o.cudnn.clone();
+        }
+        if !o.cudnn_benchmark.is_empty() {
+            self.axes.cudnn_benchmark = o.cudnn_benchmark.clone();
+        }
+        if !o.miopen_db.is_empty() {
+            self.axes.miopen_db = o.miopen_db.clone();
+        }
+        if o.python.is_some() {
+            self.python = o.python.clone();
+        }
+        self.torch_precision = o.torch_precision.or(self.torch_precision);
         self.warmup = o.warmup.unwrap_or(self.warmup);
         self.runs = o.runs.unwrap_or(self.runs);
         self.timeout_s = o.timeout_s.unwrap_or(self.timeout_s);
@@ -296,12 +392,29 @@ impl BenchOptions {
         if self.input_tensor.is_some() && self.input.is_none() {
             return Err(UserError::Other("--input-tensor (run.input_tensor) needs --input (run.input)".into()).into());
         }
+        no_duplicates("engine", a.engines.iter().map(|e| e.name().to_string()))?;
+        no_duplicates("cudnn", a.cudnn.iter().map(|s| s.name().to_string()))?;
+        no_duplicates(
+            "cudnn_benchmark",
+            a.cudnn_benchmark.iter().map(|s| s.name().to_string()),
+        )?;
+        no_duplicates("miopen_db", a.miopen_db.iter().map(|s| s.name().to_string()))?;
         Ok(())
     }
 
-    /// Number of cases the matrix expands to.
+    /// Number of cases the matrix expands to (knobs that do not apply are not multiplied in),
+    /// counted from the axes without building any case.
     pub fn case_count(&self) -> usize {
         let a = &self.axes;
+        let knobs = a.cudnn.len() * a.cudnn_benchmark.len() * a.miopen_db.len();
+        let engines: usize = a
+            .engines
+            .iter()
+            .map(|&e| match crate::settings::Knobs::apply_to(e, &self.device) {
+                true => knobs,
+                false => 1,
+            })
+            .sum();
         a.frames.len()
             * a.sizes.len()
             * a.precisions.len()
@@ -310,6 +423,12 @@ impl BenchOptions {
             * a.envs.len()
             * a.passes.len()
             * a.temporal_tiles.len()
+            * engines
+    }
+
+    /// The interpreter of the Python engines ([`python_interpreter`]).
+    pub fn python(&self) -> String {
+        python_interpreter(self.python.as_deref())
     }
 }
 
@@ -454,6 +573,26 @@ pub fn tile_flag(s: &str) -> Result<TileSetting, UserError> {
 /// `--precision` value (clap value parser).
 pub fn precision_flag(s: &str) -> Result<Precision, UserError> {
     parse_precision("--precision", s)
+}
+
+/// `--engine` value (clap value parser).
+pub fn engine_flag(s: &str) -> Result<Engine, UserError> {
+    Engine::parse("--engine", s)
+}
+
+/// `--cudnn` value (clap value parser).
+pub fn cudnn_flag(s: &str) -> Result<Switch, UserError> {
+    Switch::parse("--cudnn", s)
+}
+
+/// `--cudnn-benchmark` value (clap value parser).
+pub fn benchmark_flag(s: &str) -> Result<Switch, UserError> {
+    Switch::parse("--cudnn-benchmark", s)
+}
+
+/// `--miopen-db` value (clap value parser).
+pub fn miopen_db_flag(s: &str) -> Result<MiopenDb, UserError> {
+    MiopenDb::parse("--miopen-db", s)
 }
 
 /// `--order` value (clap value parser).

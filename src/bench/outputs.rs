@@ -11,7 +11,9 @@
 //! - any other `ok` case gets `reference_id`, `latent` and `decoded` (null when either side's
 //!   outputs are missing, e.g. the reference failed) and its `roundtrip_psnr_db`; `quality`
 //!   stays null when none of these is known;
-//! - a case that is not `ok` has no `quality`.
+//! - a case that is not `ok` has no `quality`;
+//! - a Python engine's reference case whose candle twin (same settings, engine candle) also
+//!   ran gets `quality.cross_engine`: its decoded video against candle's.
 //!
 //! Must not: time anything; the worker saves, the parent compares.
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +23,8 @@ use anyhow::Context;
 use candle_core::{DType, Device, Tensor};
 
 use super::matrix::Case;
-use crate::report::{CaseStatus, ErrorStats, Quality, Report};
+use crate::report::{CaseStatus, CrossEngine, ErrorStats, Quality, Report};
+use crate::settings::Engine;
 
 pub use super::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
 
@@ -64,6 +67,28 @@ pub fn load_outputs(path: &Path) -> anyhow::Result<(Option<Output>, Option<Outpu
     Ok((get(LATENT)?, get(DECODED)?))
 }
 
+/// The decoded video in `case` against the one in `reference`, another engine's.
+pub fn cross_engine(reference: &Path, case: &Path, engine: Engine, reference_id: &str) -> anyhow::Result<CrossEngine> {
+    let decoded = |path: &Path| -> anyhow::Result<_> {
+        load_outputs(path)?
+            .1
+            .ok_or_else(|| anyhow::anyhow!("{} holds no {DECODED}", path.display()))
+    };
+    let (rd, cd) = (decoded(reference)?, decoded(case)?);
+    if rd.dims != cd.dims {
+        anyhow::bail!("{DECODED} shapes differ: {engine} {:?}, case {:?}", rd.dims, cd.dims);
+    }
+    let stats = crate::quality::error_stats(&rd.values, &cd.values);
+    Ok(CrossEngine {
+        reference_engine: engine.name().to_string(),
+        reference_id: reference_id.to_string(),
+        max_abs_error: stats.max_abs,
+        mean_abs_error: stats.mean_abs,
+        psnr_db: stats.psnr_db,
+        max_abs_reference: rd.values.iter().fold(0f64, |m, v| m.max(v.abs() as f64)),
+    })
+}
+
 /// Latent and decoded error of the outputs in `case` against those in `reference`; each
 /// `None` when either file lacks that output.
 pub fn compare_files(reference: &Path, case: &Path) -> anyhow::Result<(Option<ErrorStats>, Option<ErrorStats>)> {
@@ -93,15 +118,26 @@ struct Finished {
 #[derive(Debug, Default)]
 pub struct QualityBook {
     reference_of: BTreeMap<String, String>,
+    /// Python-engine reference case -> its candle twin (both in the run).
+    twin_of: BTreeMap<String, String>,
     finished: BTreeMap<String, Finished>,
     done: BTreeSet<String>,
+    cross_done: BTreeSet<String>,
 }
 
 impl QualityBook {
     /// A book for these cases (references included).
     pub fn new(cases: &[Case]) -> QualityBook {
+        let ids: BTreeSet<&str> = cases.iter().map(|c| c.id.as_str()).collect();
+        let twin_of = cases
+            .iter()
+            .filter(|c| c.settings.engine.is_python() && c.reference_id() == c.id)
+            .map(|c| (c.id.clone(), c.settings.with_engine(Engine::Candle).id()))
+            .filter(|(_, twin)| ids.contains(twin.as_str()))
+            .collect();
         QualityBook {
             reference_of: cases.iter().map(|c| (c.id.clone(), c.reference_id())).collect(),
+            twin_of,
             ..QualityBook::default()
         }
     }
@@ -150,6 +186,7 @@ impl QualityBook {
                     latent: None,
                     decoded: None,
                     roundtrip_psnr_db: case.roundtrip_psnr_db,
+                    cross_engine: None,
                 })
             } else {
                 let (mut latent, mut decoded) = (None, None);
@@ -164,6 +201,7 @@ impl QualityBook {
                     latent,
                     decoded,
                     roundtrip_psnr_db: case.roundtrip_psnr_db,
+                    cross_engine: None,
                 })
             };
             if let Some(rec) = report.cases.iter_mut().find(|x| x.id == c) {
@@ -171,7 +209,37 @@ impl QualityBook {
             }
             self.done.insert(c);
         }
+        self.cross_engines(report, &mut warnings);
         warnings
+    }
+
+    /// Fill `cross_engine` of each Python reference case whose candle twin has finished too.
+    fn cross_engines(&mut self, report: &mut Report, warnings: &mut Vec<String>) {
+        for (case, twin) in &self.twin_of {
+            if self.cross_done.contains(case) || !self.done.contains(case) {
+                continue;
+            }
+            let (Some(c), Some(t)) = (self.finished.get(case), self.finished.get(twin)) else {
+                continue;
+            };
+            self.cross_done.insert(case.clone());
+            let (Some(cp), Some(tp)) = (&c.outputs, &t.outputs) else {
+                continue; // one side failed or saved nothing
+            };
+            match cross_engine(tp, cp, Engine::Candle, twin) {
+                Ok(x) => {
+                    if let Some(q) = report
+                        .cases
+                        .iter_mut()
+                        .find(|r| &r.id == case)
+                        .and_then(|r| r.quality.as_mut())
+                    {
+                        q.cross_engine = Some(x);
+                    }
+                }
+                Err(e) => warnings.push(format!("cannot compare the outputs of {case} with {twin}: {e:#}")),
+            }
+        }
     }
 }
 
@@ -271,6 +339,7 @@ mod tests {
             system: Default::default(),
             model: Default::default(),
             run: Default::default(),
+            engines: Default::default(),
             cases: vec![record(CASE, CaseStatus::Ok)],
         };
         // The case first: nothing to compare with yet.
@@ -301,6 +370,7 @@ mod tests {
             system: Default::default(),
             model: Default::default(),
             run: Default::default(),
+            engines: Default::default(),
             cases: vec![record(REF, CaseStatus::Failed), record(CASE, CaseStatus::Ok)],
         };
         book.finished(&mut report, REF, None, None);

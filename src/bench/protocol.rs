@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{CaseStatus, PassStats};
+use crate::report::{CaseStatus, EngineContext, MiopenLog, PassStats};
 use crate::settings::CaseSettings;
 use crate::weights::WeightsSource;
 
@@ -70,6 +70,19 @@ pub struct WorkerSpec {
     /// or a video; absent = the built-in clip.
     #[serde(default)]
     pub input: Option<WorkerInput>,
+    /// The weights file to read instead of `weights`: with synthetic weights and a Python
+    /// engine in the run, the parent writes them once (original key names) and every
+    /// engine reads the same bits. `weights` stays the label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub weights_path: Option<PathBuf>,
+    /// Safetensors file with the input clip (f32 tensor [`INPUT_VIDEO`], `[1, 3, F, H, W]`)
+    /// that the parent wrote once, so every engine encodes the same bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_path: Option<PathBuf>,
+    /// How a Python engine applies bf16/fp16 (`cast` or `autocast`); absent: its default.
+    /// candle ignores it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_precision: Option<super::options::TorchPrecision>,
 }
 
 /// Where a worker finds its input: an f32 safetensors file holding tensor `latent`
@@ -97,6 +110,9 @@ impl InputKind {
         }
     }
 }
+
+/// Tensor name of the clip in an input file ([`WorkerSpec::input_path`]).
+pub const INPUT_VIDEO: &str = "video";
 
 /// Model facts a worker learned while loading (the parent fills the report's `model`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -128,6 +144,19 @@ pub struct WorkerResult {
     /// Why the outputs could not be saved (the timings are still valid).
     #[serde(default)]
     pub outputs_error: Option<String>,
+    /// The Python worker's interpreter, torch and device context (the report keeps it per
+    /// engine). The Python worker writes it as `python`.
+    #[serde(default, rename = "python", skip_serializing_if = "Option::is_none")]
+    pub engine_context: Option<EngineContext>,
+    /// `torch.cuda.max_memory_allocated` at the end of the case, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_peak_allocated_bytes: Option<u64>,
+    /// `torch.cuda.max_memory_reserved` at the end of the case, bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_peak_reserved_bytes: Option<u64>,
+    /// Filled by the parent from the worker's stderr, not by the worker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miopen: Option<MiopenLog>,
 }
 
 impl WorkerResult {
@@ -146,6 +175,10 @@ impl WorkerResult {
             model: None,
             roundtrip_psnr_db: None,
             outputs_error: None,
+            engine_context: None,
+            device_peak_allocated_bytes: None,
+            device_peak_reserved_bytes: None,
+            miopen: None,
         }
     }
 
@@ -184,12 +217,18 @@ pub fn result_path(scratch: &Path, id: &str) -> PathBuf {
     scratch.join(format!("{}.result.json", file_stem(id)))
 }
 
+/// Where the parent writes the input clip of `frames` x `width` x `height`.
+pub fn input_path(scratch: &Path, frames: usize, width: usize, height: usize) -> PathBuf {
+    scratch.join(format!("input-{frames}x{width}x{height}.safetensors"))
+}
+
 /// Where the worker of case `id` saves its outputs (see [`result_path`]).
 pub fn outputs_path(scratch: &Path, id: &str) -> PathBuf {
     scratch.join(format!("{}.outputs.safetensors", file_stem(id)))
 }
 
-fn file_stem(id: &str) -> String {
+/// `id` with every character other than ASCII letters, digits and `-` replaced by `_`.
+pub fn file_stem(id: &str) -> String {
     id.chars()
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
         .collect()
@@ -250,6 +289,8 @@ mod tests {
                 env_variant: "baseline".into(),
                 passes: crate::settings::Passes::Both,
                 temporal_tile: None,
+                engine: Default::default(),
+                knobs: Default::default(),
             },
             weights: WeightsSource::Synthetic { seed: 0 },
             model: None,
@@ -259,6 +300,9 @@ mod tests {
             variant_vars: vec![],
             outputs: None,
             input: None,
+            weights_path: None,
+            input_path: None,
+            torch_precision: None,
         };
         let v = serde_json::to_value(&spec).unwrap();
         assert_eq!(v["weights"], "synthetic");

@@ -77,6 +77,22 @@ pub struct RunWide {
     pub runs: usize,
     /// The user's input as the parent saved it for the workers (`--input`), if any.
     pub input: Option<WorkerInput>,
+    /// The weights file every engine reads (synthetic weights written once by the parent
+    /// when a Python engine runs); `None`: each worker loads `weights` itself.
+    pub weights_path: Option<std::path::PathBuf>,
+    /// The folder holding the input clips the parent wrote (one per frames x size), when
+    /// a Python engine runs; `None`: each worker builds its own clip.
+    pub inputs_dir: Option<std::path::PathBuf>,
+    /// `cast` or `autocast` for the Python engines' 16-bit cases (`None`: their default).
+    pub torch_precision: Option<super::options::TorchPrecision>,
+}
+
+impl RunWide {
+    /// The input clip file of a case, when the parent wrote the clips.
+    fn input_path(&self, s: &crate::settings::CaseSettings) -> Option<std::path::PathBuf> {
+        let dir = self.inputs_dir.as_ref()?;
+        Some(super::protocol::input_path(dir, s.frames, s.width, s.height))
+    }
 }
 
 /// Runs the cases of a report, in the order given, one worker process each.
@@ -122,15 +138,20 @@ impl Scheduler {
         if let Some(p) = self.prepared.get(&key) {
             return p.clone().map(Some);
         }
+        // One latent per frames x size, encoded by candle (always available), so every
+        // engine decodes the same bits.
         let settings = CaseSettings {
             passes: Passes::Encode,
             env_variant: crate::settings::BASELINE.to_string(),
+            engine: crate::settings::Engine::Candle,
+            knobs: Default::default(),
             ..s.reference()
         };
         let id = format!("prepare-latent-{}x{}x{}", s.frames, s.width, s.height);
         let path = self.executor.outputs_path(&id);
         let spec = WorkerSpec {
             id,
+            input_path: self.run_wide.input_path(&settings),
             settings,
             weights: self.run_wide.weights.clone(),
             model: self.run_wide.model,
@@ -140,6 +161,8 @@ impl Scheduler {
             variant_vars: Vec::new(),
             outputs: Some(path.clone()),
             input: user,
+            weights_path: self.run_wide.weights_path.clone(),
+            torch_precision: None,
         };
         let progress = &self.progress;
         let r = self.executor.run(&spec, &BTreeMap::new(), &mut |p| {
@@ -192,6 +215,12 @@ impl Scheduler {
                 variant_vars: case.env_vars.keys().cloned().chain(recorded.iter().cloned()).collect(),
                 outputs: Some(self.executor.outputs_path(&case.id)),
                 input: input.clone().unwrap_or_default(),
+                weights_path: self.run_wide.weights_path.clone(),
+                input_path: self.run_wide.input_path(&case.settings),
+                torch_precision: self
+                    .run_wide
+                    .torch_precision
+                    .filter(|_| case.settings.engine.is_python()),
             };
             let progress = &self.progress;
             let result = match input {
@@ -207,6 +236,10 @@ impl Scheduler {
                 report.model.dim = m.dim;
                 report.model.z_dim = m.z_dim;
                 model_known = true;
+            }
+            if let Some(ctx) = &result.engine_context {
+                let engine = case.settings.engine.name().to_string();
+                report.engines.entry(engine).or_insert_with(|| ctx.clone());
             }
             let roundtrip = result.roundtrip_psnr_db;
             if let Some(e) = &result.outputs_error {
@@ -274,6 +307,9 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         load_s: r.load_s,
         peak_rss_bytes: r.peak_rss_bytes,
         device_memory_bytes: r.device_memory_bytes,
+        device_peak_allocated_bytes: r.device_peak_allocated_bytes,
+        device_peak_reserved_bytes: r.device_peak_reserved_bytes,
+        miopen: r.miopen,
         quality: None,
         system: None,
         budgets: Vec::new(),

@@ -70,7 +70,20 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
     phase("load");
     let sync = |d: &Device| crate::device::synchronize(d).map_err(classify);
     let t0 = Instant::now();
-    let weights = crate::weights::load_model(&spec.weights, spec.model).map_err(classify)?;
+    // A weights file the parent wrote (synthetic weights shared with the Python engines)
+    // is read like the Python workers read it; the format stays the source's.
+    let weights = match &spec.weights_path {
+        Some(path) => crate::weights::load_file(path)
+            .map(|mut w| {
+                if matches!(spec.weights, crate::weights::WeightsSource::Synthetic { .. }) {
+                    w.format = "synthetic".into();
+                }
+                w
+            })
+            .map_err(anyhow::Error::from),
+        None => crate::weights::load_model(&spec.weights, spec.model),
+    }
+    .map_err(classify)?;
     let vae = WanVae::new(
         &weights.config,
         weights.var_builder(spec.settings.precision, &device),
@@ -106,7 +119,14 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
                 anyhow::anyhow!("an encode pass needs a video, but the input is a latent"),
             ))
         }
-        (None, true) => Some(structured_clip(s.frames, s.width, s.height, &device).map_err(classify)?),
+        // The clip the parent wrote for every engine, else the same clip built here.
+        (None, true) => Some(
+            match &spec.input_path {
+                Some(path) => super::inputs::load_clip(path, s.frames, s.width, s.height, &device),
+                None => structured_clip(s.frames, s.width, s.height, &device),
+            }
+            .map_err(classify)?,
+        ),
     };
     // A decode-only case decodes the given latent; it never encodes.
     let given_latent = match (s.passes.encodes(), latent_input) {

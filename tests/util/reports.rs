@@ -33,6 +33,8 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             env_variant: "default".into(),
             passes: Default::default(),
             temporal_tile: None,
+            engine: Default::default(),
+            knobs: Default::default(),
         },
         frames_used: Some(5),
         compute_dtype: Some("f32".into()),
@@ -44,6 +46,9 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
         load_s: Some(0.1),
         peak_rss_bytes: Some(1 << 20),
         device_memory_bytes: None,
+        device_peak_allocated_bytes: None,
+        device_peak_reserved_bytes: None,
+        miopen: None,
         quality: None,
         system: None,
         budgets: Vec::new(),
@@ -76,6 +81,7 @@ pub fn quality(reference: &str, decoded: Option<f64>, latent: Option<f64>) -> Qu
         latent: Some(stats(latent)),
         decoded: Some(stats(decoded)),
         roundtrip_psnr_db: None,
+        cross_engine: None,
     }
 }
 
@@ -106,6 +112,7 @@ pub fn report(host: &str, cases: Vec<CaseRecord>) -> Report {
             ..Default::default()
         },
         cases,
+        engines: Default::default(),
     }
 }
 

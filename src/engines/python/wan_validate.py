@@ -22,6 +22,13 @@ def tolerance_rule(precision: str, tiled: bool) -> tuple:
     return "max_abs_error", {"fp32": 1e-4, "fp16": 2e-2, "bf16": 1e-1}[precision]
 
 
+def rust_e(x: float) -> str:
+    """`x` as Rust's `{:e}` writes it (`1e-4`, `2e-1`), so the rule reads as in candle's validate."""
+    mantissa, exp = f"{x:.15e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exp)}"
+
+
 def check_output(torch, name: str, got, want, rule: tuple) -> dict:
     if tuple(got.shape) != tuple(want.shape):
         raise BadInput(f"{name}: computed shape {tuple(got.shape)} differs from expected {tuple(want.shape)}")
@@ -95,7 +102,7 @@ def validate(args: argparse.Namespace) -> dict:
         "precision": args.precision, "compute_dtype": eng.compute_dtype(), "chunk": args.chunk,
         "tile": f"{opts.tiling.tile_px}:{opts.tiling.overlap_px}" if opts.tiling else None, "device": args.device,
         "conv": args.engine, "knobs": knobs,
-        "tolerance_rule": f"{rule[0]} <= {rule[1]:.0e} x max(1, max|expected|)", "cases": reports,
+        "tolerance_rule": f"{rule[0]} <= {rust_e(rule[1])} x max(1, max|expected|)", "cases": reports,
         "pass": all(o["pass"] for r in reports for o in r["outputs"]),
         "python": context(torch, device, diffusers_version() if args.engine == "diffusers" else None),
     }

@@ -1,0 +1,346 @@
+//! The PyTorch engines (issue 8) for real, on the CPU: `validate --engine torch|diffusers`
+//! against the fixtures, a run over all three engines with cross-engine errors, and the
+//! Python worker's orchestration (variant variables, missing interpreter or torch, MIOpen
+//! log lines, fresh MIOpen folders) through the worker's `WAN_VAE_BENCH_FAULT` hook and
+//! wrapper interpreters.
+//!
+//! The interpreter comes from `WAN_VAE_BENCH_TEST_PYTHON` or `<repo>/.venv-torch/bin/python`
+//! (`.ci/run` creates it); without either the tests fail, saying how to create it.
+use std::path::{Path, PathBuf};
+
+use crate::util::cli::*;
+use wan_vae_bench::report::{CaseStatus, Report};
+
+/// The Python with torch and diffusers that the tests use.
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("WAN_VAE_BENCH_TEST_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-torch/bin/python");
+    assert!(
+        venv.exists(),
+        "no Python with torch for the engine tests: set WAN_VAE_BENCH_TEST_PYTHON to one, or create {} with \
+         `python3 -m venv .venv-torch && .venv-torch/bin/pip install torch diffusers` (`.ci/run` does this)",
+        venv.display()
+    );
+    venv
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+/// An executable shell script `name` in `dir`.
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = write(dir, name, &format!("#!/bin/sh\n{body}\n"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+/// `run` over `engines` with the tiny Wan 2.1 fixture weights, one timed pass, 5x32x32.
+fn run_engines(dir: &Path, python: &Path, extra: &[&str]) -> (std::process::Output, Report) {
+    let weights = fixture("wan21_tiny.weights.safetensors");
+    let mut args = vec![
+        "--weights",
+        weights.to_str().unwrap(),
+        "--python",
+        python.to_str().unwrap(),
+        "--size",
+        "32x32",
+        "--precision",
+        "fp32",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--timeout",
+        "300",
+    ];
+    args.extend_from_slice(extra);
+    let (out, path) = run(dir, &args);
+    let report = load(&path);
+    (out, report)
+}
+
+#[test]
+fn validate_torch_and_diffusers_pass_the_fixtures_from_safetensors_and_pth() {
+    let python = python();
+    for engine in ["torch", "diffusers"] {
+        for format in ["safetensors", "pth"] {
+            let out = bench()
+                .args(["validate", "--json", "--engine", engine, "--python"])
+                .arg(&python)
+                .arg("--weights")
+                .arg(fixture(&format!("wan21_tiny.weights.{format}")))
+                .arg("--cases")
+                .arg(fixture("wan21_tiny.cases.safetensors"))
+                .output()
+                .unwrap();
+            let what = format!("{engine} {format}: {}{}", stdout(&out), stderr(&out));
+            assert_eq!(out.status.code(), Some(0), "{what}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            assert_eq!(
+                (v["pass"].as_bool(), v["engine"].as_str()),
+                (Some(true), Some(engine)),
+                "{what}"
+            );
+            assert_eq!(v["tolerance_rule"], "max_abs_error <= 1e-4 x max(1, max|expected|)");
+            let cases = v["cases"].as_array().unwrap();
+            assert_eq!(cases.len(), 4, "{what}");
+            for o in cases.iter().flat_map(|c| c["outputs"].as_array().unwrap()) {
+                assert!(
+                    o["max_abs_error"].as_f64().unwrap() <= o["tolerance"].as_f64().unwrap(),
+                    "{what}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_run_over_three_engines_agrees_across_engines() {
+    let dir = scratch();
+    let python = python();
+    let (out, r) = run_engines(dir.path(), &python, &["--engine", "candle,torch,diffusers"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(r.cases.len(), 3);
+    assert_eq!(r.run.python.as_deref(), python.to_str());
+    for c in &r.cases {
+        assert_eq!(c.status, CaseStatus::Ok, "{}: {:?}", c.id, c.error);
+        assert_eq!(c.compute_dtype.as_deref(), Some("f32"));
+        assert_eq!(c.settings.knobs, Default::default(), "knobs are n/a on the CPU");
+    }
+    let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
+    for engine in ["torch", "diffusers"] {
+        let id = format!("{engine}-fp32-chunk1-untiled-5x32x32-baseline");
+        assert!(ids.contains(&id.as_str()), "{ids:?}");
+        let case = r.cases.iter().find(|c| c.id == id).unwrap();
+        let q = case.quality.as_ref().expect("reference quality");
+        let x = q.cross_engine.as_ref().expect("cross_engine against candle");
+        assert_eq!(x.reference_engine, "candle");
+        assert_eq!(x.reference_id, "fp32-chunk1-untiled-5x32x32-baseline");
+        let bound = 1e-4 * x.max_abs_reference.max(1.0);
+        assert!(x.max_abs_error <= bound, "{engine}: {x:?}");
+        assert!(x.max_abs_error > 0.0 || x.psnr_db.is_none());
+        let ctx = &r.engines[engine];
+        assert!(
+            ctx.torch.is_some() && ctx.python.is_some() && ctx.device_name.is_some(),
+            "{ctx:?}"
+        );
+        assert_eq!(ctx.diffusers.is_some(), engine == "diffusers");
+    }
+    assert!(!r.engines.contains_key("candle"));
+}
+
+#[test]
+fn variant_variables_reach_the_python_worker_and_garbage_fails() {
+    let dir = scratch();
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        r#"
+[matrix]
+engine = ["torch"]
+env = ["tuned", "garbage", "crash"]
+[env.tuned]
+WAN_VAE_BENCH_FAULT = "fake"
+MIOPEN_FIND_MODE = 2
+MY_CUSTOM_KNOB = "hello"
+[env.garbage]
+WAN_VAE_BENCH_FAULT = "garbage"
+[env.crash]
+WAN_VAE_BENCH_FAULT = "crash"
+"#,
+    );
+    let (out, r) = run_engines(dir.path(), &python(), &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let by = |v: &str| r.cases.iter().find(|c| c.settings.env_variant == v).unwrap();
+    let tuned = by("tuned");
+    assert_eq!(tuned.status, CaseStatus::Ok, "{:?}", tuned.error);
+    assert_eq!(tuned.compute_dtype.as_deref(), Some("fake"));
+    assert_eq!(tuned.env.get("MIOPEN_FIND_MODE").map(String::as_str), Some("2"));
+    assert_eq!(tuned.env.get("MY_CUSTOM_KNOB").map(String::as_str), Some("hello"));
+    assert!(!tuned.env.contains_key("WAN_VAE_BENCH_ENV_PADDING"));
+    let garbage = by("garbage");
+    assert_eq!(garbage.status, CaseStatus::Failed);
+    assert!(
+        garbage.error.as_deref().unwrap().contains("not a valid result"),
+        "{:?}",
+        garbage.error
+    );
+    let crash = by("crash");
+    assert_eq!(crash.status, CaseStatus::Failed);
+    let e = crash.error.as_deref().unwrap();
+    assert!(e.contains("signal 6") && e.contains("injected crash"), "{e}");
+}
+
+#[test]
+fn missing_interpreter_and_python_without_torch_are_unsupported() {
+    let dir = scratch();
+    let missing = dir.path().join("no-such-python");
+    // -S: no site-packages, so this Python has no torch.
+    let bare = script(
+        dir.path(),
+        "bare-python",
+        &format!("exec '{}' -S \"$@\"", python().display()),
+    );
+    for (python, says) in [
+        (&missing, vec![missing.to_str().unwrap().to_string()]),
+        (
+            &bare,
+            vec!["torch is not installed".to_string(), "Python 3".to_string()],
+        ),
+    ] {
+        let (out, r) = run_engines(dir.path(), python, &["--engine", "torch"]);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let c = &r.cases[0];
+        assert_eq!(c.status, CaseStatus::Unsupported);
+        let e = c.error.as_deref().unwrap();
+        assert!(says.iter().all(|s| e.contains(s.as_str())), "{e}");
+        let v = bench()
+            .args(["validate", "--engine", "torch", "--python"])
+            .arg(python)
+            .arg("--weights")
+            .arg(fixture("wan21_tiny.weights.pth"))
+            .arg("--cases")
+            .arg(fixture("wan21_tiny.cases.safetensors"))
+            .output()
+            .unwrap();
+        assert_eq!(v.status.code(), Some(2), "{}", stderr(&v));
+        assert!(says.iter().all(|s| stderr(&v).contains(s.as_str())), "{}", stderr(&v));
+    }
+}
+
+const SOLVER: &str =
+    "MIOpen(HIP): Info [FillFindReturnParameters] FW Chosen Algorithm: GemmFwdRest , 4718592000, 458.512";
+const SOLVER_PLAIN: &str =
+    "MIOpen: Info [FillFindReturnParameters] FW Chosen Algorithm: ConvBinWinogradRxSf2x3 , 1, 2.5";
+const DRIVER: &str = "./bin/MIOpenDriver conv -n 1 -c 96 --in_d 6 -H 482 -W 834 -k 96 --fil_d 3 -y 3 -x 3";
+
+#[test]
+fn miopen_solver_lines_are_parsed_from_the_worker_stderr() {
+    let dir = scratch();
+    let body = format!(
+        "echo '{SOLVER}' >&2\necho '{SOLVER}' >&2\necho '{SOLVER_PLAIN}' >&2\n\
+         echo 'MIOpen(HIP): Command [LogCmdConvolution] {DRIVER}' >&2\necho 'MIOpen: Command [LogCmdConvolution] {DRIVER}' >&2\n\
+         exec '{}' \"$@\"",
+        python().display()
+    );
+    let wrapper = script(dir.path(), "logging-python", &body);
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nengine = [\"torch\"]\nenv = [\"miopen_log\"]\n[env.miopen_log]\nWAN_VAE_BENCH_FAULT = \"fake\"\n\
+         MIOPEN_ENABLE_LOGGING_CMD = 1\nMIOPEN_LOG_LEVEL = 5\n",
+    );
+    let (out, r) = run_engines(dir.path(), &wrapper, &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let c = &r.cases[0];
+    let log = c.miopen.as_ref().expect("miopen log");
+    assert_eq!(log.solvers["GemmFwdRest"], 2);
+    assert_eq!(log.solvers["ConvBinWinogradRxSf2x3"], 1);
+    assert_eq!(log.driver_commands, vec![DRIVER.to_string()]);
+    assert_eq!(c.env.get("MIOPEN_LOG_LEVEL").map(String::as_str), Some("5"));
+}
+
+#[test]
+fn a_fresh_miopen_folder_is_set_empty_then_removed() {
+    let dir = scratch();
+    let seen = dir.path().join("seen.txt");
+    // The wrapper records what the worker gets: the folder, whether it exists, its entries.
+    let body = format!(
+        "echo \"db=$MIOPEN_USER_DB_PATH cache=$MIOPEN_CUSTOM_CACHE_DIR exists=$(test -d \"$MIOPEN_USER_DB_PATH\" && echo yes) \
+         entries=$(ls -A \"$MIOPEN_USER_DB_PATH\" 2>/dev/null | wc -l)\" >> '{}'\nexec '{}' \"$@\"",
+        seen.display(),
+        python().display()
+    );
+    let wrapper = script(dir.path(), "recording-python", &body);
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[model]\ndevice = \"cuda:0\"\n[matrix]\nengine = [\"torch\"]\nmiopen_db = [\"fresh\", \"user\"]\n\
+         env = [\"fake\"]\n[env.fake]\nWAN_VAE_BENCH_FAULT = \"fake\"\n",
+    );
+    let mut cmd = bench();
+    cmd.env_remove("MIOPEN_USER_DB_PATH")
+        .env_remove("MIOPEN_CUSTOM_CACHE_DIR");
+    let out = cmd
+        .args(["run", "--quiet", "--order", "as-written", "--config"])
+        .arg(&cfg)
+        .arg("--python")
+        .arg(&wrapper)
+        .arg("--output")
+        .arg(dir.path().join("r.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = load(&dir.path().join("r.json"));
+    let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "torch-fp32-chunk1-untiled-5x64x64-fake-cudnn_on-bench_off-miopen_fresh",
+            "torch-fp32-chunk1-untiled-5x64x64-fake-cudnn_on-bench_off-miopen_user"
+        ]
+    );
+    let fresh = &r.cases[0];
+    let db = fresh.env.get("MIOPEN_USER_DB_PATH").expect("fresh folder set");
+    assert_eq!(fresh.env.get("MIOPEN_CUSTOM_CACHE_DIR"), Some(db));
+    assert!(!Path::new(db).exists(), "{db} must be removed after the case");
+    assert!(!r.cases[1].env.contains_key("MIOPEN_USER_DB_PATH"));
+    let lines = std::fs::read_to_string(&seen).unwrap();
+    let lines: Vec<&str> = lines.lines().collect();
+    assert_eq!(lines[0], format!("db={db} cache={db} exists=yes entries=0"));
+    assert_eq!(lines[1], "db= cache= exists= entries=0");
+}
+
+#[test]
+fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
+    let dir = scratch();
+    let spec_file = dir.path().join("spec.json");
+    // The wrapper keeps the spec (the argument after --case-json), then runs the worker.
+    let body = format!(
+        "prev=\nfor a in \"$@\"; do [ \"$prev\" = --case-json ] && printf '%s' \"$a\" > '{}'; prev=$a; done\nexec '{}' \"$@\"",
+        spec_file.display(),
+        python().display()
+    );
+    let wrapper = script(dir.path(), "spec-python", &body);
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nengine = [\"torch\"]\nsize = [\"16x8\"]\nenv = [\"fake\"]\n[env.fake]\nWAN_VAE_BENCH_FAULT = \"fake\"\n",
+    );
+    let out = bench()
+        .args(["run", "--quiet", "--keep-outputs", "--weights", "synthetic", "--config"])
+        .arg(&cfg)
+        .arg("--python")
+        .arg(&wrapper)
+        .arg("--output")
+        .arg(dir.path().join("r.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let kept = stdout(&out)
+        .lines()
+        .find_map(|l| l.strip_prefix("outputs: ").map(PathBuf::from))
+        .expect("scratch path printed");
+    let spec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&spec_file).unwrap()).unwrap();
+    assert_eq!(spec["weights"], "synthetic");
+    assert_eq!(spec["engine"], "torch");
+    let weights = PathBuf::from(spec["weights_path"].as_str().unwrap());
+    let input = PathBuf::from(spec["input_path"].as_str().unwrap());
+    assert!(weights.starts_with(&kept) && input.starts_with(&kept), "{spec}");
+    let w = candle_core::safetensors::load(&weights, &candle_core::Device::Cpu).unwrap();
+    assert_eq!(w.len(), 194, "the real layout, original key names");
+    assert!(w.contains_key("encoder.conv1.weight") && w.contains_key("decoder.head.2.weight"));
+    let clip = candle_core::safetensors::load(&input, &candle_core::Device::Cpu).unwrap();
+    let want = wan_vae_bench::bench::clip::structured_clip(5, 16, 8, &candle_core::Device::Cpu).unwrap();
+    let diff = (&clip["video"] - &want).unwrap().abs().unwrap().sum_all().unwrap();
+    assert_eq!(
+        diff.to_scalar::<f32>().unwrap(),
+        0.0,
+        "the clip the parent wrote is candle's, bit for bit"
+    );
+    std::fs::remove_dir_all(&kept).unwrap();
+}
