@@ -45,6 +45,14 @@ pub fn command(interpreter: &str, script: &Path) -> Command {
     let mut c = Command::new(interpreter);
     // -u: stderr lines (phases, MIOpen logs) reach the parent as they happen.
     c.arg("-u").arg(script);
+    // torch creates `$TMPDIR/torchinductor_$USER` on import; point it into the folder that
+    // holds the script (the run's scratch folder), so nothing is left behind, unless the
+    // user chose a folder.
+    if std::env::var_os("TORCHINDUCTOR_CACHE_DIR").is_none() {
+        if let Some(dir) = script.parent() {
+            c.env("TORCHINDUCTOR_CACHE_DIR", dir.join("torchinductor"));
+        }
+    }
     c
 }
 
