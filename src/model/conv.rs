@@ -1,22 +1,31 @@
 //! 3-D convolution (and 2-D as its `kt = 1` case) for candle, which has no conv3d.
 //!
-//! Two implementations of the same arithmetic:
-//! - [`ConvImpl::Im2colGemm`] (CPU): one im2col matrix per slab of output rows over all
-//!   frames of the chunk, multiplied by the `[out, in*kt*kh*kw]` weight matrix in a single
-//!   large `gemm` call that writes straight into the channels-first output. Padding is
-//!   implicit (no padded copy of the input). This is where the speed is: the time goes into
-//!   large matmuls with `K = in*27`.
-//! - [`ConvImpl::Candle`] (any device): the `kt` time taps are stacked along channels and one
-//!   `Tensor::conv2d` runs over all output frames; 16-bit types on the CPU compute in f32
-//!   because candle's CPU conv2d has no bf16 kernel.
+//! Owns the conv layer (weights, output size, padding) and picks how it computes:
+//! - CPU with AVX-512 ([`Isa::Avx512`], chosen at run time): the `kernels` module packs the
+//!   input straight from the channels-first activations and runs AVX-512 micro-kernels;
+//!   bf16 models multiply bf16 operands with f32 accumulation (`vdpbf16ps`) where the CPU
+//!   has AVX512-BF16 ([`Isa::Avx512Bf16`]), in f32 otherwise.
+//! - Other CPUs ([`Isa::Portable`]): one im2col matrix per slab of output rows, multiplied by
+//!   the `[out, in*kt*kh*kw]` weight matrix in one `gemm` crate call (AVX2/FMA on x86-64)
+//!   that writes straight into the channels-first output; 16-bit types compute in f32.
+//! - [`ConvImpl::Candle`] (any device, and every non-CPU device): the `kt` time taps are
+//!   stacked along channels and one `Tensor::conv2d` runs over all output frames; 16-bit
+//!   types on the CPU compute in f32 because candle's CPU conv2d has no bf16 kernel.
+//!
+//! Padding is implicit on the CPU paths (no padded copy of the input). Must not know about
+//! the model's layers: blocks.rs decides strides, padding and caching.
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
+use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
+
+pub use super::kernels::Isa;
+use super::kernels::{self, ConvShape, Dst, Operands, PackedWeights, Src};
 
 /// Which convolution implementation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ConvImpl {
-    /// Im2col + gemm on the CPU, candle's conv2d elsewhere.
+    /// The CPU kernels ([`Isa::detect`]) on the CPU, candle's conv2d elsewhere.
     #[default]
     Auto,
     /// Always candle's conv2d (time taps stacked along channels).
@@ -33,15 +42,23 @@ pub struct Pad {
     pub right: usize,
 }
 
-/// Convolution weights `[out, in, kt, kh, kw]` plus bias, with a CPU f32 copy for gemm.
+/// Weights laid out for a CPU path.
+enum CpuWeights {
+    /// `[out, kt*kh*kw*in]` row-major f32 weights and f32 bias, for the gemm crate.
+    Portable(Vec<f32>, Vec<f32>),
+    /// Packed for the AVX-512 kernels.
+    Packed(PackedWeights),
+}
+
+/// Convolution weights `[out, in, kt, kh, kw]` plus bias, with a CPU copy laid out for the
+/// CPU path when that runs.
 pub struct Conv3d {
     weight: Tensor,
     bias: Tensor,
     out_ch: usize,
     in_ch: usize,
     kernel: [usize; 3],
-    /// `[out, in*kt*kh*kw]` row-major f32 weights and f32 bias, when the im2col path runs.
-    cpu: Option<(Vec<f32>, Vec<f32>)>,
+    cpu: Option<CpuWeights>,
 }
 
 /// Floats of im2col buffer per slab (64 MiB): bounds memory at any resolution.
@@ -69,17 +86,33 @@ impl Conv3d {
     }
 
     fn from_tensors(weight: Tensor, bias: Tensor, imp: ConvImpl) -> candle_core::Result<Self> {
+        Self::with_isa(weight, bias, imp, Isa::detect())
+    }
+
+    /// A conv from `weight` `[out, in, kt, kh, kw]` and `bias` `[out]` on instruction set
+    /// `isa` (at most [`Isa::hardware`]): tests and benchmarks compare the CPU paths with it.
+    pub fn with_isa(weight: Tensor, bias: Tensor, imp: ConvImpl, isa: Isa) -> candle_core::Result<Self> {
         let (out_ch, in_ch, kt, kh, kw) = weight.dims5()?;
         let cpu = if imp == ConvImpl::Auto && weight.device().is_cpu() {
-            // Values as rounded to the model dtype, held in f32 for the gemm.
-            // [out, in, kt, kh, kw] -> [out, kt, kh, kw, in], the patch order of the im2col.
-            let w = weight
-                .to_dtype(DType::F32)?
-                .permute((0, 2, 3, 4, 1))?
-                .flatten_all()?
-                .to_vec1::<f32>()?;
+            // Values as rounded to the model dtype, held in f32 (or bf16) for the kernels.
             let b = bias.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-            Some((w, b))
+            Some(if isa >= Isa::Avx512 {
+                let operands = if isa >= Isa::Avx512Bf16 && weight.dtype() == DType::BF16 {
+                    Operands::Bf16
+                } else {
+                    Operands::F32
+                };
+                let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+                CpuWeights::Packed(PackedWeights::new(&w, &b, out_ch, in_ch, [kt, kh, kw], operands))
+            } else {
+                // [out, in, kt, kh, kw] -> [out, kt, kh, kw, in], the patch order of the im2col.
+                let w = weight
+                    .to_dtype(DType::F32)?
+                    .permute((0, 2, 3, 4, 1))?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?;
+                CpuWeights::Portable(w, b)
+            })
         } else {
             None
         };
@@ -100,8 +133,66 @@ impl Conv3d {
             candle_core::bail!("conv expects {} input channels, got {c}", self.in_ch);
         }
         match &self.cpu {
-            Some((w, b)) => self.forward_im2col(x, w, b, stride, pad),
+            Some(CpuWeights::Portable(w, b)) => self.forward_im2col(x, w, b, stride, pad),
+            Some(CpuWeights::Packed(pw)) => self.forward_packed(x, pw, stride, pad),
             None => self.forward_candle(x, stride, pad),
+        }
+    }
+
+    /// The AVX-512 kernels: bf16 in and out when the weights are packed as bf16, else f32.
+    fn forward_packed(
+        &self,
+        x: &Tensor,
+        pw: &PackedWeights,
+        stride: [usize; 3],
+        pad: Pad,
+    ) -> candle_core::Result<Tensor> {
+        let dtype = x.dtype();
+        let (b, c, t, h, wd) = x.dims5()?;
+        let [to, ho, wo] = self.out_dims(t, h, wd, stride, pad)?;
+        let shape = ConvShape {
+            c,
+            t,
+            h,
+            w: wd,
+            to,
+            ho,
+            wo,
+            kernel: self.kernel,
+            stride,
+            front: pad.t_front,
+            top: pad.top,
+            left: pad.left,
+        };
+        let (in_len, out_len) = (c * t * h * wd, self.out_ch * to * ho * wo);
+        let dims = (b, self.out_ch, to, ho, wo);
+        match pw.operands() {
+            Operands::Bf16 => {
+                let xb = x.to_dtype(DType::BF16)?.contiguous()?;
+                let mut out = vec![half::bf16::ZERO; b * out_len];
+                with_cpu_slice(&xb, |src: &[half::bf16]| {
+                    for (bi, dst) in out.chunks_mut(out_len).enumerate() {
+                        let src = Src::Bf16(src[bi * in_len..(bi + 1) * in_len].reinterpret_cast());
+                        kernels::conv(pw, &shape, src, Dst::Bf16(dst.reinterpret_cast_mut()));
+                    }
+                })?;
+                Tensor::from_vec(out, dims, &Device::Cpu)?.to_dtype(dtype)
+            }
+            Operands::F32 => {
+                let xf = x.to_dtype(DType::F32)?.contiguous()?;
+                let mut out = vec![0f32; b * out_len];
+                with_cpu_slice(&xf, |src: &[f32]| {
+                    for (bi, dst) in out.chunks_mut(out_len).enumerate() {
+                        kernels::conv(
+                            pw,
+                            &shape,
+                            Src::F32(&src[bi * in_len..(bi + 1) * in_len]),
+                            Dst::F32(dst),
+                        );
+                    }
+                })?;
+                Tensor::from_vec(out, dims, &Device::Cpu)?.to_dtype(dtype)
+            }
         }
     }
 
@@ -144,7 +235,7 @@ impl Conv3d {
             stride,
             pad,
         };
-        let out = with_cpu_slice(&xf, |src| {
+        let out = with_cpu_slice(&xf, |src: &[f32]| {
             let mut out = Vec::with_capacity(b * self.out_ch * n);
             for bi in 0..b {
                 conv_f32(
@@ -230,14 +321,15 @@ thread_local! {
     static COLS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Run `f` on the f32 data of a contiguous CPU tensor.
-pub fn with_cpu_slice<R>(x: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
+/// Run `f` on the data (of type `T`, which must be the tensor's dtype) of a contiguous CPU
+/// tensor.
+pub fn with_cpu_slice<T: candle_core::WithDType, R>(x: &Tensor, f: impl FnOnce(&[T]) -> R) -> candle_core::Result<R> {
     if !x.is_contiguous() {
         candle_core::bail!("with_cpu_slice needs a contiguous tensor");
     }
     let (storage, layout) = x.storage_and_layout();
     let data = match &*storage {
-        candle_core::Storage::Cpu(cpu) => cpu.as_slice::<f32>()?,
+        candle_core::Storage::Cpu(cpu) => cpu.as_slice::<T>()?,
         _ => candle_core::bail!("with_cpu_slice needs a CPU tensor"),
     };
     let start = layout.start_offset();

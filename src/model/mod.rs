@@ -6,6 +6,7 @@ pub mod coder;
 pub mod conv;
 pub mod cpu_kernels;
 pub mod flops;
+pub mod kernels;
 pub mod tiling;
 mod vae;
 
