@@ -85,6 +85,116 @@ pub unsafe fn tile_bf16(kc2: usize, a: *const u32, b: *const u32, c: *mut f32, l
     }
 }
 
+/// Direct convolution tile (no im2col): `c (+)= sum` over taps, reading the `NR` pixels of
+/// each `K` row straight from the padded input. For each offset `off` in `rows` (one per
+/// live `(dt, dh)`), each of `groups` channel groups `g` and each `dw < KW`, the row is
+/// `x[off + g*gstride + dw ..][..NR]`; its weights are `MR` values at
+/// `a + (i*seg) + (g*KW + dw)*MR` for the `i`-th offset.
+/// `bias` non-null starts from the bias, else from `c` (`MR` rows, stride `ldc`).
+///
+/// # Safety
+/// The CPU has AVX-512F; every row read lies in `x`'s allocation; `a` holds the
+/// weights read as above; `c` and `bias` as in [`tile_f32`].
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx512f")]
+pub unsafe fn direct_f32<const KW: usize>(
+    a: *const f32,
+    x: *const f32,
+    rows: &[usize],
+    groups: usize,
+    gstride: usize,
+    seg: usize,
+    c: *mut f32,
+    ldc: usize,
+    bias: *const f32,
+) {
+    let mut lo = [_mm512_setzero_ps(); MR];
+    let mut hi = [_mm512_setzero_ps(); MR];
+    for i in 0..MR {
+        if bias.is_null() {
+            lo[i] = _mm512_loadu_ps(c.add(i * ldc));
+            hi[i] = _mm512_loadu_ps(c.add(i * ldc + 16));
+        } else {
+            lo[i] = _mm512_set1_ps(*bias.add(i));
+            hi[i] = lo[i];
+        }
+    }
+    for (si, &off) in rows.iter().enumerate() {
+        let mut ap = a.add(si * seg);
+        let mut xp = x.add(off);
+        for _ in 0..groups {
+            for dw in 0..KW {
+                let b0 = _mm512_loadu_ps(xp.add(dw));
+                let b1 = _mm512_loadu_ps(xp.add(dw + 16));
+                for i in 0..MR {
+                    let ai = _mm512_set1_ps(*ap.add(i));
+                    lo[i] = _mm512_fmadd_ps(ai, b0, lo[i]);
+                    hi[i] = _mm512_fmadd_ps(ai, b1, hi[i]);
+                }
+                ap = ap.add(MR);
+            }
+            xp = xp.add(gstride);
+        }
+    }
+    for i in 0..MR {
+        _mm512_storeu_ps(c.add(i * ldc), lo[i]);
+        _mm512_storeu_ps(c.add(i * ldc + 16), hi[i]);
+    }
+}
+
+/// As [`direct_f32`] for bf16: `x` and `a` hold `u32` channel pairs (`2g` low, `2g+1` high)
+/// multiplied by `vdpbf16ps` with f32 accumulation.
+///
+/// # Safety
+/// As [`direct_f32`], and the CPU has AVX512-BF16.
+#[allow(clippy::too_many_arguments)]
+#[target_feature(enable = "avx512f,avx512bf16")]
+pub unsafe fn direct_bf16<const KW: usize>(
+    a: *const u32,
+    x: *const u32,
+    rows: &[usize],
+    groups: usize,
+    gstride: usize,
+    seg: usize,
+    c: *mut f32,
+    ldc: usize,
+    bias: *const f32,
+) {
+    let mut lo = [_mm512_setzero_ps(); MR];
+    let mut hi = [_mm512_setzero_ps(); MR];
+    for i in 0..MR {
+        if bias.is_null() {
+            lo[i] = _mm512_loadu_ps(c.add(i * ldc));
+            hi[i] = _mm512_loadu_ps(c.add(i * ldc + 16));
+        } else {
+            lo[i] = _mm512_set1_ps(*bias.add(i));
+            hi[i] = lo[i];
+        }
+    }
+    for (si, &off) in rows.iter().enumerate() {
+        let mut ap = a.add(si * seg);
+        let mut xp = x.add(off);
+        for _ in 0..groups {
+            for dw in 0..KW {
+                // SAFETY (transmute): __m512i and __m512bh are both 64 plain bytes.
+                let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(xp.add(dw) as *const _));
+                let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(xp.add(dw + 16) as *const _));
+                for i in 0..MR {
+                    let ai: __m512bh = std::mem::transmute(_mm512_set1_epi32(*ap.add(i) as i32));
+                    lo[i] = _mm512_dpbf16_ps(lo[i], ai, b0);
+                    hi[i] = _mm512_dpbf16_ps(hi[i], ai, b1);
+                }
+                ap = ap.add(MR);
+            }
+            xp = xp.add(gstride);
+        }
+    }
+    for i in 0..MR {
+        _mm512_storeu_ps(c.add(i * ldc), lo[i]);
+        _mm512_storeu_ps(c.add(i * ldc + 16), hi[i]);
+    }
+}
+
 /// Register-only loops for the machine's peak: `iters` rounds of 24 independent
 /// accumulators (no memory traffic). Returns a value so the work is not optimized away.
 pub mod peak {

@@ -8,22 +8,20 @@
 //! Must not know about tensors or the model: `conv.rs` hands it slices, and keeps the
 //! portable (gemm crate) path for CPUs without AVX-512.
 use std::cell::RefCell;
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
 pub mod avx512;
+mod direct;
+mod pack;
 
 /// Output channels per register tile.
 pub const MR: usize = 12;
 /// Output pixels per register tile.
 pub const NR: usize = 32;
-/// Output pixels per task: a task's packed input block (`KC x NC`) and output block stay in L2.
-const NC: usize = 256;
-/// Rows of `K` per block (f32); bf16 blocks hold twice as many rows in the same bytes.
-const KC_F32: usize = 256;
-const KC_BF16: usize = 512;
 
 /// Environment variable that caps the instruction set, for before/after measurements in one
 /// build: `portable`, `avx512` or `avx512-bf16` (never above what the CPU has).
@@ -112,7 +110,7 @@ impl ConvShape {
     /// Time taps that read a real input frame for at least one output frame: the others
     /// lie wholly in the zero padding (2 of 3 on each first single-frame call) and add
     /// exact zeros, so they are left out of `K`.
-    fn live_taps(&self) -> std::ops::Range<usize> {
+    fn live_taps(&self) -> Range<usize> {
         let kt = self.kernel[0];
         let lo = self.front.saturating_sub((self.to - 1) * self.stride[0]);
         let hi = kt.min(self.t + self.front);
@@ -135,11 +133,12 @@ impl Aligned {
         a.ensure(len);
         a
     }
-    /// Room for at least `len` values (contents unspecified).
+    /// Room for at least `len` values (contents unspecified: a grown buffer is fresh,
+    /// not a copy of the old one).
     fn ensure(&mut self, len: usize) {
         let lines = len.div_ceil(16);
         if self.0.len() < lines {
-            self.0.resize(lines, Line([0; 16]));
+            self.0 = vec![Line([0; 16]); lines];
         }
     }
     fn u32s(&mut self) -> &mut [u32] {
@@ -165,16 +164,17 @@ pub enum Operands {
 
 /// Weights packed for the micro-kernels, plus bias.
 ///
-/// `K` is ordered `(dt, ci, dh, dw)`, each time tap padded to an even `kg` rows (zero
-/// weights), so that the live time taps are one contiguous, even range of `K`.
-/// Layout: for each strip of `MR` output channels, `K` rows of `MR` f32
-/// (`Operands::F32`), or `K/2` rows of `MR` u32 bf16 pairs (`Operands::Bf16`).
+/// `K` is ordered `(dt, dh, g, dw)` over channel groups `g`: one channel for
+/// `Operands::F32`, the pair `(2g, 2g+1)` (one `u32`, zero-padded past `c`) for
+/// `Operands::Bf16`. The live time taps are then one contiguous range of `K`, and each
+/// `(dt, dh)` is one contiguous run of `groups*kw` rows (what the direct path walks).
+/// Layout: for each strip of `MR` output channels, `K` rows of `MR` elements.
 pub struct PackedWeights {
     m: usize,
     m_pad: usize,
     c: usize,
     kernel: [usize; 3],
-    kg: usize,
+    groups: usize,
     operands: Operands,
     data: Aligned,
     /// `m_pad` floats (zeros past `m`).
@@ -183,44 +183,42 @@ pub struct PackedWeights {
 
 impl PackedWeights {
     /// Pack `w` `[m, c, kt, kh, kw]` (f32 values; for `Operands::Bf16` already rounded to
-    /// bf16, so the truncation below is exact) and `bias` `[m]`.
+    /// bf16, so keeping the top 16 bits is exact) and `bias` `[m]`.
     pub fn new(w: &[f32], bias: &[f32], m: usize, c: usize, kernel: [usize; 3], operands: Operands) -> Self {
         let [kt, kh, kw] = kernel;
         assert_eq!(w.len(), m * c * kt * kh * kw);
         assert_eq!(bias.len(), m);
-        let kg = (c * kh * kw).next_multiple_of(2);
-        let k = kt * kg;
+        let groups = match operands {
+            Operands::F32 => c,
+            Operands::Bf16 => c.div_ceil(2),
+        };
+        let k = kt * kh * groups * kw;
         let m_pad = m.next_multiple_of(MR);
-        // Value of packed row `kk` (in K order) of output channel `o`.
-        let weight = |o: usize, kk: usize| -> f32 {
-            let (dt, r) = (kk / kg, kk % kg);
-            if o >= m || r >= c * kh * kw {
+        let weight = |o: usize, ci: usize, dt: usize, dh: usize, dw: usize| -> f32 {
+            if o >= m || ci >= c {
                 return 0.0;
             }
-            let (ci, tap) = (r / (kh * kw), r % (kh * kw));
-            w[((o * c + ci) * kt + dt) * kh * kw + tap]
+            w[(((o * c + ci) * kt + dt) * kh + dh) * kw + dw]
         };
         let mut data = Aligned::with_len(m_pad * k);
-        match operands {
-            Operands::F32 => {
-                let d = data.f32s();
-                for s in 0..m_pad / MR {
-                    for kk in 0..k {
-                        for i in 0..MR {
-                            d[(s * k + kk) * MR + i] = weight(s * MR + i, kk);
-                        }
-                    }
-                }
-            }
-            Operands::Bf16 => {
-                let d = data.u32s();
-                let bits = |v: f32| v.to_bits() >> 16;
-                for s in 0..m_pad / MR {
-                    for k2 in 0..k / 2 {
-                        for i in 0..MR {
-                            let o = s * MR + i;
-                            d[(s * k / 2 + k2) * MR + i] =
-                                bits(weight(o, 2 * k2)) | (bits(weight(o, 2 * k2 + 1)) << 16);
+        let d = data.u32s();
+        for s in 0..m_pad / MR {
+            let mut kk = 0;
+            for dt in 0..kt {
+                for dh in 0..kh {
+                    for g in 0..groups {
+                        for dw in 0..kw {
+                            for i in 0..MR {
+                                let o = s * MR + i;
+                                d[(s * k + kk) * MR + i] = match operands {
+                                    Operands::F32 => weight(o, g, dt, dh, dw).to_bits(),
+                                    Operands::Bf16 => {
+                                        let bits = |ci| weight(o, ci, dt, dh, dw).to_bits() >> 16;
+                                        bits(2 * g) | (bits(2 * g + 1) << 16)
+                                    }
+                                };
+                            }
+                            kk += 1;
                         }
                     }
                 }
@@ -233,7 +231,7 @@ impl PackedWeights {
             m_pad,
             c,
             kernel,
-            kg,
+            groups,
             operands,
             data,
             bias: b,
@@ -244,8 +242,19 @@ impl PackedWeights {
         self.operands
     }
 
+    /// Rows of `K` per time tap.
+    fn per_tap(&self) -> usize {
+        self.kernel[1] * self.groups * self.kernel[2]
+    }
+
     fn k(&self) -> usize {
-        self.kernel[0] * self.kg
+        self.kernel[0] * self.per_tap()
+    }
+
+    /// Weights of channel strip `s` from `K` row `kk`.
+    fn a(&self, s: usize, kk: usize) -> *const u32 {
+        // SAFETY: in bounds for s < m_pad/MR, kk <= k.
+        unsafe { (self.data.0.as_ptr() as *const u32).add((s * self.k() + kk) * MR) }
     }
 }
 
@@ -284,18 +293,42 @@ thread_local! {
     static SCRATCH: RefCell<(Aligned, Aligned)> = RefCell::new((Aligned::default(), Aligned::default()));
 }
 
-/// One contiguous run of output pixels within an output row and a register strip.
-#[derive(Clone, Copy)]
+/// Register strips per task: 256 output positions, whose blocks stay in L2.
+const STRIPS_PER_TASK: usize = 8;
+
+/// Lanes `[lane, lane+len)` of strip `strip` (counted from the task's first strip) hold
+/// output pixels `[pixel, pixel+len)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Run {
     strip: usize,
     lane: usize,
     len: usize,
-    ot: usize,
-    oh: usize,
-    ow0: usize,
+    pixel: usize,
 }
 
-/// `dst = bias + conv(src)` on the AVX-512 kernels.
+/// How one path lays output positions on register strips and computes them.
+trait Plan: Sync {
+    /// Strips of `NR` lanes in all.
+    fn strips(&self) -> usize;
+    /// Runs of valid lanes of strips `strips`.
+    fn runs(&self, strips: Range<usize>) -> Vec<Run>;
+    /// `acc` = bias + conv for channel strips `ms` x position strips `ns` (row stride `ldc`,
+    /// `ns.len()*NR` columns used).
+    #[allow(clippy::too_many_arguments)]
+    fn compute(
+        &self,
+        pw: &PackedWeights,
+        ns: Range<usize>,
+        runs: &[Run],
+        ms: Range<usize>,
+        panel: &mut Aligned,
+        acc: &mut [f32],
+        ldc: usize,
+    );
+}
+
+/// `dst = bias + conv(src)` on the AVX-512 kernels: the direct path for stride 1 in space
+/// (kernel width 1 or 3), the packing path otherwise.
 ///
 /// Panics if the operand types do not match the packed weights (`Src::Bf16` with
 /// `Operands::Bf16`, `Src::F32` with `Operands::F32`), the slice lengths do not match `g`,
@@ -318,7 +351,7 @@ pub fn conv(pw: &PackedWeights, g: &ConvShape, src: Src, dst: Dst) {
         _ => panic!("input type does not match the packed weights ({:?})", pw.operands),
     }
     let n = g.pixels();
-    let (out, out_bf16) = match dst {
+    let (out, bf16) = match dst {
         Dst::F32(d) => {
             assert_eq!(d.len(), pw.m * n);
             (SharedOut(d.as_mut_ptr() as *mut u8), false)
@@ -328,260 +361,74 @@ pub fn conv(pw: &PackedWeights, g: &ConvShape, src: Src, dst: Dst) {
             (SharedOut(d.as_mut_ptr() as *mut u8), true)
         }
     };
-    let n_blocks = n.div_ceil(NC);
+    if direct::supports(g) {
+        direct::with_plan(pw, g, src, |plan| run(pw, plan, n, out, bf16));
+    } else {
+        run(pw, &pack::Packing::new(g, src), n, out, bf16);
+    }
+}
+
+/// Run `plan` in parallel tasks of [`STRIPS_PER_TASK`] strips (and, for small images, a
+/// share of the output channels) and write each task's block to `out`.
+fn run(pw: &PackedWeights, plan: &dyn Plan, n: usize, out: SharedOut, bf16: bool) {
+    let strips = plan.strips();
+    let n_tasks = strips.div_ceil(STRIPS_PER_TASK);
     let m_strips = pw.m_pad / MR;
     // Small images: split output channels too, so every thread has work.
     let threads = rayon::current_num_threads();
-    let m_split = if n_blocks >= 2 * threads {
+    let m_split = if n_tasks >= 2 * threads {
         1
     } else {
-        (2 * threads).div_ceil(n_blocks).min(m_strips)
+        (2 * threads).div_ceil(n_tasks).min(m_strips)
     };
-    let strips_per_task = m_strips.div_ceil(m_split);
-    (0..n_blocks * m_split).into_par_iter().for_each(|task| {
-        let (nb, mb) = (task / m_split, task % m_split);
-        let s0 = mb * strips_per_task;
-        let s1 = (s0 + strips_per_task).min(m_strips);
-        if s0 >= s1 {
+    let per_split = m_strips.div_ceil(m_split);
+    (0..n_tasks * m_split).into_par_iter().for_each(|task| {
+        let (nt, mt) = (task / m_split, task % m_split);
+        let ms = mt * per_split..((mt + 1) * per_split).min(m_strips);
+        if ms.is_empty() {
             return;
         }
-        let n0 = nb * NC;
-        let nc = NC.min(n - n0);
+        let ns = nt * STRIPS_PER_TASK..((nt + 1) * STRIPS_PER_TASK).min(strips);
+        let runs = plan.runs(ns.clone());
+        let ldc = ns.len() * NR;
         SCRATCH.with_borrow_mut(|(panel, acc)| {
-            conv_block(pw, g, src, n0, nc, s0..s1, panel, acc);
-            // SAFETY: this task alone writes rows [s0*MR, s1*MR) x columns [n0, n0+nc).
-            unsafe { write_back(pw, acc, n, n0, nc, s0..s1, out.get(), out_bf16) };
+            acc.ensure(ms.len() * MR * ldc);
+            let acc = acc.f32s();
+            plan.compute(pw, ns, &runs, ms.clone(), panel, acc, ldc);
+            // SAFETY: this task alone writes output channels of strips `ms` at the pixels
+            // of `runs`, which no other task's strips cover.
+            unsafe { write_back(pw, acc, ldc, &runs, ms, n, out.get(), bf16) };
         });
     });
 }
 
-/// Accumulate output channels of strips `strips` x pixels `[n0, n0+nc)` into `acc`
-/// (`strips.len()*MR` rows of `nc` rounded up to `NR`).
-#[allow(clippy::too_many_arguments)]
-fn conv_block(
-    pw: &PackedWeights,
-    g: &ConvShape,
-    src: Src,
-    n0: usize,
-    nc: usize,
-    strips: std::ops::Range<usize>,
-    panel: &mut Aligned,
-    acc: &mut Aligned,
-) {
-    let n_strips = nc.div_ceil(NR);
-    let ldc = n_strips * NR;
-    acc.ensure(strips.len() * MR * ldc);
-    let runs = runs_of(g, n0, nc);
-    let k = pw.k();
-    let live = g.live_taps();
-    let (klo, khi) = (live.start * pw.kg, live.end * pw.kg);
-    if klo == khi {
-        let acc = acc.f32s();
-        for (r, s) in strips.clone().enumerate() {
-            for i in 0..MR {
-                acc[(r * MR + i) * ldc..][..ldc].fill(pw.bias[s * MR + i]);
-            }
-        }
-        return;
-    }
-    let kc_max = match pw.operands {
-        Operands::F32 => KC_F32,
-        Operands::Bf16 => KC_BF16,
-    };
-    let mut kb = klo;
-    while kb < khi {
-        let kc = kc_max.min(khi - kb);
-        let first = kb == klo;
-        match src {
-            Src::F32(x) => {
-                panel.ensure(n_strips * kc * NR);
-                pack_f32(x, g, pw.kg, kb, kc, &runs, n_strips, nc, panel.f32s());
-            }
-            Src::Bf16(x) => {
-                panel.ensure(n_strips * kc / 2 * NR);
-                pack_bf16(x, g, pw.kg, kb, kc, &runs, n_strips, nc, panel.u32s());
-            }
-        }
-        let acc_ptr = acc.f32s().as_mut_ptr();
-        for (r, s) in strips.clone().enumerate() {
-            let bias = if first {
-                pw.bias[s * MR..].as_ptr()
-            } else {
-                std::ptr::null()
-            };
-            for j in 0..n_strips {
-                // SAFETY: `Isa::hardware()` was checked in `conv`; the panels hold `kc` rows
-                // of this strip (weights: strip `s` has `k` rows from `kb`), and `acc` has
-                // `MR` rows of `ldc` floats at row `r*MR`, column `j*NR`.
-                #[cfg(target_arch = "x86_64")]
-                unsafe {
-                    let c = acc_ptr.add(r * MR * ldc + j * NR);
-                    match pw.operands {
-                        Operands::F32 => {
-                            let a = (pw.data.0.as_ptr() as *const f32).add((s * k + kb) * MR);
-                            let b = (panel.0.as_ptr() as *const f32).add(j * kc * NR);
-                            avx512::tile_f32(kc, a, b, c, ldc, bias);
-                        }
-                        Operands::Bf16 => {
-                            let a = (pw.data.0.as_ptr() as *const u32).add((s * k + kb) / 2 * MR);
-                            let b = (panel.0.as_ptr() as *const u32).add(j * kc / 2 * NR);
-                            avx512::tile_bf16(kc / 2, a, b, c, ldc, bias);
-                        }
-                    }
-                }
-                #[cfg(not(target_arch = "x86_64"))]
-                let _ = (acc_ptr, bias, j);
-            }
-        }
-        kb += kc;
-    }
-}
-
-/// Copy the valid rows/columns of `acc` into the output `[m, n]`.
+/// Copy the valid lanes of `acc` into the output `[m, n]`.
 ///
 /// # Safety
-/// `out` points to `m*n` f32 (or u16 when `bf16`) that no other thread writes in this block.
+/// `out` points to `m*n` f32 (or u16 when `bf16`) of which no other thread writes these.
 #[allow(clippy::too_many_arguments)]
 unsafe fn write_back(
     pw: &PackedWeights,
-    acc: &mut Aligned,
+    acc: &[f32],
+    ldc: usize,
+    runs: &[Run],
+    ms: Range<usize>,
     n: usize,
-    n0: usize,
-    nc: usize,
-    strips: std::ops::Range<usize>,
     out: *mut u8,
     bf16: bool,
 ) {
-    let ldc = nc.div_ceil(NR) * NR;
-    let acc = acc.f32s();
-    let rows = (strips.start * MR)..(strips.end * MR).min(pw.m);
+    let rows = (ms.start * MR)..(ms.end * MR).min(pw.m);
     for (r, o) in rows.enumerate() {
-        let from = &acc[r * ldc..r * ldc + nc];
-        if bf16 {
-            let to = std::slice::from_raw_parts_mut((out as *mut u16).add(o * n + n0), nc);
-            for (d, &v) in to.iter_mut().zip(from) {
-                *d = half::bf16::from_f32(v).to_bits();
-            }
-        } else {
-            let to = std::slice::from_raw_parts_mut((out as *mut f32).add(o * n + n0), nc);
-            to.copy_from_slice(from);
-        }
-    }
-}
-
-/// Split pixels `[n0, n0+nc)` into runs that stay within one output row and one strip.
-fn runs_of(g: &ConvShape, n0: usize, nc: usize) -> Vec<Run> {
-    let mut runs = Vec::new();
-    let mut p = n0;
-    while p < n0 + nc {
-        let (row, ow0) = (p / g.wo, p % g.wo);
-        let (ot, oh) = (row / g.ho, row % g.ho);
-        let local = p - n0;
-        let (strip, lane) = (local / NR, local % NR);
-        let len = (g.wo - ow0).min(NR - lane).min(n0 + nc - p);
-        runs.push(Run {
-            strip,
-            lane,
-            len,
-            ot,
-            oh,
-            ow0,
-        });
-        p += len;
-    }
-    runs
-}
-
-/// Values of packed `K` row `kk` for one run: input pixels, or zeros in the padding.
-fn fill_run<T: Copy + Default>(x: &[T], g: &ConvShape, kg: usize, kk: usize, run: &Run, out: &mut [T]) {
-    let [_, kh, kw] = g.kernel;
-    let [st, sh, sw] = g.stride;
-    let (dt, r) = (kk / kg, kk % kg);
-    if r >= g.c * kh * kw {
-        out.fill(T::default());
-        return;
-    }
-    let (ci, dh, dw) = (r / (kh * kw), r / kw % kh, r % kw);
-    let it = (run.ot * st + dt) as isize - g.front as isize;
-    let ih = (run.oh * sh + dh) as isize - g.top as isize;
-    if it < 0 || it >= g.t as isize || ih < 0 || ih >= g.h as isize {
-        out.fill(T::default());
-        return;
-    }
-    let row = &x[((ci * g.t + it as usize) * g.h + ih as usize) * g.w..][..g.w];
-    // Input column of lane j: (ow0 + j)*sw + dw - left.
-    let base = (run.ow0 * sw + dw) as isize - g.left as isize;
-    if sw == 1 {
-        // Lanes [j0, j1) read inside the row.
-        let j0 = (-base).clamp(0, run.len as isize) as usize;
-        let j1 = (g.w as isize - base).clamp(j0 as isize, run.len as isize) as usize;
-        out[..j0].fill(T::default());
-        let from = (base + j0 as isize) as usize;
-        out[j0..j1].copy_from_slice(&row[from..from + (j1 - j0)]);
-        out[j1..].fill(T::default());
-    } else {
-        for (j, o) in out.iter_mut().enumerate() {
-            let iw = base + (j * sw) as isize;
-            *o = if iw >= 0 && iw < g.w as isize {
-                row[iw as usize]
+        for run in runs {
+            let from = &acc[r * ldc + run.strip * NR + run.lane..][..run.len];
+            let at = o * n + run.pixel;
+            if bf16 {
+                let to = std::slice::from_raw_parts_mut((out as *mut u16).add(at), run.len);
+                for (d, &v) in to.iter_mut().zip(from) {
+                    *d = half::bf16::from_f32(v).to_bits();
+                }
             } else {
-                T::default()
-            };
-        }
-    }
-}
-
-/// Pack `K` rows `[kb, kb+kc)` of pixels `[n0, n0+nc)`: strip `j` at `j*kc*NR`, row-major
-/// `kc x NR`; lanes past `nc` are zero.
-#[allow(clippy::too_many_arguments)]
-fn pack_f32(
-    x: &[f32],
-    g: &ConvShape,
-    kg: usize,
-    kb: usize,
-    kc: usize,
-    runs: &[Run],
-    n_strips: usize,
-    nc: usize,
-    panel: &mut [f32],
-) {
-    if nc % NR != 0 {
-        panel[(n_strips - 1) * kc * NR..n_strips * kc * NR].fill(0.0);
-    }
-    for kk in 0..kc {
-        for run in runs {
-            let at = (run.strip * kc + kk) * NR + run.lane;
-            fill_run(x, g, kg, kb + kk, run, &mut panel[at..at + run.len]);
-        }
-    }
-}
-
-/// As [`pack_f32`] for bf16: strip `j` at `j*kc/2*NR`, `kc/2` rows of `NR` u32, each the
-/// pair (row `2p` low, row `2p+1` high) that `vdpbf16ps` multiplies.
-#[allow(clippy::too_many_arguments)]
-fn pack_bf16(
-    x: &[u16],
-    g: &ConvShape,
-    kg: usize,
-    kb: usize,
-    kc: usize,
-    runs: &[Run],
-    n_strips: usize,
-    nc: usize,
-    panel: &mut [u32],
-) {
-    let kc2 = kc / 2;
-    if nc % NR != 0 {
-        panel[(n_strips - 1) * kc2 * NR..n_strips * kc2 * NR].fill(0);
-    }
-    let (mut lo, mut hi) = ([0u16; NR], [0u16; NR]);
-    for k2 in 0..kc2 {
-        for run in runs {
-            fill_run(x, g, kg, kb + 2 * k2, run, &mut lo[..run.len]);
-            fill_run(x, g, kg, kb + 2 * k2 + 1, run, &mut hi[..run.len]);
-            let at = (run.strip * kc2 + k2) * NR + run.lane;
-            for ((d, &l), &h) in panel[at..at + run.len].iter_mut().zip(&lo).zip(&hi) {
-                *d = l as u32 | (h as u32) << 16;
+                std::slice::from_raw_parts_mut((out as *mut f32).add(at), run.len).copy_from_slice(from);
             }
         }
     }

@@ -98,8 +98,12 @@ fn cases() -> Vec<(usize, ConvShape)> {
         (16, shape(8, 2, 9, 9, [1, 3, 3], [1, 2, 2], 0, 0)),
         // Time downsample: kernel 3x1x1, stride 2 in time.
         (12, shape(6, 5, 4, 4, [3, 1, 1], [2, 1, 1], 0, 0)),
-        // Wide rows: runs split across strips and several pixel blocks.
+        // Wide rows: runs split across strips and several tasks.
         (5, shape(4, 1, 3, 300, [1, 3, 3], [1, 1, 1], 0, 1)),
+        // Many channels and frames at a latent-like size: several channel-group blocks.
+        (30, shape(40, 4, 6, 6, [3, 3, 3], [1, 1, 1], 0, 1)),
+        // Second call of a causal conv with one cached frame: one zero frame, one dead tap.
+        (12, shape(9, 2, 5, 7, [3, 3, 3], [1, 1, 1], 1, 1)),
     ]
 }
 
@@ -124,30 +128,62 @@ fn check(operands: Operands) {
         let want = reference(&x, &w, &bias, m, &g);
         let pw = PackedWeights::new(&w, &bias, m, g.c, g.kernel, operands);
         let k = (g.c * kt * kh * kw) as f32;
-        let got: Vec<f32> = match operands {
-            Operands::F32 => {
-                let mut out = vec![f32::NAN; m * g.pixels()];
-                conv(&pw, &g, Src::F32(&x), Dst::F32(&mut out));
-                out
-            }
-            Operands::Bf16 => {
-                let xb: Vec<u16> = x.iter().map(|&v| half::bf16::from_f32(v).to_bits()).collect();
-                let mut out = vec![0xFFFFu16; m * g.pixels()];
-                conv(&pw, &g, Src::Bf16(&xb), Dst::Bf16(&mut out));
-                out.iter().map(|&b| half::bf16::from_bits(b).to_f32()).collect()
-            }
-        };
-        // f32: accumulation-order error only; bf16: the output's rounding to bf16 dominates.
-        for (i, (&g_, &w_)) in got.iter().zip(&want).enumerate() {
-            let tol = match operands {
-                Operands::F32 => 1e-6 * k * (1.0 + w_.abs() as f32),
-                Operands::Bf16 => 1e-5 * k + 2f32.powi(-8) * w_.abs() as f32,
-            };
-            assert!(
-                (g_ as f64 - w_).abs() <= tol as f64,
-                "case {ci} ({operands:?}, {g:?}) out {i}: got {g_}, want {w_}"
+        // Each shape through `conv` (direct where it applies), and through the packing path.
+        for packing in [false, true] {
+            let got = run_conv(&pw, &g, &x, operands, packing);
+            compare(
+                &got,
+                &want,
+                operands,
+                k,
+                &format!("case {ci} ({operands:?}, packing {packing}, {g:?})"),
             );
         }
+    }
+}
+
+/// The conv of `x`, through `conv` or forced through the packing path.
+fn run_conv(pw: &PackedWeights, g: &ConvShape, x: &[f32], operands: Operands, packing: bool) -> Vec<f32> {
+    let n = pw.m * g.pixels();
+    let xb: Vec<u16> = x.iter().map(|&v| half::bf16::from_f32(v).to_bits()).collect();
+    let src = match operands {
+        Operands::F32 => Src::F32(x),
+        Operands::Bf16 => Src::Bf16(&xb),
+    };
+    let mut out_f = vec![f32::NAN; n];
+    let mut out_b = vec![0xFFFFu16; n];
+    let bf16 = operands == Operands::Bf16;
+    if packing {
+        let out = if bf16 {
+            SharedOut(out_b.as_mut_ptr() as *mut u8)
+        } else {
+            SharedOut(out_f.as_mut_ptr() as *mut u8)
+        };
+        run(pw, &pack::Packing::new(g, src), g.pixels(), out, bf16);
+    } else if bf16 {
+        conv(pw, g, src, Dst::Bf16(&mut out_b));
+    } else {
+        conv(pw, g, src, Dst::F32(&mut out_f));
+    }
+    if bf16 {
+        out_b.iter().map(|&b| half::bf16::from_bits(b).to_f32()).collect()
+    } else {
+        out_f
+    }
+}
+
+/// f32: accumulation-order error only; bf16: the output's rounding to bf16 dominates.
+fn compare(got: &[f32], want: &[f64], operands: Operands, k: f32, what: &str) {
+    assert_eq!(got.len(), want.len());
+    for (i, (&g_, &w_)) in got.iter().zip(want).enumerate() {
+        let tol = match operands {
+            Operands::F32 => 1e-6 * k * (1.0 + w_.abs() as f32),
+            Operands::Bf16 => 1e-5 * k + 2f32.powi(-8) * w_.abs() as f32,
+        };
+        assert!(
+            (g_ as f64 - w_).abs() <= tol as f64,
+            "{what} out {i}: got {g_}, want {w_}"
+        );
     }
 }
 
