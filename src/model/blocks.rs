@@ -1,7 +1,7 @@
 //! Building blocks of the Wan 2.1 VAE, as the reference `wan/modules/vae.py` computes them:
 //! causal conv3d with its frame cache, RMS norm, residual block, attention block, resample.
 //! Struct fields and `vb.pp(..)` names mirror the checkpoint keys.
-use candle_core::{DType, Result, Tensor, D};
+use candle_core::{DType, Result, Tensor};
 use candle_nn::VarBuilder;
 
 use super::conv::{tail, with_cpu_slice, Conv3d, ConvImpl, Pad};
@@ -200,7 +200,10 @@ impl ResidualBlock {
         let y = self.residual_2.forward_cached(&y, cache)?;
         let y = self.residual_3.forward_act(&y, true)?;
         let y = self.residual_6.forward_cached(&y, cache)?;
-        y + h
+        match cpu_kernels::tensor::add(&y, &h)? {
+            Some(sum) => Ok(sum),
+            None => y + h,
+        }
     }
 }
 
@@ -246,7 +249,7 @@ impl AttentionBlock {
         let k = qkv.narrow(1, c, c)?.contiguous()?; // [N, C, L]
         let v = qkv.narrow(1, 2 * c, c)?.transpose(1, 2)?.contiguous()?; // [N, L, C]
         let scores = (q.matmul(&k)? / (self.c as f64).sqrt())?;
-        let attn = candle_nn::ops::softmax(&scores, D::Minus1)?;
+        let attn = candle_nn::ops::softmax_last_dim(&scores)?; // parallel over rows on the CPU
         let o = attn.matmul(&v)?.transpose(1, 2)?.contiguous()?; // [N, C, L]
         let y = linear(&self.proj, &o, cdt)?.to_dtype(dtype)?;
         let y = y.reshape((b, t, c, h, w))?.permute((0, 2, 1, 3, 4))?;
@@ -404,6 +407,9 @@ impl Resample {
 
 /// Nearest-neighbour 2x spatial upsampling of `[B, C, T, H, W]` (`nearest-exact` at scale 2).
 pub fn upsample_nearest2x(x: &Tensor) -> Result<Tensor> {
+    if let Some(y) = cpu_kernels::tensor::upsample_nearest2x(x)? {
+        return Ok(y);
+    }
     let (b, c, t, h, w) = x.dims5()?;
     let y = x
         .reshape(vec![b, c, t, h, 1, w, 1])?

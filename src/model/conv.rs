@@ -362,6 +362,8 @@ fn conv_f32(src: &[f32], g: &Geometry, w: &[f32], bias: &[f32], out_ch: usize, o
     let pointwise = k == g.c && g.stride == [1, 1, 1] && g.pad == Pad::default();
     if pointwise {
         // 1x1x1: the channels-last input already is the [N, C] patch matrix.
+        debug_assert!(x_cl.len() >= n * k && dst.len() >= out_ch * n);
+        // SAFETY: dst holds out_ch rows of n floats, w out_ch rows of k, x_cl n*k floats.
         unsafe { gemm_acc(out_ch, n, k, dst.as_mut_ptr(), n, w, k, x_cl.as_ptr(), par) };
         return;
     }
@@ -387,6 +389,10 @@ fn conv_f32(src: &[f32], g: &Geometry, w: &[f32], bias: &[f32], out_ch: usize, o
             cols.par_chunks_mut(g.wo * k_live)
                 .enumerate()
                 .for_each(|(q, patches)| fill_patch_row(&x_cl, g, live.clone(), row0 + q, patches));
+            debug_assert!(cols.len() >= ncols * k_live && (row0 * g.wo + ncols) <= n);
+            // SAFETY: row0*wo + ncols <= n, so the slab's out_ch rows (stride n) lie in dst
+            // (out_ch*n floats); w_live holds out_ch rows of stride k with k_live used (the
+            // live taps end at or before each row's end); cols holds ncols*k_live floats.
             let dst_slab = unsafe { dst.as_mut_ptr().add(row0 * g.wo) };
             unsafe { gemm_acc(out_ch, ncols, k_live, dst_slab, n, w_live, k, cols.as_ptr(), par) };
             row0 += nrows;
@@ -473,6 +479,9 @@ unsafe fn gemm_acc(
     par: gemm::Parallelism,
 ) {
     debug_assert!(m == 0 || lhs.len() >= (m - 1) * lhs_rs + k);
+    debug_assert!(dst_rs >= n && lhs_rs >= k);
+    // SAFETY: the caller guarantees the extents documented above; gemm reads lhs and
+    // patches and writes dst only within them (row strides dst_rs and lhs_rs, column stride 1).
     gemm::gemm(
         m,
         n,
@@ -502,4 +511,126 @@ pub fn tail(x: &Tensor, dim: usize, n: usize) -> candle_core::Result<Tensor> {
     let len = x.dim(dim)?;
     let n = n.min(len);
     x.narrow(dim, len - n, n)?.contiguous()
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every CPU path against the portable (gemm crate) path: f32 within the fixtures'
+    //! 1e-4 x max(1, |expected|); bf16 within 1e-2 x max(1, |expected|) per value, tighter
+    //! than the fixtures' bf16 bound (1e-1 x max(1, max|expected|)).
+    use super::*;
+
+    fn tensor(shape: &[usize], seed: usize, scale: f32, dtype: DType) -> Tensor {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n)
+            .map(|i| ((((i * 7919 + seed * 104_729) % 2003) as f32) / 1001.5 - 1.0) * scale)
+            .collect();
+        Tensor::from_vec(v, shape, &Device::Cpu)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
+    }
+
+    /// (in, out, kernel, input [t, h, w], stride, pad) of the model's conv kinds.
+    fn cases() -> Vec<(usize, usize, [usize; 3], [usize; 3], [usize; 3], Pad)> {
+        let p = |t_front, s| Pad {
+            t_front,
+            top: s,
+            bottom: s,
+            left: s,
+            right: s,
+        };
+        vec![
+            (20, 13, [3, 3, 3], [3, 9, 11], [1, 1, 1], p(2, 1)),
+            (3, 24, [3, 3, 3], [1, 8, 8], [1, 1, 1], p(2, 1)),
+            (16, 7, [1, 1, 1], [2, 6, 10], [1, 1, 1], p(0, 0)),
+            (
+                12,
+                12,
+                [1, 3, 3],
+                [2, 9, 9],
+                [1, 2, 2],
+                Pad {
+                    bottom: 1,
+                    right: 1,
+                    ..Pad::default()
+                },
+            ),
+            (10, 10, [3, 1, 1], [5, 4, 4], [2, 1, 1], p(0, 0)),
+            (8, 16, [3, 1, 1], [2, 4, 6], [1, 1, 1], p(1, 0)),
+        ]
+    }
+
+    fn max_err(a: &Tensor, b: &Tensor) -> (f32, f32) {
+        let a = a
+            .to_dtype(DType::F32)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let b = b
+            .to_dtype(DType::F32)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        assert_eq!(a.len(), b.len());
+        let err = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs() / y.abs().max(1.0))
+            .fold(0f32, f32::max);
+        let max = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+        (err, max)
+    }
+
+    #[test]
+    fn every_cpu_path_matches_the_portable_path() {
+        let hw = Isa::hardware();
+        if hw == Isa::Portable {
+            eprintln!("skipped: this CPU has no AVX-512 (only the portable path runs here)");
+        }
+        for (ci, (cin, cout, k, [t, h, w], stride, pad)) in cases().into_iter().enumerate() {
+            let wt = tensor(&[cout, cin, k[0], k[1], k[2]], ci, 0.2, DType::F32);
+            let bias = tensor(&[cout], ci + 1, 0.5, DType::F32);
+            let x = tensor(&[1, cin, t, h, w], ci + 2, 1.0, DType::F32);
+            let portable = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Auto, Isa::Portable).unwrap();
+            let want = portable.forward(&x, stride, pad).unwrap();
+            let candle = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Candle, hw).unwrap();
+            if stride[1] == stride[2] && k[1] == k[2] {
+                let (err, _) = max_err(&candle.forward(&x, stride, pad).unwrap(), &want);
+                assert!(err <= 1e-4, "case {ci}: candle path differs by {err}");
+            }
+            if hw >= Isa::Avx512 {
+                let conv = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Auto, Isa::Avx512).unwrap();
+                let (err, _) = max_err(&conv.forward(&x, stride, pad).unwrap(), &want);
+                assert!(
+                    err <= 1e-4,
+                    "case {ci}: AVX-512 f32 differs by {err} x max(1, |expected|)"
+                );
+            }
+            if hw >= Isa::Avx512Bf16 {
+                // bf16 model: weights and input rounded to bf16 on both sides.
+                let (wb, bb, xb) = (
+                    wt.to_dtype(DType::BF16).unwrap(),
+                    bias.to_dtype(DType::BF16).unwrap(),
+                    x.to_dtype(DType::BF16).unwrap(),
+                );
+                let reference = Conv3d::with_isa(wb.clone(), bb.clone(), ConvImpl::Auto, Isa::Portable).unwrap();
+                let want = reference.forward(&xb, stride, pad).unwrap();
+                let conv = Conv3d::with_isa(wb, bb, ConvImpl::Auto, Isa::Avx512Bf16).unwrap();
+                let got = conv.forward(&xb, stride, pad).unwrap();
+                assert_eq!(got.dtype(), DType::BF16);
+                let (err, max) = max_err(&got, &want);
+                // Both round the same f32-exact products once to bf16 at the end: they differ
+                // by at most a bf16 rounding step of the output.
+                assert!(
+                    err <= 1e-2,
+                    "case {ci}: AVX512-BF16 differs by {err} (max |expected| {max})"
+                );
+            }
+        }
+    }
 }
