@@ -4,7 +4,7 @@
 use candle_core::{DType, Result, Tensor};
 use candle_nn::VarBuilder;
 
-use super::conv::{tail, with_cpu_slice, Conv3d, ConvImpl, Pad};
+use super::conv::{tail, Conv3d, ConvImpl, Pad};
 use super::cpu_kernels;
 
 /// Frames a time-kernel-3 causal conv keeps from the previous call (`CACHE_T`).
@@ -144,18 +144,11 @@ impl RmsNorm {
 
     /// Normalize, then SiLU when `silu` (one fused pass on the CPU).
     pub fn forward_act(&self, x: &Tensor, silu: bool) -> Result<Tensor> {
+        if let Some(y) = cpu_kernels::tensor::rms_norm(x, &self.scaled_gamma_f32, silu)? {
+            return Ok(y);
+        }
         let dtype = x.dtype();
         let xf = x.to_dtype(DType::F32)?;
-        if x.device().is_cpu() {
-            let dims = x.dims().to_vec();
-            let (b, c) = (dims[0], dims[1]);
-            let s: usize = dims[2..].iter().product();
-            let xf = xf.contiguous()?;
-            let y = with_cpu_slice(&xf, |data| {
-                cpu_kernels::rms_norm(data, b, c, s, &self.scaled_gamma_f32, silu)
-            })?;
-            return Tensor::from_vec(y, dims, x.device())?.to_dtype(dtype);
-        }
         let norm = xf.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
         let g = self.scaled_gamma.to_dtype(DType::F32)?;
         let y = xf.broadcast_div(&norm)?.broadcast_mul(&g)?;

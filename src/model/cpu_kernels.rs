@@ -10,26 +10,62 @@ use rayon::prelude::*;
 const BLOCK: usize = 2048;
 
 /// Raw pointer to a buffer's uninitialized capacity that rayon tasks may share.
-#[derive(Clone, Copy)]
-struct SyncPtr(*mut MaybeUninit<f32>);
+struct SyncPtr<T>(*mut MaybeUninit<T>);
 // SAFETY: every task writes a disjoint set of indices, and the buffer outlives the tasks
 // (the parallel loop returns before it is used again).
-unsafe impl Send for SyncPtr {}
-unsafe impl Sync for SyncPtr {}
+unsafe impl<T: Send> Send for SyncPtr<T> {}
+unsafe impl<T: Send> Sync for SyncPtr<T> {}
+impl<T> Clone for SyncPtr<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SyncPtr<T> {}
 
-impl SyncPtr {
+impl<T> SyncPtr<T> {
     /// A method call (unlike `.0`) makes closures capture the whole `Send` wrapper.
-    fn get(self) -> *mut MaybeUninit<f32> {
+    fn get(self) -> *mut MaybeUninit<T> {
         self.0
     }
 }
 
-/// `RMS_norm` over channels of a contiguous `[B, C, S]` f32 buffer, optionally followed by
-/// SiLU: `y = x / max(||x[:, p]||_2, 1e-12) * g[c]` (`g` already holds `gamma * sqrt(C)`).
-pub fn rms_norm(x: &[f32], b: usize, c: usize, s: usize, g: &[f32], silu: bool) -> Vec<f32> {
+/// A float type the kernels read and write, computing in f32.
+pub trait Elem: Copy + Send + Sync {
+    fn to_f32(self) -> f32;
+    fn from_f32(v: f32) -> Self;
+}
+impl Elem for f32 {
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+impl Elem for half::bf16 {
+    fn to_f32(self) -> f32 {
+        half::bf16::to_f32(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        half::bf16::from_f32(v)
+    }
+}
+impl Elem for half::f16 {
+    fn to_f32(self) -> f32 {
+        half::f16::to_f32(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        half::f16::from_f32(v)
+    }
+}
+
+/// `RMS_norm` over channels of a contiguous `[B, C, S]` buffer, optionally followed by
+/// SiLU: `y = x / max(||x[:, p]||_2, 1e-12) * g[c]` (`g` already holds `gamma * sqrt(C)`),
+/// computed in f32 and rounded once to `T` (16-bit types need no conversion passes).
+pub fn rms_norm<T: Elem>(x: &[T], b: usize, c: usize, s: usize, g: &[f32], silu: bool) -> Vec<T> {
     assert_eq!(x.len(), b * c * s);
     assert_eq!(g.len(), c);
-    let mut out: Vec<f32> = Vec::with_capacity(x.len());
+    let mut out: Vec<T> = Vec::with_capacity(x.len());
     let dst = SyncPtr(out.spare_capacity_mut().as_mut_ptr());
     let blocks_per_batch = s.div_ceil(BLOCK);
     (0..b * blocks_per_batch).into_par_iter().for_each(|task| {
@@ -42,6 +78,7 @@ pub fn rms_norm(x: &[f32], b: usize, c: usize, s: usize, g: &[f32], silu: bool) 
         for ci in 0..c {
             let plane = &x[base + ci * s + p0..base + ci * s + p0 + len];
             for (acc, &v) in sumsq.iter_mut().zip(plane) {
+                let v = v.to_f32();
                 *acc += v * v;
             }
         }
@@ -56,12 +93,12 @@ pub fn rms_norm(x: &[f32], b: usize, c: usize, s: usize, g: &[f32], silu: bool) 
             let out = unsafe { std::slice::from_raw_parts_mut(dst.get().add(off), len) };
             if silu {
                 for ((o, &v), &inv) in out.iter_mut().zip(plane).zip(sumsq.iter()) {
-                    let y = v * inv * gc;
-                    o.write(y / (1.0 + (-y).exp()));
+                    let y = v.to_f32() * inv * gc;
+                    o.write(T::from_f32(y / (1.0 + (-y).exp())));
                 }
             } else {
                 for ((o, &v), &inv) in out.iter_mut().zip(plane).zip(sumsq.iter()) {
-                    o.write(v * inv * gc);
+                    o.write(T::from_f32(v.to_f32() * inv * gc));
                 }
             }
         }
@@ -150,6 +187,36 @@ pub mod tensor {
         }))
     }
 
+    /// [`super::rms_norm`] over dim 1 of `x` `[B, C, ...]`.
+    pub fn rms_norm(x: &Tensor, g: &[f32], silu: bool) -> Result<Option<Tensor>> {
+        if !x.device().is_cpu() || x.rank() < 2 {
+            return Ok(None);
+        }
+        let x = x.contiguous()?;
+        let dims = x.dims().to_vec();
+        let (b, c) = (dims[0], dims[1]);
+        let s: usize = dims[2..].iter().product();
+        let dev = x.device();
+        Ok(Some(match x.dtype() {
+            DType::F32 => Tensor::from_vec(
+                with_cpu_slice(&x, |v: &[f32]| super::rms_norm(v, b, c, s, g, silu))?,
+                dims,
+                dev,
+            )?,
+            DType::BF16 => Tensor::from_vec(
+                with_cpu_slice(&x, |v: &[half::bf16]| super::rms_norm(v, b, c, s, g, silu))?,
+                dims,
+                dev,
+            )?,
+            DType::F16 => Tensor::from_vec(
+                with_cpu_slice(&x, |v: &[half::f16]| super::rms_norm(v, b, c, s, g, silu))?,
+                dims,
+                dev,
+            )?,
+            _ => return Ok(None),
+        }))
+    }
+
     /// [`super::add`] of two tensors of one shape and dtype.
     pub fn add(a: &Tensor, b: &Tensor) -> Result<Option<Tensor>> {
         if !a.device().is_cpu() || a.dims() != b.dims() || a.dtype() != b.dtype() {
@@ -196,6 +263,19 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn bf16_norm_is_the_f32_norm_rounded_once() {
+        let (b, c, s) = (1, 4, 3000);
+        let x: Vec<half::bf16> = (0..b * c * s)
+            .map(|i| half::bf16::from_f32(((i * 13 % 97) as f32 - 48.0) / 20.0))
+            .collect();
+        let xf: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
+        let g = [0.5, 1.5, -1.0, 2.0];
+        let y = rms_norm(&x, b, c, s, &g, true);
+        let yf = rms_norm(&xf, b, c, s, &g, true);
+        assert!(y.iter().zip(&yf).all(|(a, &f)| *a == half::bf16::from_f32(f)));
     }
 
     #[test]
