@@ -77,9 +77,9 @@ impl CausalConv3d {
     pub fn forward(&self, x: &Tensor, cache: Option<&Tensor>) -> Result<Tensor> {
         let [pt, ph, pw] = self.padding;
         let mut front = 2 * pt;
-        let mut x = x.clone();
+        let mut parts = vec![x];
         if let (Some(c), true) = (cache, front > 0) {
-            x = Tensor::cat(&[c, &x], 2)?;
+            parts.insert(0, c); // the conv reads cached frames, then x (no joined copy on the CPU)
             front -= c.dim(2)?;
         }
         let pad = Pad {
@@ -89,7 +89,7 @@ impl CausalConv3d {
             left: pw,
             right: pw,
         };
-        self.conv.forward(&x, self.stride, pad)
+        self.conv.forward_parts(&parts, self.stride, pad)
     }
 
     /// The reference's cached call: run with the slot's frames in front, then keep the last

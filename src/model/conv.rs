@@ -128,27 +128,57 @@ impl Conv3d {
 
     /// Convolve `x` `[B, C, T, H, W]` with `stride` and implicit zero `pad`.
     pub fn forward(&self, x: &Tensor, stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
-        let (_, c, _, _, _) = x.dims5()?;
-        if c != self.in_ch {
-            candle_core::bail!("conv expects {} input channels, got {c}", self.in_ch);
+        self.forward_parts(&[x], stride, pad)
+    }
+
+    /// Convolve the concatenation in time of `parts` (e.g. cached frames, then new ones);
+    /// the AVX-512 path reads the parts in place instead of copying them into one tensor.
+    pub fn forward_parts(&self, parts: &[&Tensor], stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
+        for x in parts {
+            let (_, c, _, _, _) = x.dims5()?;
+            if c != self.in_ch {
+                candle_core::bail!("conv expects {} input channels, got {c}", self.in_ch);
+            }
         }
+        if let Some(CpuWeights::Packed(pw)) = &self.cpu {
+            return self.forward_packed(parts, pw, stride, pad);
+        }
+        let joined;
+        let x = match parts {
+            [x] => *x,
+            _ => {
+                joined = Tensor::cat(parts, 2)?;
+                &joined
+            }
+        };
         match &self.cpu {
             Some(CpuWeights::Portable(w, b)) => self.forward_im2col(x, w, b, stride, pad),
-            Some(CpuWeights::Packed(pw)) => self.forward_packed(x, pw, stride, pad),
-            None => self.forward_candle(x, stride, pad),
+            _ => self.forward_candle(x, stride, pad),
         }
     }
 
     /// The AVX-512 kernels: bf16 in and out when the weights are packed as bf16, else f32.
     fn forward_packed(
         &self,
-        x: &Tensor,
+        parts: &[&Tensor],
         pw: &PackedWeights,
         stride: [usize; 3],
         pad: Pad,
     ) -> candle_core::Result<Tensor> {
-        let dtype = x.dtype();
-        let (b, c, t, h, wd) = x.dims5()?;
+        let dtype = parts[0].dtype();
+        let (b, c, _, h, wd) = parts[0].dims5()?;
+        let mut t = 0;
+        for x in parts {
+            let (pb, _, pt, ph, pw_) = x.dims5()?;
+            if (pb, ph, pw_) != (b, h, wd) {
+                candle_core::bail!(
+                    "conv input parts differ in batch or size: {:?} vs {:?}",
+                    x.dims(),
+                    parts[0].dims()
+                );
+            }
+            t += pt;
+        }
         let [to, ho, wo] = self.out_dims(t, h, wd, stride, pad)?;
         let shape = ConvShape {
             c,
@@ -164,31 +194,39 @@ impl Conv3d {
             top: pad.top,
             left: pad.left,
         };
-        let (in_len, out_len) = (c * t * h * wd, self.out_ch * to * ho * wo);
+        let out_len = self.out_ch * to * ho * wo;
         let dims = (b, self.out_ch, to, ho, wo);
         match pw.operands() {
             Operands::Bf16 => {
-                let xb = x.to_dtype(DType::BF16)?.contiguous()?;
+                let xs = parts
+                    .iter()
+                    .map(|x| x.to_dtype(DType::BF16)?.contiguous())
+                    .collect::<candle_core::Result<Vec<_>>>()?;
                 let mut out = vec![half::bf16::ZERO; b * out_len];
-                with_cpu_slice(&xb, |src: &[half::bf16]| {
+                with_cpu_slices(&xs, |srcs: &[&[half::bf16]]| {
                     for (bi, dst) in out.chunks_mut(out_len).enumerate() {
-                        let src = Src::Bf16(src[bi * in_len..(bi + 1) * in_len].reinterpret_cast());
-                        kernels::conv(pw, &shape, src, Dst::Bf16(dst.reinterpret_cast_mut()));
+                        let parts: Vec<Src> = srcs
+                            .iter()
+                            .map(|s| Src::Bf16(s[bi * s.len() / b..(bi + 1) * s.len() / b].reinterpret_cast()))
+                            .collect();
+                        kernels::conv_parts(pw, &shape, &parts, Dst::Bf16(dst.reinterpret_cast_mut()));
                     }
                 })?;
                 Tensor::from_vec(out, dims, &Device::Cpu)?.to_dtype(dtype)
             }
             Operands::F32 => {
-                let xf = x.to_dtype(DType::F32)?.contiguous()?;
+                let xs = parts
+                    .iter()
+                    .map(|x| x.to_dtype(DType::F32)?.contiguous())
+                    .collect::<candle_core::Result<Vec<_>>>()?;
                 let mut out = vec![0f32; b * out_len];
-                with_cpu_slice(&xf, |src: &[f32]| {
+                with_cpu_slices(&xs, |srcs: &[&[f32]]| {
                     for (bi, dst) in out.chunks_mut(out_len).enumerate() {
-                        kernels::conv(
-                            pw,
-                            &shape,
-                            Src::F32(&src[bi * in_len..(bi + 1) * in_len]),
-                            Dst::F32(dst),
-                        );
+                        let parts: Vec<Src> = srcs
+                            .iter()
+                            .map(|s| Src::F32(&s[bi * s.len() / b..(bi + 1) * s.len() / b]))
+                            .collect();
+                        kernels::conv_parts(pw, &shape, &parts, Dst::F32(dst));
                     }
                 })?;
                 Tensor::from_vec(out, dims, &Device::Cpu)?.to_dtype(dtype)
@@ -334,6 +372,26 @@ pub fn with_cpu_slice<T: candle_core::WithDType, R>(x: &Tensor, f: impl FnOnce(&
     };
     let start = layout.start_offset();
     Ok(f(&data[start..start + x.elem_count()]))
+}
+
+/// Run `f` on the data of several contiguous CPU tensors of dtype `T`.
+fn with_cpu_slices<T: candle_core::WithDType, R>(
+    xs: &[Tensor],
+    f: impl FnOnce(&[&[T]]) -> R,
+) -> candle_core::Result<R> {
+    let guards: Vec<_> = xs.iter().map(|x| (x.storage_and_layout(), x.elem_count())).collect();
+    let mut slices = Vec::with_capacity(xs.len());
+    for (x, ((storage, layout), n)) in xs.iter().zip(&guards) {
+        if !x.is_contiguous() {
+            candle_core::bail!("with_cpu_slices needs contiguous tensors");
+        }
+        let data = match &**storage {
+            candle_core::Storage::Cpu(cpu) => cpu.as_slice::<T>()?,
+            _ => candle_core::bail!("with_cpu_slices needs CPU tensors"),
+        };
+        slices.push(&data[layout.start_offset()..layout.start_offset() + n]);
+    }
+    Ok(f(&slices))
 }
 
 /// Append `bias + W[out, K] @ patches(src)^T` (channels-first `[out, to*ho*wo]`) to `out`.
@@ -610,6 +668,14 @@ mod tests {
                     err <= 1e-4,
                     "case {ci}: AVX-512 f32 differs by {err} x max(1, |expected|)"
                 );
+            }
+            if t >= 2 {
+                // Input in two parts (cached frames, then new ones): the same result as joined.
+                let conv = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Auto, hw).unwrap();
+                let (a, b) = (x.narrow(2, 0, 1).unwrap(), x.narrow(2, 1, t - 1).unwrap());
+                let split = conv.forward_parts(&[&a, &b], stride, pad).unwrap();
+                let (err, _) = max_err(&split, &conv.forward(&x, stride, pad).unwrap());
+                assert_eq!(err, 0.0, "case {ci}: parts differ from the joined input");
             }
             if hw >= Isa::Avx512Bf16 {
                 // bf16 model: weights and input rounded to bf16 on both sides.

@@ -28,7 +28,7 @@ pub(super) fn supports(g: &ConvShape) -> bool {
 }
 
 /// Build the padded input of `src` and run `f` on the plan.
-pub(super) fn with_plan(pw: &PackedWeights, g: &ConvShape, src: Src, f: impl FnOnce(&dyn Plan)) {
+pub(super) fn with_plan(pw: &PackedWeights, g: &ConvShape, parts: &[Src], f: impl FnOnce(&dyn Plan)) {
     let live = g.live_taps();
     let [_, kh, kw] = g.kernel;
     // Zero frames still read by some live tap; padded frame = input frame + zf.
@@ -54,7 +54,7 @@ pub(super) fn with_plan(pw: &PackedWeights, g: &ConvShape, src: Src, f: impl FnO
         gstride,
         spf: (g.ho * wp).div_ceil(NR),
     };
-    fill_padded(&geo, pw.groups, src, &mut buf.u32s()[..len]);
+    fill_padded(&geo, pw.groups, parts, &mut buf.u32s()[..len]);
     let plan = Direct {
         geo,
         x: &buf.u32s()[..len],
@@ -83,9 +83,22 @@ struct Direct<'a> {
     x: &'a [u32],
 }
 
-/// Copy `src` into the padded layout (zeros around), one `(group, frame)` plane per task.
-fn fill_padded(geo: &Geo, groups: usize, src: Src, dst: &mut [u32]) {
+/// Copy the input `parts` (consecutive in time) into the padded layout (zeros around), one
+/// `(group, frame)` plane per task.
+fn fill_padded(geo: &Geo, groups: usize, parts: &[Src], dst: &mut [u32]) {
     let g = &geo.g;
+    let frame_len = g.c * g.h * g.w;
+    // (part, its frame count, its first frame)
+    let mut spans = Vec::with_capacity(parts.len());
+    let mut t0 = 0;
+    for p in parts {
+        let t = match p {
+            Src::F32(x) => x.len(),
+            Src::Bf16(x) => x.len(),
+        } / frame_len;
+        spans.push((*p, t, t0));
+        t0 += t;
+    }
     let plane = geo.hp * geo.wp;
     let tp = geo.zf + g.t;
     let (main, slack) = dst.split_at_mut(groups * tp * plane);
@@ -97,6 +110,8 @@ fn fill_padded(geo: &Geo, groups: usize, src: Src, dst: &mut [u32]) {
             return;
         }
         let it = tau - geo.zf;
+        let &(src, pt, first) = spans.iter().find(|s| it < s.2 + s.1).expect("frame in a part");
+        let lt = it - first;
         for (r, row) in out.chunks_mut(geo.wp).enumerate() {
             let ih = r as isize - g.top as isize;
             if ih < 0 || ih >= g.h as isize {
@@ -108,7 +123,7 @@ fn fill_padded(geo: &Geo, groups: usize, src: Src, dst: &mut [u32]) {
             let n = g.w.min(rest.len());
             let (mid, right) = rest.split_at_mut(n);
             right.fill(0);
-            let at = |ci: usize| ((ci * g.t + it) * g.h + ih as usize) * g.w;
+            let at = |ci: usize| ((ci * pt + lt) * g.h + ih as usize) * g.w;
             match src {
                 Src::F32(x) => {
                     for (d, &v) in mid.iter_mut().zip(&x[at(grp)..][..n]) {

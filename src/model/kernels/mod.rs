@@ -334,6 +334,12 @@ trait Plan: Sync {
 /// `Operands::Bf16`, `Src::F32` with `Operands::F32`), the slice lengths do not match `g`,
 /// or the CPU lacks the instructions (callers check [`Isa::detect`]).
 pub fn conv(pw: &PackedWeights, g: &ConvShape, src: Src, dst: Dst) {
+    conv_parts(pw, g, &[src], dst)
+}
+
+/// As [`conv`] with the input given as `parts` `[c, t_i, h, w]` that follow each other in
+/// time (cached frames, then the new ones), with `sum t_i = g.t`: no concatenated copy.
+pub fn conv_parts(pw: &PackedWeights, g: &ConvShape, parts: &[Src], dst: Dst) {
     assert_eq!(
         (g.c, g.kernel),
         (pw.c, pw.kernel),
@@ -344,12 +350,21 @@ pub fn conv(pw: &PackedWeights, g: &ConvShape, src: Src, dst: Dst) {
         Operands::Bf16 => Isa::Avx512Bf16,
     };
     assert!(Isa::hardware() >= need, "this CPU lacks the {} kernels", need.name());
-    let in_len = g.c * g.t * g.h * g.w;
-    match (src, pw.operands) {
-        (Src::F32(s), Operands::F32) => assert_eq!(s.len(), in_len),
-        (Src::Bf16(s), Operands::Bf16) => assert_eq!(s.len(), in_len),
-        _ => panic!("input type does not match the packed weights ({:?})", pw.operands),
+    let plane = g.c * g.h * g.w;
+    let mut frames = 0;
+    for part in parts {
+        let len = match (part, pw.operands) {
+            (Src::F32(s), Operands::F32) => s.len(),
+            (Src::Bf16(s), Operands::Bf16) => s.len(),
+            _ => panic!("input type does not match the packed weights ({:?})", pw.operands),
+        };
+        assert!(
+            plane > 0 && len % plane == 0,
+            "input part of {len} values is not whole frames"
+        );
+        frames += len / plane;
     }
+    assert_eq!(frames, g.t, "input parts hold {frames} frames, the shape {}", g.t);
     let n = g.pixels();
     let (out, bf16) = match dst {
         Dst::F32(d) => {
@@ -362,10 +377,35 @@ pub fn conv(pw: &PackedWeights, g: &ConvShape, src: Src, dst: Dst) {
         }
     };
     if direct::supports(g) {
-        direct::with_plan(pw, g, src, |plan| run(pw, plan, n, out, bf16));
+        direct::with_plan(pw, g, parts, |plan| run(pw, plan, n, out, bf16));
+    } else if let [src] = parts {
+        run(pw, &pack::Packing::new(g, *src), n, out, bf16);
     } else {
-        run(pw, &pack::Packing::new(g, src), n, out, bf16);
+        // The packing path reads one buffer: join the parts (downsampling convs only).
+        match pw.operands {
+            Operands::F32 => {
+                let x = join(parts, g.c, |p| if let Src::F32(s) = p { s } else { unreachable!() });
+                run(pw, &pack::Packing::new(g, Src::F32(&x)), n, out, bf16);
+            }
+            Operands::Bf16 => {
+                let x = join(parts, g.c, |p| if let Src::Bf16(s) = p { s } else { unreachable!() });
+                run(pw, &pack::Packing::new(g, Src::Bf16(&x)), n, out, bf16);
+            }
+        }
     }
+}
+
+/// `[c, t_i, h, w]` parts joined along time into one `[c, sum t_i, h, w]` buffer.
+fn join<'a, T: Copy + 'a>(parts: &[Src<'a>], c: usize, slice: impl Fn(&Src<'a>) -> &'a [T]) -> Vec<T> {
+    let slices: Vec<&[T]> = parts.iter().map(slice).collect();
+    let mut out = Vec::with_capacity(slices.iter().map(|s| s.len()).sum());
+    for ci in 0..c {
+        for s in &slices {
+            let per = s.len() / c;
+            out.extend_from_slice(&s[ci * per..(ci + 1) * per]);
+        }
+    }
+    out
 }
 
 /// Run `plan` in parallel tasks of [`STRIPS_PER_TASK`] strips (and, for small images, a
