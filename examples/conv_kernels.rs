@@ -9,13 +9,14 @@ use candle_core::{DType, Device, Tensor};
 use wan_vae_bench::model::conv::{Conv3d, ConvImpl, Isa, Pad};
 use wan_vae_bench::model::kernels::{peak_gflops, Operands};
 
+/// `sin(0.001 * i)` (built from integers: an f32 `arange` stalls past 2^24 elements).
 fn input(shape: &[usize], dtype: DType) -> Tensor {
     let n: usize = shape.iter().product();
-    let t = (Tensor::arange(0f32, n as f32, &Device::Cpu).unwrap() * 0.001)
+    let v: Vec<f32> = (0..n).map(|i| (0.001 * i as f64).sin() as f32).collect();
+    Tensor::from_vec(v, shape, &Device::Cpu)
         .unwrap()
-        .sin()
-        .unwrap();
-    t.reshape(shape).unwrap().to_dtype(dtype).unwrap()
+        .to_dtype(dtype)
+        .unwrap()
 }
 
 fn cpu_time() -> f64 {
