@@ -589,8 +589,10 @@ mod tests {
             .unwrap()
     }
 
-    /// (in, out, kernel, input [t, h, w], stride, pad) of the model's conv kinds.
-    fn cases() -> Vec<(usize, usize, [usize; 3], [usize; 3], [usize; 3], Pad)> {
+    /// (in, out, kernel, input [t, h, w], stride, pad) of one of the model's conv kinds.
+    type Case = (usize, usize, [usize; 3], [usize; 3], [usize; 3], Pad);
+
+    fn cases() -> Vec<Case> {
         let p = |t_front, s| Pad {
             t_front,
             top: s,
