@@ -1,27 +1,34 @@
-//! Criterion benches: the causal conv3d (our im2col+gemm against candle's conv2d path),
-//! encode and decode of 5 frames at 64x64 (synthetic weights, real size), and a 2048x2048
-//! f32 matmul as the machine's reference throughput in the same run.
+//! Criterion benches: the causal conv3d on each CPU path (AVX-512 f32 and AVX512-BF16 where
+//! the CPU has them, the portable gemm-crate path, candle's conv2d path), encode and decode
+//! of 5 frames at 64x64 in fp32 and bf16 (synthetic weights, real size), and a 2048x2048 f32
+//! matmul (candle) for reference.
 //!
 //! Throughput is declared in FLOP, so criterion's "Gelem/s" reads as GFLOP/s; a summary
-//! table with GFLOP/s and the fraction of the matmul's rate is printed at the end.
+//! table at the end gives GFLOP/s and the fraction of the peak measured in the same run by
+//! a register-only loop of the instruction each bench relies on (`kernels::peak_gflops`).
 use std::collections::HashMap;
 use std::path::Path;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use criterion::{criterion_group, BenchmarkId, Criterion, Throughput};
-use wan_vae_bench::model::conv::{Conv3d, ConvImpl, Pad};
+use wan_vae_bench::model::conv::{Conv3d, ConvImpl, Isa, Pad};
 use wan_vae_bench::model::flops::{decode_gflop, encode_gflop};
+use wan_vae_bench::model::kernels::{peak_gflops, Operands};
 use wan_vae_bench::model::{Precision, RunOptions, WanVae};
 use wan_vae_bench::weights::{load, WeightsSource};
 
-/// (group, id, GFLOP per iteration) of every bench, for the summary.
-const COSTS: &[(&str, &str, f64)] = &[
-    ("matmul", "f32_2048", 2.0 * 2048.0 * 2048.0 * 2048.0 / 1e9),
-    ("conv3d_96x96x3x3x3_4x64x64", "im2col_gemm", CONV_GFLOP),
-    ("conv3d_96x96x3x3x3_4x64x64", "candle_conv2d", CONV_GFLOP),
-    ("vae_5x64x64_fp32", "encode", 109.25),
-    ("vae_5x64x64_fp32", "decode", 182.40),
+/// (group, id, GFLOP per iteration, bf16 operands) of every bench, for the summary.
+const COSTS: &[(&str, &str, f64, bool)] = &[
+    ("matmul", "f32_2048", 2.0 * 2048.0 * 2048.0 * 2048.0 / 1e9, false),
+    ("conv3d_96x96x3x3x3_4x64x64", "avx512_f32", CONV_GFLOP, false),
+    ("conv3d_96x96x3x3x3_4x64x64", "avx512_bf16", CONV_GFLOP, true),
+    ("conv3d_96x96x3x3x3_4x64x64", "portable_gemm", CONV_GFLOP, false),
+    ("conv3d_96x96x3x3x3_4x64x64", "candle_conv2d", CONV_GFLOP, false),
+    ("vae_5x64x64_fp32", "encode", 109.25, false),
+    ("vae_5x64x64_fp32", "decode", 182.40, false),
+    ("vae_5x64x64_bf16", "encode", 109.25, true),
+    ("vae_5x64x64_bf16", "decode", 182.40, true),
 ];
 
 /// 96 -> 96 channels, 3x3x3 kernel, 4 output frames of 64x64.
@@ -66,8 +73,25 @@ fn conv3d(c: &mut Criterion) {
     let mut g = c.benchmark_group("conv3d_96x96x3x3x3_4x64x64");
     g.sample_size(10)
         .throughput(Throughput::Elements((CONV_GFLOP * 1e9) as u64));
-    for (name, imp) in [("im2col_gemm", ConvImpl::Auto), ("candle_conv2d", ConvImpl::Candle)] {
-        let conv = Conv3d::new(vb.clone(), 96, 96, [3, 3, 3], imp).unwrap();
+    let w = vb.get((96, 96, 3, 3, 3), "weight").unwrap();
+    let b = vb.get(96, "bias").unwrap();
+    let hw = Isa::hardware();
+    let paths = [
+        ("avx512_f32", ConvImpl::Auto, Isa::Avx512, DType::F32),
+        ("avx512_bf16", ConvImpl::Auto, Isa::Avx512Bf16, DType::BF16),
+        ("portable_gemm", ConvImpl::Auto, Isa::Portable, DType::F32),
+        ("candle_conv2d", ConvImpl::Candle, Isa::Portable, DType::F32),
+    ];
+    for (name, imp, isa, dtype) in paths {
+        if isa > hw {
+            continue;
+        }
+        let (w, b, x) = (
+            w.to_dtype(dtype).unwrap(),
+            b.to_dtype(dtype).unwrap(),
+            x.to_dtype(dtype).unwrap(),
+        );
+        let conv = Conv3d::with_isa(w, b, imp, isa).unwrap();
         g.bench_function(name, |bench| bench.iter(|| conv.forward(&x, [1, 1, 1], pad).unwrap()));
     }
     g.finish();
@@ -75,27 +99,29 @@ fn conv3d(c: &mut Criterion) {
 
 fn vae(c: &mut Criterion) {
     let weights = load(&WeightsSource::Synthetic { seed: 0 }).unwrap();
-    let model = WanVae::new(
-        &weights.config,
-        weights.var_builder(Precision::Fp32, &Device::Cpu),
-        ConvImpl::Auto,
-    )
-    .unwrap();
     let video = input(&[1, 3, 5, 64, 64]);
     let opts = RunOptions::default();
-    let latent = model.encode(&video, &opts).unwrap();
-    let cfg = model.config().clone();
-    let mut g = c.benchmark_group("vae_5x64x64_fp32");
-    g.sample_size(10);
-    g.throughput(Throughput::Elements((encode_gflop(&cfg, 5, 64, 64) * 1e9) as u64));
-    g.bench_function(BenchmarkId::from_parameter("encode"), |b| {
-        b.iter(|| model.encode(&video, &opts).unwrap())
-    });
-    g.throughput(Throughput::Elements((decode_gflop(&cfg, 5, 64, 64) * 1e9) as u64));
-    g.bench_function(BenchmarkId::from_parameter("decode"), |b| {
-        b.iter(|| model.decode(&latent, &opts).unwrap())
-    });
-    g.finish();
+    for precision in [Precision::Fp32, Precision::Bf16] {
+        let model = WanVae::new(
+            &weights.config,
+            weights.var_builder(precision, &Device::Cpu),
+            ConvImpl::Auto,
+        )
+        .unwrap();
+        let latent = model.encode(&video, &opts).unwrap();
+        let cfg = model.config().clone();
+        let mut g = c.benchmark_group(format!("vae_5x64x64_{precision}"));
+        g.sample_size(10);
+        g.throughput(Throughput::Elements((encode_gflop(&cfg, 5, 64, 64) * 1e9) as u64));
+        g.bench_function(BenchmarkId::from_parameter("encode"), |b| {
+            b.iter(|| model.encode(&video, &opts).unwrap())
+        });
+        g.throughput(Throughput::Elements((decode_gflop(&cfg, 5, 64, 64) * 1e9) as u64));
+        g.bench_function(BenchmarkId::from_parameter("decode"), |b| {
+            b.iter(|| model.decode(&latent, &opts).unwrap())
+        });
+        g.finish();
+    }
 }
 
 criterion_group!(benches, matmul, conv3d, vae);
@@ -113,23 +139,41 @@ fn median_s(group: &str, id: &str) -> Option<f64> {
 }
 
 fn summary() {
-    let Some(matmul_s) = median_s(COSTS[0].0, COSTS[0].1) else {
-        return;
-    };
-    let peak = COSTS[0].2 / matmul_s;
+    let threads = rayon::current_num_threads();
+    let isa = Isa::detect();
+    // The instruction each bench's kernels rely on (see `kernels::peak_gflops`).
+    let fma = peak_gflops(isa.min(Isa::Avx512), Operands::F32, threads);
+    let bf16 = peak_gflops(isa, Operands::Bf16, threads).or(fma);
+    let portable = peak_gflops(Isa::Portable, Operands::F32, threads);
     println!(
-        "\n{:<30} {:<14} {:>10} {:>9} {:>13}",
-        "group", "bench", "median_s", "GFLOP/s", "vs_matmul"
+        "\nmeasured peaks on {threads} threads (GFLOP/s): conv kernels f32 {}, bf16 {}, 256-bit FMA {}",
+        fmt(fma),
+        fmt(bf16),
+        fmt(portable)
     );
-    for (group, id, gflop) in COSTS {
-        if let Some(s) = median_s(group, id) {
-            let rate = gflop / s;
-            println!(
-                "{group:<30} {id:<14} {s:>10.4} {rate:>9.1} {:>12.0}%",
-                100.0 * rate / peak
-            );
-        }
+    println!(
+        "{:<30} {:<14} {:>10} {:>9} {:>10}",
+        "group", "bench", "median_s", "GFLOP/s", "% of peak"
+    );
+    for (group, id, gflop, is_bf16) in COSTS {
+        let Some(s) = median_s(group, id) else {
+            continue;
+        };
+        let peak = match *id {
+            "portable_gemm" | "candle_conv2d" | "f32_2048" => portable,
+            _ if *is_bf16 => bf16,
+            _ => fma,
+        };
+        let rate = gflop / s;
+        let frac = peak
+            .map(|p| format!("{:.0}%", 100.0 * rate / p))
+            .unwrap_or("n/a".into());
+        println!("{group:<30} {id:<14} {s:>10.4} {rate:>9.1} {frac:>10}");
     }
+}
+
+fn fmt(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.0}")).unwrap_or("n/a".into())
 }
 
 fn main() {

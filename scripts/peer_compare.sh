@@ -19,23 +19,32 @@
 #          --weights tests/fixtures/wan21_tiny.weights.safetensors \
 #          --cases tests/fixtures/wan21_tiny.cases.safetensors      (max errors ~1e-6 or 0)
 #
-# Usage: scripts/peer_compare.sh [--frames N] [--size WxH] [--warmup N] [--runs N]
-#                                [--threads N] [--chunk N] [--rounds N] [--out-dir DIR] [--no-build]
-# --rounds N alternates ours / PyTorch N times (each a fresh process with its own warmup)
-# and pools the timed samples, so a load spike on the machine hits both sides alike.
-# Environment: PEER_PYTHON (default /work/torchenv/bin/python).
+# Usage: scripts/peer_compare.sh [--frames N] [--sizes WxH,...] [--precisions fp32,bf16]
+#                                [--warmup N] [--runs N] [--threads N] [--chunk N] [--rounds N]
+#                                [--out-dir DIR] [--no-build]
+# Defaults: 5 frames; sizes 64x64,128x128; precisions fp32,bf16; 1 warmup + 3 runs; 1 round.
+# Each (size, precision) case runs ours, then PyTorch, back to back; --rounds N repeats the
+# whole sequence and pools the timed samples, so a load spike on the machine hits both sides
+# alike. The table gives min and median seconds per pass, the ratio ours / PyTorch, and our
+# GFLOP/s as a fraction of the measured peak of the instruction our kernels use
+# (`examples/cpu_scaling.rs --peak`: AVX-512 FMA for fp32, vdpbf16ps for bf16).
+# Environment: PEER_PYTHON (default .venv-torch/bin/python, then /work/torchenv/bin/python).
 # Both sides use the same thread count (--threads, default: all cores): PyTorch via
 # torch.set_num_threads, ours via RAYON_NUM_THREADS. Weights: synthetic (dim 96, z 16) on
 # both sides; the values differ but timing does not depend on them.
 #
-# Ours is timed with `wan-vae-bench run` (fp32, untiled, synthetic weights, same shape).
+# Ours is timed with `wan-vae-bench run` (untiled, synthetic weights, same shape).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 
-PEER_PYTHON=${PEER_PYTHON:-/work/torchenv/bin/python}
+if [ -z "${PEER_PYTHON:-}" ]; then
+    PEER_PYTHON=.venv-torch/bin/python
+    [ -x "$PEER_PYTHON" ] || PEER_PYTHON=/work/torchenv/bin/python
+fi
 FRAMES=5
-SIZE=64x64
+SIZES=64x64,128x128
+PRECISIONS=fp32,bf16
 WARMUP=1
 RUNS=3
 THREADS=$(nproc)
@@ -47,7 +56,8 @@ BUILD=1
 while [ $# -gt 0 ]; do
     case "$1" in
         --frames) FRAMES=$2; shift 2 ;;
-        --size) SIZE=$2; shift 2 ;;
+        --size|--sizes) SIZES=$2; shift 2 ;;
+        --precision|--precisions) PRECISIONS=$2; shift 2 ;;
         --warmup) WARMUP=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
@@ -67,8 +77,9 @@ fi
 
 mkdir -p "$OUT_DIR"
 BIN=target/release/wan-vae-bench
+PEAK=target/release/examples/cpu_scaling
 if [ "$BUILD" = 1 ]; then
-    if ! cargo build --release --bin wan-vae-bench; then
+    if ! cargo build --release --bin wan-vae-bench --example cpu_scaling; then
         if [ -x "$BIN" ]; then
             echo "peer_compare: build failed; using the existing $BIN" >&2
         else
@@ -81,77 +92,89 @@ elif [ ! -x "$BIN" ]; then
     exit 1
 fi
 
-rm -f "$OUT_DIR"/ours_*.json "$OUT_DIR"/pytorch_*.json
+rm -f "$OUT_DIR"/ours_*.json "$OUT_DIR"/pytorch_*.json "$OUT_DIR"/peak.json
 load() { cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime; }
 
-OURS_MODE=run
 RUN_ARGS=(--weights synthetic)
 if [ "$CHUNK" != 1 ]; then
     RUN_ARGS+=(--chunk "$CHUNK")
 fi
+IFS=, read -r -a SIZE_LIST <<< "$SIZES"
+IFS=, read -r -a PREC_LIST <<< "$PRECISIONS"
 
+if [ -x "$PEAK" ]; then
+    RAYON_NUM_THREADS=$THREADS "$PEAK" --peak --json "$OUT_DIR/peak.json" || true
+fi
 for r in $(seq 1 "$ROUNDS"); do
-    echo "== round $r/$ROUNDS, load average: $(load)"
-    echo "== ours: $FRAMES frames, $SIZE, fp32, chunk $CHUNK, $THREADS threads ($OURS_MODE)"
-    RAYON_NUM_THREADS=$THREADS "$BIN" run --frames "$FRAMES" --size "$SIZE" --precision fp32 \
-        "${RUN_ARGS[@]}" --warmup "$WARMUP" --runs "$RUNS" --output "$OUT_DIR/ours_$r.json" --quiet
-    echo "== PyTorch ($PEER_PYTHON), load average: $(load)"
-    "$PEER_PYTHON" scripts/peer_pytorch.py bench --weights synthetic --frames "$FRAMES" --size "$SIZE" \
-        --warmup "$WARMUP" --runs "$RUNS" --threads "$THREADS" --chunk "$CHUNK" --json "$OUT_DIR/pytorch_$r.json"
+    for size in "${SIZE_LIST[@]}"; do
+        for prec in "${PREC_LIST[@]}"; do
+            tag="${size}_${prec}_$r"
+            echo "== round $r/$ROUNDS, $FRAMES frames $size $prec, $THREADS threads; load average: $(load)"
+            RAYON_NUM_THREADS=$THREADS "$BIN" run --frames "$FRAMES" --size "$size" --precision "$prec" \
+                "${RUN_ARGS[@]}" --warmup "$WARMUP" --runs "$RUNS" --output "$OUT_DIR/ours_$tag.json" --quiet
+            "$PEER_PYTHON" scripts/peer_pytorch.py bench --weights synthetic --frames "$FRAMES" --size "$size" \
+                --precision "$prec" --warmup "$WARMUP" --runs "$RUNS" --threads "$THREADS" --chunk "$CHUNK" \
+                --json "$OUT_DIR/pytorch_$tag.json" --quiet
+        done
+    done
 done
 echo "== load average after: $(load)"
 
-"$PEER_PYTHON" - "$OURS_MODE" "$OUT_DIR" "$FRAMES" "$SIZE" "$CHUNK" "$ROUNDS" "$(load)" <<'EOF'
-import json, statistics, sys
+"$PEER_PYTHON" - "$OUT_DIR" "$FRAMES" "$SIZES" "$PRECISIONS" "$CHUNK" "$ROUNDS" "$(load)" <<'EOF'
+import json, os, statistics, sys
 
-mode, out_dir, frames, size, chunk, rounds, load_end = sys.argv[1:8]
+out_dir, frames, sizes, precs, chunk, rounds, load_end = sys.argv[1:8]
 frames, chunk, rounds = int(frames), int(chunk), int(rounds)
-w, h = (int(v) for v in size.lower().split("x"))
-ours = {"encode": [], "decode": []}  # pooled timed samples, seconds
-ours_gflop = {}
-peer = {"encode": [], "decode": []}
-peer_gflop = {}
-loads = []
-for r in range(1, rounds + 1):
-    pj = json.load(open(f"{out_dir}/pytorch_{r}.json"))
-    loads.append(pj.get("load_avg_1_5_15"))
-    for p in peer:
-        peer[p] += pj[p]["samples_s"]
-        peer_gflop[p] = pj[p]["gflop"]
-    if mode == "run":
-        rep = json.load(open(f"{out_dir}/ours_{r}.json"))
-        cases = [c for c in rep["cases"] if c.get("status") == "ok" and c.get("frames") == frames
-                 and c.get("width") == w and c.get("height") == h and c.get("precision") == "fp32"
-                 and c.get("chunk") == chunk and c.get("tile_px") is None]
-        if not cases:
-            sys.exit(f"peer_compare: no ok fp32 untiled case of that shape in ours_{r}.json")
-        c = cases[0]
-        src = f"wan-vae-bench run, case {c['id']}"
-        for p in ours:
-            if c.get(p):
-                ours[p] += c[p]["samples_s"]
-                ours_gflop[p] = c[p]["gflop"]
+peak = json.load(open(f"{out_dir}/peak.json")) if os.path.exists(f"{out_dir}/peak.json") else {}
+rows, loads, torch_info, compute = [], [], None, {}
+for size in sizes.split(","):
+    w, h = (int(v) for v in size.lower().split("x"))
+    for prec in precs.split(","):
+        ours = {"encode": [], "decode": []}
+        peer = {"encode": [], "decode": []}
+        gflop = {}
+        for r in range(1, rounds + 1):
+            tag = f"{size}_{prec}_{r}"
+            pj = json.load(open(f"{out_dir}/pytorch_{tag}.json"))
+            torch_info = pj
+            loads.append(pj.get("load_avg_1_5_15"))
+            rep = json.load(open(f"{out_dir}/ours_{tag}.json"))
+            cases = [c for c in rep["cases"] if c.get("status") == "ok" and c.get("frames") == frames
+                     and c.get("width") == w and c.get("height") == h and c.get("precision") == prec
+                     and c.get("chunk") == chunk and c.get("tile_px") is None]
+            if not cases:
+                sys.exit(f"peer_compare: no ok {prec} untiled {size} case in ours_{tag}.json")
+            compute[prec] = cases[0].get("compute_dtype")
+            for p in ours:
+                ours[p] += cases[0][p]["samples_s"]
+                peer[p] += pj[p]["samples_s"]
+                gflop[p] = cases[0][p]["gflop"]
+        for p in ("encode", "decode"):
+            rows.append((prec, size, p, ours[p], peer[p], gflop[p]))
 
-pj = json.load(open(f"{out_dir}/pytorch_1.json"))
 print()
-print(f"ours: {src}")
-print(f"PyTorch {pj['torch_version']}, {pj['threads']} threads, mkldnn {pj['mkldnn_available']}; "
-      f"PyTorch GFLOP {'exact' if pj['gflop_exact'] else 'approximate'} ({pj['gflop_note']})")
-print(f"{frames} frames, {w}x{h} (WxH), fp32, chunk {chunk}, {rounds} round(s) alternating ours/PyTorch; "
-      f"timed samples per pass: ours {len(ours['encode'])}, PyTorch {len(peer['encode'])}")
-print(f"load average (1/5/15 min) at each PyTorch run end: "
-      f"{[[round(v, 2) for v in l] for l in loads if l]}; at the end: {load_end}")
+print(f"ours: wan-vae-bench run; compute_dtype {compute}")
+print(f"PyTorch {torch_info['torch_version']}, {torch_info['threads']} threads, mkldnn {torch_info['mkldnn_available']}")
+print(f"{frames} frames, chunk {chunk}, {rounds} round(s), ours then PyTorch per case; "
+      f"timed samples per pass and side: {len(rows[0][3])}")
+print(f"load average (1/5/15 min) after each PyTorch case: {[[round(v, 2) for v in l] for l in loads if l]}; "
+      f"at the end: {load_end}")
+if peak:
+    print(f"measured peak on {peak['threads']} threads (register-only loops): "
+          + ", ".join(f"{k} {v:.0f} GFLOP/s" for k, v in peak["gflops"].items() if v))
 print()
-print("| pass   | ours median s | PyTorch median s | ours/PyTorch | ours GFLOP/s | PyTorch GFLOP/s | min ratio |")
-print("|--------|---------------|------------------|--------------|--------------|-----------------|-----------|")
-for p in ("encode", "decode"):
-    if not ours[p]:
-        continue
-    om, pm = statistics.median(ours[p]), statistics.median(peer[p])
-    omin, pmin = min(ours[p]), min(peer[p])
-    og, pg = ours_gflop[p] / om, peer_gflop[p] / pm
-    print(f"| {p:6s} | {om:13.3f} | {pm:16.3f} | {om / pm:12.2f} | {og:12.1f} | {pg:15.1f} | {omin / pmin:9.2f} |")
+print("| case | pass | ours min s | PyTorch min s | ours/PyTorch (min) | ours median s | PyTorch median s "
+      "| ours/PyTorch (median) | ours GFLOP/s | % of peak |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+key = {"fp32": "avx512_fma", "bf16": "avx512_bf16_dot"}
+for prec, size, p, o, t, g in rows:
+    om, tm = statistics.median(o), statistics.median(t)
+    rate = g / min(o)
+    pk = peak.get("gflops", {}).get(key.get(prec, "")) if peak else None
+    frac = f"{100 * rate / pk:.0f}%" if pk else "n/a"
+    print(f"| {prec} {frames}x{size} | {p} | {min(o):.3f} | {min(t):.3f} | {min(o) / min(t):.2f} | "
+          f"{om:.3f} | {tm:.3f} | {om / tm:.2f} | {rate:.1f} | {frac} |")
 print()
-print("ratio < 1: ours is faster; > 1: PyTorch is faster. GFLOP/s = analytic cost / median.")
-print("min ratio = ours fastest run / PyTorch fastest run (less sensitive to a loaded machine).")
+print("ratio < 1: ours is faster; > 1: PyTorch is faster. GFLOP/s = analytic cost of the reference")
+print("computation (including the zero-padding taps we skip) / fastest pass.")
 EOF

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch peer for wan-vae-bench: the official Wan 2.1 VAE computation, on CPU, fp32.
+"""PyTorch peer for wan-vae-bench: the official Wan 2.1 VAE computation, on CPU, fp32 or bf16.
 
 A faithful port of `wan/modules/vae.py` from Wan-Video/Wan2.1 @ 9737cba (the code that
 produced `tests/fixtures/`), with the reference's module and parameter names, so
@@ -12,13 +12,15 @@ Differences from the reference file, none of which change the arithmetic:
   * the `'Rep'` cache marker is tested with `isinstance` instead of `tensor != 'Rep'`;
   * `--chunk N` runs N latent frames per decoder call (4N frames per encoder call) after
     the first frame, the "temporal chunk" knob of our CLI (N=1 is exactly the reference);
-  * no autocast / clamp wrapper: fp32 in, unclamped fp32 out (like the fixtures).
+  * no autocast / clamp wrapper: fp32 in, unclamped fp32 out (like the fixtures);
+  * `bench --precision bf16` casts the module, input and latent scale to bfloat16 (what our
+    `--precision bf16` stores; oneDNN picks its bf16 kernels).
 
 Usage (PyTorch lives in a venv outside the repo, see scripts/peer_compare.sh):
   python scripts/peer_pytorch.py validate --weights tests/fixtures/wan21_tiny.weights.safetensors \
       --cases tests/fixtures/wan21_tiny.cases.safetensors [--chunk N]
   python scripts/peer_pytorch.py bench --weights synthetic --frames 5 --size 64x64 \
-      --warmup 1 --runs 3 [--threads N] [--chunk N] [--json OUT.json]
+      --warmup 1 --runs 3 [--threads N] [--chunk N] [--precision fp32|bf16] [--json OUT.json]
 """
 import argparse
 import json
@@ -578,9 +580,11 @@ def cmd_bench(args):
     load_s = time.perf_counter() - t0
     if (model.dim, model.z_dim) != (96, 16):
         exact = False
-    scale = latent_scale()
-    # Same clip as examples/probe.rs: sin(0.001 * i) over the flattened [1,3,T,H,W] tensor.
-    x = (torch.arange(3 * frames * h * w, dtype=torch.float32) * 0.001).sin().reshape(1, 3, frames, h, w)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[args.precision]
+    model = model.to(dtype)
+    scale = [s.to(dtype) for s in latent_scale()]
+    # Same clip as ours: sin(0.001 * i) over the flattened [1,3,T,H,W] tensor.
+    x = (torch.arange(3 * frames * h * w, dtype=torch.float32) * 0.001).sin().reshape(1, 3, frames, h, w).to(dtype)
 
     enc_w, dec_w, enc_s, dec_s = [], [], [], []
     with torch.inference_mode():
@@ -606,7 +610,7 @@ def cmd_bench(args):
         load_avg = None
     rep = {
         "tool": "peer_pytorch",
-        "reference": "Wan-Video/Wan2.1 wan/modules/vae.py @ 9737cba (ported, CPU fp32)",
+        "reference": f"Wan-Video/Wan2.1 wan/modules/vae.py @ 9737cba (ported, CPU {args.precision})",
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "mkldnn_available": bool(torch.backends.mkldnn.is_available()),
@@ -616,7 +620,7 @@ def cmd_bench(args):
         "weights": source,
         "dim": model.dim,
         "z_dim": model.z_dim,
-        "precision": "fp32",
+        "precision": args.precision,
         "chunk": args.chunk,
         "frames": frames,
         "frames_used": t_used,
@@ -671,6 +675,7 @@ def main():
     b.add_argument("--threads", type=int, default=0, help="torch threads (default: all cores)")
     b.add_argument("--chunk", type=int, default=1, help="latent frames per decoder call after the first")
     b.add_argument("--seed", type=int, default=0, help="seed of the synthetic weights")
+    b.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="module and input dtype")
     b.add_argument("--json", help="write the result here")
     b.add_argument("--quiet", action="store_true", help="no progress lines")
     args = ap.parse_args()

@@ -5,10 +5,10 @@
 //!
 //! Owns one block's weights and arithmetic (and the frame cache those blocks share); must
 //! not know where a block sits in the model (`coder.rs`) nor the conv kernels (`conv.rs`).
-use candle_core::{DType, Result, Tensor, D};
+use candle_core::{DType, Result, Tensor};
 use candle_nn::VarBuilder;
 
-use super::conv::{tail, with_cpu_slice, Conv3d, ConvImpl, Pad};
+use super::conv::{tail, Conv3d, ConvImpl, Pad};
 use super::cpu_kernels;
 
 /// Frames a time-kernel-3 causal conv keeps from the previous call (`CACHE_T`).
@@ -89,9 +89,9 @@ impl CausalConv3d {
     pub fn forward(&self, x: &Tensor, cache: Option<&Tensor>) -> Result<Tensor> {
         let [pt, ph, pw] = self.padding;
         let mut front = 2 * pt;
-        let mut x = x.clone();
+        let mut parts = vec![x];
         if let (Some(c), true) = (cache, front > 0) {
-            x = Tensor::cat(&[c, &x], 2)?;
+            parts.insert(0, c); // the conv reads cached frames, then x (no joined copy on the CPU)
             front -= c.dim(2)?;
         }
         let pad = Pad {
@@ -101,7 +101,7 @@ impl CausalConv3d {
             left: pw,
             right: pw,
         };
-        self.conv.forward(&x, self.stride, pad)
+        self.conv.forward_parts(&parts, self.stride, pad)
     }
 
     /// The reference's cached call: run with the slot's frames in front, then keep the last
@@ -156,18 +156,11 @@ impl RmsNorm {
 
     /// Normalize, then SiLU when `silu` (one fused pass on the CPU).
     pub fn forward_act(&self, x: &Tensor, silu: bool) -> Result<Tensor> {
+        if let Some(y) = cpu_kernels::tensor::rms_norm(x, &self.scaled_gamma_f32, silu)? {
+            return Ok(y);
+        }
         let dtype = x.dtype();
         let xf = x.to_dtype(DType::F32)?;
-        if x.device().is_cpu() {
-            let dims = x.dims().to_vec();
-            let (b, c) = (dims[0], dims[1]);
-            let s: usize = dims[2..].iter().product();
-            let xf = xf.contiguous()?;
-            let y = with_cpu_slice(&xf, |data| {
-                cpu_kernels::rms_norm(data, b, c, s, &self.scaled_gamma_f32, silu)
-            })?;
-            return Tensor::from_vec(y, dims, x.device())?.to_dtype(dtype);
-        }
         let norm = xf.sqr()?.sum_keepdim(1)?.sqrt()?.maximum(1e-12)?;
         let g = self.scaled_gamma.to_dtype(DType::F32)?;
         let y = xf.broadcast_div(&norm)?.broadcast_mul(&g)?;
@@ -212,7 +205,10 @@ impl ResidualBlock {
         let y = self.residual_2.forward_cached(&y, cache)?;
         let y = self.residual_3.forward_act(&y, true)?;
         let y = self.residual_6.forward_cached(&y, cache)?;
-        y + h
+        match cpu_kernels::tensor::add(&y, &h)? {
+            Some(sum) => Ok(sum),
+            None => y + h,
+        }
     }
 }
 
@@ -258,7 +254,7 @@ impl AttentionBlock {
         let k = qkv.narrow(1, c, c)?.contiguous()?; // [N, C, L]
         let v = qkv.narrow(1, 2 * c, c)?.transpose(1, 2)?.contiguous()?; // [N, L, C]
         let scores = (q.matmul(&k)? / (self.c as f64).sqrt())?;
-        let attn = candle_nn::ops::softmax(&scores, D::Minus1)?;
+        let attn = candle_nn::ops::softmax_last_dim(&scores)?; // parallel over rows on the CPU
         let o = attn.matmul(&v)?.transpose(1, 2)?.contiguous()?; // [N, C, L]
         let y = linear(&self.proj, &o, cdt)?.to_dtype(dtype)?;
         let y = y.reshape((b, t, c, h, w))?.permute((0, 2, 1, 3, 4))?;
@@ -417,6 +413,9 @@ impl Resample {
 
 /// Nearest-neighbour 2x spatial upsampling of `[B, C, T, H, W]` (`nearest-exact` at scale 2).
 pub fn upsample_nearest2x(x: &Tensor) -> Result<Tensor> {
+    if let Some(y) = cpu_kernels::tensor::upsample_nearest2x(x)? {
+        return Ok(y);
+    }
     let (b, c, t, h, w) = x.dims5()?;
     let y = x
         .reshape(vec![b, c, t, h, 1, w, 1])?

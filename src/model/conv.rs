@@ -1,22 +1,31 @@
 //! 3-D convolution (and 2-D as its `kt = 1` case) for candle, which has no conv3d.
 //!
-//! Two implementations of the same arithmetic:
-//! - [`ConvImpl::Im2colGemm`] (CPU): one im2col matrix per slab of output rows over all
-//!   frames of the chunk, multiplied by the `[out, in*kt*kh*kw]` weight matrix in a single
-//!   large `gemm` call that writes straight into the channels-first output. Padding is
-//!   implicit (no padded copy of the input). This is where the speed is: the time goes into
-//!   large matmuls with `K = in*27`.
-//! - [`ConvImpl::Candle`] (any device): the `kt` time taps are stacked along channels and one
-//!   `Tensor::conv2d` runs over all output frames; 16-bit types on the CPU compute in f32
-//!   because candle's CPU conv2d has no bf16 kernel.
+//! Owns the conv layer (weights, output size, padding) and picks how it computes:
+//! - CPU with AVX-512 ([`Isa::Avx512`], chosen at run time): the `kernels` module packs the
+//!   input straight from the channels-first activations and runs AVX-512 micro-kernels;
+//!   bf16 models multiply bf16 operands with f32 accumulation (`vdpbf16ps`) where the CPU
+//!   has AVX512-BF16 ([`Isa::Avx512Bf16`]), in f32 otherwise.
+//! - Other CPUs ([`Isa::Portable`]): one im2col matrix per slab of output rows, multiplied by
+//!   the `[out, in*kt*kh*kw]` weight matrix in one `gemm` crate call (AVX2/FMA on x86-64)
+//!   that writes straight into the channels-first output; 16-bit types compute in f32.
+//! - [`ConvImpl::Candle`] (any device, and every non-CPU device): the `kt` time taps are
+//!   stacked along channels and one `Tensor::conv2d` runs over all output frames; 16-bit
+//!   types on the CPU compute in f32 because candle's CPU conv2d has no bf16 kernel.
+//!
+//! Padding is implicit on the CPU paths (no padded copy of the input). Must not know about
+//! the model's layers: blocks.rs decides strides, padding and caching.
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
+use half::slice::HalfFloatSliceExt;
 use rayon::prelude::*;
+
+pub use super::kernels::Isa;
+use super::kernels::{self, ConvShape, Dst, Operands, PackedWeights, Src};
 
 /// Which convolution implementation runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ConvImpl {
-    /// Im2col + gemm on the CPU, candle's conv2d elsewhere.
+    /// The CPU kernels ([`Isa::detect`]) on the CPU, candle's conv2d elsewhere.
     #[default]
     Auto,
     /// Always candle's conv2d (time taps stacked along channels).
@@ -33,15 +42,23 @@ pub struct Pad {
     pub right: usize,
 }
 
-/// Convolution weights `[out, in, kt, kh, kw]` plus bias, with a CPU f32 copy for gemm.
+/// Weights laid out for a CPU path.
+enum CpuWeights {
+    /// `[out, kt*kh*kw*in]` row-major f32 weights and f32 bias, for the gemm crate.
+    Portable(Vec<f32>, Vec<f32>),
+    /// Packed for the AVX-512 kernels.
+    Packed(PackedWeights),
+}
+
+/// Convolution weights `[out, in, kt, kh, kw]` plus bias, with a CPU copy laid out for the
+/// CPU path when that runs.
 pub struct Conv3d {
     weight: Tensor,
     bias: Tensor,
     out_ch: usize,
     in_ch: usize,
     kernel: [usize; 3],
-    /// `[out, in*kt*kh*kw]` row-major f32 weights and f32 bias, when the im2col path runs.
-    cpu: Option<(Vec<f32>, Vec<f32>)>,
+    cpu: Option<CpuWeights>,
 }
 
 /// Floats of im2col buffer per slab (64 MiB): bounds memory at any resolution.
@@ -69,17 +86,33 @@ impl Conv3d {
     }
 
     fn from_tensors(weight: Tensor, bias: Tensor, imp: ConvImpl) -> candle_core::Result<Self> {
+        Self::with_isa(weight, bias, imp, Isa::detect())
+    }
+
+    /// A conv from `weight` `[out, in, kt, kh, kw]` and `bias` `[out]` on instruction set
+    /// `isa` (at most [`Isa::hardware`]): tests and benchmarks compare the CPU paths with it.
+    pub fn with_isa(weight: Tensor, bias: Tensor, imp: ConvImpl, isa: Isa) -> candle_core::Result<Self> {
         let (out_ch, in_ch, kt, kh, kw) = weight.dims5()?;
         let cpu = if imp == ConvImpl::Auto && weight.device().is_cpu() {
-            // Values as rounded to the model dtype, held in f32 for the gemm.
-            // [out, in, kt, kh, kw] -> [out, kt, kh, kw, in], the patch order of the im2col.
-            let w = weight
-                .to_dtype(DType::F32)?
-                .permute((0, 2, 3, 4, 1))?
-                .flatten_all()?
-                .to_vec1::<f32>()?;
+            // Values as rounded to the model dtype, held in f32 (or bf16) for the kernels.
             let b = bias.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-            Some((w, b))
+            Some(if isa >= Isa::Avx512 {
+                let operands = if isa >= Isa::Avx512Bf16 && weight.dtype() == DType::BF16 {
+                    Operands::Bf16
+                } else {
+                    Operands::F32
+                };
+                let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+                CpuWeights::Packed(PackedWeights::new(&w, &b, out_ch, in_ch, [kt, kh, kw], operands))
+            } else {
+                // [out, in, kt, kh, kw] -> [out, kt, kh, kw, in], the patch order of the im2col.
+                let w = weight
+                    .to_dtype(DType::F32)?
+                    .permute((0, 2, 3, 4, 1))?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?;
+                CpuWeights::Portable(w, b)
+            })
         } else {
             None
         };
@@ -95,13 +128,109 @@ impl Conv3d {
 
     /// Convolve `x` `[B, C, T, H, W]` with `stride` and implicit zero `pad`.
     pub fn forward(&self, x: &Tensor, stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
-        let (_, c, _, _, _) = x.dims5()?;
-        if c != self.in_ch {
-            candle_core::bail!("conv expects {} input channels, got {c}", self.in_ch);
+        self.forward_parts(&[x], stride, pad)
+    }
+
+    /// Convolve the concatenation in time of `parts` (e.g. cached frames, then new ones);
+    /// the AVX-512 path reads the parts in place instead of copying them into one tensor.
+    pub fn forward_parts(&self, parts: &[&Tensor], stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
+        for x in parts {
+            let (_, c, _, _, _) = x.dims5()?;
+            if c != self.in_ch {
+                candle_core::bail!("conv expects {} input channels, got {c}", self.in_ch);
+            }
         }
+        if let Some(CpuWeights::Packed(pw)) = &self.cpu {
+            return self.forward_packed(parts, pw, stride, pad);
+        }
+        let joined;
+        let x = match parts {
+            [x] => *x,
+            _ => {
+                joined = Tensor::cat(parts, 2)?;
+                &joined
+            }
+        };
         match &self.cpu {
-            Some((w, b)) => self.forward_im2col(x, w, b, stride, pad),
-            None => self.forward_candle(x, stride, pad),
+            Some(CpuWeights::Portable(w, b)) => self.forward_im2col(x, w, b, stride, pad),
+            _ => self.forward_candle(x, stride, pad),
+        }
+    }
+
+    /// The AVX-512 kernels: bf16 in and out when the weights are packed as bf16, else f32.
+    fn forward_packed(
+        &self,
+        parts: &[&Tensor],
+        pw: &PackedWeights,
+        stride: [usize; 3],
+        pad: Pad,
+    ) -> candle_core::Result<Tensor> {
+        let dtype = parts[0].dtype();
+        let (b, c, _, h, wd) = parts[0].dims5()?;
+        let mut t = 0;
+        for x in parts {
+            let (pb, _, pt, ph, pw_) = x.dims5()?;
+            if (pb, ph, pw_) != (b, h, wd) {
+                candle_core::bail!(
+                    "conv input parts differ in batch or size: {:?} vs {:?}",
+                    x.dims(),
+                    parts[0].dims()
+                );
+            }
+            t += pt;
+        }
+        let [to, ho, wo] = self.out_dims(t, h, wd, stride, pad)?;
+        let shape = ConvShape {
+            c,
+            t,
+            h,
+            w: wd,
+            to,
+            ho,
+            wo,
+            kernel: self.kernel,
+            stride,
+            front: pad.t_front,
+            top: pad.top,
+            left: pad.left,
+        };
+        let out_len = self.out_ch * to * ho * wo;
+        let dims = (b, self.out_ch, to, ho, wo);
+        match pw.operands() {
+            Operands::Bf16 => {
+                let xs = parts
+                    .iter()
+                    .map(|x| x.to_dtype(DType::BF16)?.contiguous())
+                    .collect::<candle_core::Result<Vec<_>>>()?;
+                let mut out = vec![half::bf16::ZERO; b * out_len];
+                with_cpu_slices(&xs, |srcs: &[&[half::bf16]]| {
+                    for (bi, dst) in out.chunks_mut(out_len).enumerate() {
+                        let parts: Vec<Src> = srcs
+                            .iter()
+                            .map(|s| Src::Bf16(s[bi * s.len() / b..(bi + 1) * s.len() / b].reinterpret_cast()))
+                            .collect();
+                        kernels::conv_parts(pw, &shape, &parts, Dst::Bf16(dst.reinterpret_cast_mut()));
+                    }
+                })?;
+                Tensor::from_vec(out, dims, &Device::Cpu)?.to_dtype(dtype)
+            }
+            Operands::F32 => {
+                let xs = parts
+                    .iter()
+                    .map(|x| x.to_dtype(DType::F32)?.contiguous())
+                    .collect::<candle_core::Result<Vec<_>>>()?;
+                let mut out = vec![0f32; b * out_len];
+                with_cpu_slices(&xs, |srcs: &[&[f32]]| {
+                    for (bi, dst) in out.chunks_mut(out_len).enumerate() {
+                        let parts: Vec<Src> = srcs
+                            .iter()
+                            .map(|s| Src::F32(&s[bi * s.len() / b..(bi + 1) * s.len() / b]))
+                            .collect();
+                        kernels::conv_parts(pw, &shape, &parts, Dst::F32(dst));
+                    }
+                })?;
+                Tensor::from_vec(out, dims, &Device::Cpu)?.to_dtype(dtype)
+            }
         }
     }
 
@@ -144,7 +273,7 @@ impl Conv3d {
             stride,
             pad,
         };
-        let out = with_cpu_slice(&xf, |src| {
+        let out = with_cpu_slice(&xf, |src: &[f32]| {
             let mut out = Vec::with_capacity(b * self.out_ch * n);
             for bi in 0..b {
                 conv_f32(
@@ -230,18 +359,39 @@ thread_local! {
     static COLS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Run `f` on the f32 data of a contiguous CPU tensor.
-pub fn with_cpu_slice<R>(x: &Tensor, f: impl FnOnce(&[f32]) -> R) -> candle_core::Result<R> {
+/// Run `f` on the data (of type `T`, which must be the tensor's dtype) of a contiguous CPU
+/// tensor.
+pub fn with_cpu_slice<T: candle_core::WithDType, R>(x: &Tensor, f: impl FnOnce(&[T]) -> R) -> candle_core::Result<R> {
     if !x.is_contiguous() {
         candle_core::bail!("with_cpu_slice needs a contiguous tensor");
     }
     let (storage, layout) = x.storage_and_layout();
     let data = match &*storage {
-        candle_core::Storage::Cpu(cpu) => cpu.as_slice::<f32>()?,
+        candle_core::Storage::Cpu(cpu) => cpu.as_slice::<T>()?,
         _ => candle_core::bail!("with_cpu_slice needs a CPU tensor"),
     };
     let start = layout.start_offset();
     Ok(f(&data[start..start + x.elem_count()]))
+}
+
+/// Run `f` on the data of several contiguous CPU tensors of dtype `T`.
+fn with_cpu_slices<T: candle_core::WithDType, R>(
+    xs: &[Tensor],
+    f: impl FnOnce(&[&[T]]) -> R,
+) -> candle_core::Result<R> {
+    let guards: Vec<_> = xs.iter().map(|x| (x.storage_and_layout(), x.elem_count())).collect();
+    let mut slices = Vec::with_capacity(xs.len());
+    for (x, ((storage, layout), n)) in xs.iter().zip(&guards) {
+        if !x.is_contiguous() {
+            candle_core::bail!("with_cpu_slices needs contiguous tensors");
+        }
+        let data = match &**storage {
+            candle_core::Storage::Cpu(cpu) => cpu.as_slice::<T>()?,
+            _ => candle_core::bail!("with_cpu_slices needs CPU tensors"),
+        };
+        slices.push(&data[layout.start_offset()..layout.start_offset() + n]);
+    }
+    Ok(f(&slices))
 }
 
 /// Append `bias + W[out, K] @ patches(src)^T` (channels-first `[out, to*ho*wo]`) to `out`.
@@ -270,6 +420,8 @@ fn conv_f32(src: &[f32], g: &Geometry, w: &[f32], bias: &[f32], out_ch: usize, o
     let pointwise = k == g.c && g.stride == [1, 1, 1] && g.pad == Pad::default();
     if pointwise {
         // 1x1x1: the channels-last input already is the [N, C] patch matrix.
+        debug_assert!(x_cl.len() >= n * k && dst.len() >= out_ch * n);
+        // SAFETY: dst holds out_ch rows of n floats, w out_ch rows of k, x_cl n*k floats.
         unsafe { gemm_acc(out_ch, n, k, dst.as_mut_ptr(), n, w, k, x_cl.as_ptr(), par) };
         return;
     }
@@ -295,6 +447,10 @@ fn conv_f32(src: &[f32], g: &Geometry, w: &[f32], bias: &[f32], out_ch: usize, o
             cols.par_chunks_mut(g.wo * k_live)
                 .enumerate()
                 .for_each(|(q, patches)| fill_patch_row(&x_cl, g, live.clone(), row0 + q, patches));
+            debug_assert!(cols.len() >= ncols * k_live && (row0 * g.wo + ncols) <= n);
+            // SAFETY: row0*wo + ncols <= n, so the slab's out_ch rows (stride n) lie in dst
+            // (out_ch*n floats); w_live holds out_ch rows of stride k with k_live used (the
+            // live taps end at or before each row's end); cols holds ncols*k_live floats.
             let dst_slab = unsafe { dst.as_mut_ptr().add(row0 * g.wo) };
             unsafe { gemm_acc(out_ch, ncols, k_live, dst_slab, n, w_live, k, cols.as_ptr(), par) };
             row0 += nrows;
@@ -381,6 +537,9 @@ unsafe fn gemm_acc(
     par: gemm::Parallelism,
 ) {
     debug_assert!(m == 0 || lhs.len() >= (m - 1) * lhs_rs + k);
+    debug_assert!(dst_rs >= n && lhs_rs >= k);
+    // SAFETY: the caller guarantees the extents documented above; gemm reads lhs and
+    // patches and writes dst only within them (row strides dst_rs and lhs_rs, column stride 1).
     gemm::gemm(
         m,
         n,
@@ -410,4 +569,136 @@ pub fn tail(x: &Tensor, dim: usize, n: usize) -> candle_core::Result<Tensor> {
     let len = x.dim(dim)?;
     let n = n.min(len);
     x.narrow(dim, len - n, n)?.contiguous()
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every CPU path against the portable (gemm crate) path: f32 within the fixtures'
+    //! 1e-4 x max(1, |expected|); bf16 within 1e-2 x max(1, |expected|) per value, tighter
+    //! than the fixtures' bf16 bound (1e-1 x max(1, max|expected|)).
+    use super::*;
+
+    fn tensor(shape: &[usize], seed: usize, scale: f32, dtype: DType) -> Tensor {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n)
+            .map(|i| ((((i * 7919 + seed * 104_729) % 2003) as f32) / 1001.5 - 1.0) * scale)
+            .collect();
+        Tensor::from_vec(v, shape, &Device::Cpu)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
+    }
+
+    /// (in, out, kernel, input [t, h, w], stride, pad) of one of the model's conv kinds.
+    type Case = (usize, usize, [usize; 3], [usize; 3], [usize; 3], Pad);
+
+    fn cases() -> Vec<Case> {
+        let p = |t_front, s| Pad {
+            t_front,
+            top: s,
+            bottom: s,
+            left: s,
+            right: s,
+        };
+        vec![
+            (20, 13, [3, 3, 3], [3, 9, 11], [1, 1, 1], p(2, 1)),
+            (3, 24, [3, 3, 3], [1, 8, 8], [1, 1, 1], p(2, 1)),
+            (16, 7, [1, 1, 1], [2, 6, 10], [1, 1, 1], p(0, 0)),
+            (
+                12,
+                12,
+                [1, 3, 3],
+                [2, 9, 9],
+                [1, 2, 2],
+                Pad {
+                    bottom: 1,
+                    right: 1,
+                    ..Pad::default()
+                },
+            ),
+            (10, 10, [3, 1, 1], [5, 4, 4], [2, 1, 1], p(0, 0)),
+            (8, 16, [3, 1, 1], [2, 4, 6], [1, 1, 1], p(1, 0)),
+        ]
+    }
+
+    fn max_err(a: &Tensor, b: &Tensor) -> (f32, f32) {
+        let a = a
+            .to_dtype(DType::F32)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        let b = b
+            .to_dtype(DType::F32)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap();
+        assert_eq!(a.len(), b.len());
+        let err = a
+            .iter()
+            .zip(&b)
+            .map(|(x, y)| (x - y).abs() / y.abs().max(1.0))
+            .fold(0f32, f32::max);
+        let max = b.iter().fold(0f32, |m, v| m.max(v.abs()));
+        (err, max)
+    }
+
+    #[test]
+    fn every_cpu_path_matches_the_portable_path() {
+        let hw = Isa::hardware();
+        if hw == Isa::Portable {
+            eprintln!("skipped: this CPU has no AVX-512 (only the portable path runs here)");
+        }
+        for (ci, (cin, cout, k, [t, h, w], stride, pad)) in cases().into_iter().enumerate() {
+            let wt = tensor(&[cout, cin, k[0], k[1], k[2]], ci, 0.2, DType::F32);
+            let bias = tensor(&[cout], ci + 1, 0.5, DType::F32);
+            let x = tensor(&[1, cin, t, h, w], ci + 2, 1.0, DType::F32);
+            let portable = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Auto, Isa::Portable).unwrap();
+            let want = portable.forward(&x, stride, pad).unwrap();
+            let candle = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Candle, hw).unwrap();
+            if stride[1] == stride[2] && k[1] == k[2] {
+                let (err, _) = max_err(&candle.forward(&x, stride, pad).unwrap(), &want);
+                assert!(err <= 1e-4, "case {ci}: candle path differs by {err}");
+            }
+            if hw >= Isa::Avx512 {
+                let conv = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Auto, Isa::Avx512).unwrap();
+                let (err, _) = max_err(&conv.forward(&x, stride, pad).unwrap(), &want);
+                assert!(
+                    err <= 1e-4,
+                    "case {ci}: AVX-512 f32 differs by {err} x max(1, |expected|)"
+                );
+            }
+            if t >= 2 {
+                // Input in two parts (cached frames, then new ones): the same result as joined.
+                let conv = Conv3d::with_isa(wt.clone(), bias.clone(), ConvImpl::Auto, hw).unwrap();
+                let (a, b) = (x.narrow(2, 0, 1).unwrap(), x.narrow(2, 1, t - 1).unwrap());
+                let split = conv.forward_parts(&[&a, &b], stride, pad).unwrap();
+                let (err, _) = max_err(&split, &conv.forward(&x, stride, pad).unwrap());
+                assert_eq!(err, 0.0, "case {ci}: parts differ from the joined input");
+            }
+            if hw >= Isa::Avx512Bf16 {
+                // bf16 model: weights and input rounded to bf16 on both sides.
+                let (wb, bb, xb) = (
+                    wt.to_dtype(DType::BF16).unwrap(),
+                    bias.to_dtype(DType::BF16).unwrap(),
+                    x.to_dtype(DType::BF16).unwrap(),
+                );
+                let reference = Conv3d::with_isa(wb.clone(), bb.clone(), ConvImpl::Auto, Isa::Portable).unwrap();
+                let want = reference.forward(&xb, stride, pad).unwrap();
+                let conv = Conv3d::with_isa(wb, bb, ConvImpl::Auto, Isa::Avx512Bf16).unwrap();
+                let got = conv.forward(&xb, stride, pad).unwrap();
+                assert_eq!(got.dtype(), DType::BF16);
+                let (err, max) = max_err(&got, &want);
+                // Both round the same f32-exact products once to bf16 at the end: they differ
+                // by at most a bf16 rounding step of the output.
+                assert!(
+                    err <= 1e-2,
+                    "case {ci}: AVX512-BF16 differs by {err} (max |expected| {max})"
+                );
+            }
+        }
+    }
 }

@@ -90,9 +90,13 @@ impl WanVae {
             Precision::Fp16 => "f16",
         };
         if self.device.is_cpu() {
-            // Both conv paths compute 16-bit types in f32 on the CPU; candle's CPU matmul
-            // has no bf16, so bf16 attention runs in f32 too.
-            let what = if self.precision == Precision::Bf16 {
+            // The CPU convs compute 16-bit types in f32, except bf16 on AVX512-BF16; candle's
+            // CPU matmul has no bf16, so bf16 attention runs in f32 too.
+            let bf16_conv =
+                self.conv_impl == ConvImpl::Auto && super::kernels::Isa::detect() == super::kernels::Isa::Avx512Bf16;
+            let what = if self.precision == Precision::Bf16 && bf16_conv {
+                "conv: bf16 products, f32 accumulation (AVX512-BF16); attention and norms in f32"
+            } else if self.precision == Precision::Bf16 {
                 "conv, attention and norms in f32"
             } else {
                 "conv and norms in f32"
