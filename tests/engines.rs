@@ -344,3 +344,40 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     );
     std::fs::remove_dir_all(&kept).unwrap();
 }
+
+#[test]
+fn a_python_engine_fails_a_case_whose_outputs_are_not_finite() {
+    // As the candle worker does (issue 10): NaN weights make the case `failed`, naming the
+    // pass and the count, and `run` exits 1.
+    let dir = scratch();
+    let weights = crate::reliability_numbers::nan_weights(dir.path());
+    let py = python();
+    let (out, path) = run(
+        dir.path(),
+        &[
+            "--weights",
+            weights.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--engine",
+            "torch",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--precision",
+            "fp32",
+            "--warmup",
+            "0",
+            "--runs",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&path);
+    assert_eq!(r.cases.len(), 1);
+    let c = &r.cases[0];
+    assert_eq!(c.status, CaseStatus::Failed, "{}", c.id);
+    let e = c.error.as_deref().unwrap_or("");
+    assert!(e.contains("encode produced") && e.contains("non-finite"), "{e}");
+}

@@ -12,7 +12,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// The tiny checkpoint with every value of `conv1.bias` set to NaN.
-fn nan_weights(dir: &Path) -> PathBuf {
+pub(crate) fn nan_weights(dir: &Path) -> PathBuf {
     use candle_core::{Device, Tensor};
     let mut tensors = candle_core::safetensors::load(fixture("wan21_tiny.weights.safetensors"), &Device::Cpu).unwrap();
     let bias = &tensors["conv1.bias"];

@@ -122,14 +122,12 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
 /// ([`interrupt`]); the exit code is then 128 + the signal number.
 pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let mut opts = options_from_args(&args)?;
-    plan::check_size(&opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
-    if let Some(w) = plan::frames_warning(&opts) {
-        eprintln!("{w}");
-    }
-    if args.list {
-        let (cfg, note) = list_config(&opts.weights, opts.model)?;
-        print!("{}", plan::list(&opts, &cfg, &note));
-        return Ok(0);
+    // With `--input` the frames and size come from the file, so the plan is checked once
+    // the input is read (below); otherwise here, before anything else.
+    if opts.input.is_none() {
+        if let Some(code) = check_plan(&opts, &args)? {
+            return Ok(code);
+        }
     }
     let system = crate::system::collect();
     let output = opts
@@ -168,6 +166,9 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         Some(path) => {
             let file = input::load(path, opts.input_tensor.as_deref(), &model_cfg)?;
             apply_input(&mut opts, &args.flags, &file)?;
+            if let Some(code) = check_plan(&opts, &args)? {
+                return Ok(code);
+            }
             Some(file)
         }
     };
@@ -322,6 +323,21 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &input::Input
     opts.axes.frames = vec![file.frames];
     opts.axes.sizes = vec![(file.width, file.height)];
     Ok(())
+}
+
+/// The matrix size limit, the frame-count warning, and `--list` (which ends the command:
+/// `Some(0)`), on the matrix as it will run.
+fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
+    plan::check_size(opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
+    if let Some(w) = plan::frames_warning(opts) {
+        eprintln!("{w}");
+    }
+    if args.list {
+        let (cfg, note) = list_config(&opts.weights, opts.model)?;
+        print!("{}", plan::list(opts, &cfg, &note));
+        return Ok(Some(0));
+    }
+    Ok(None)
 }
 
 /// `f32`, or several on-disk dtypes joined by `+` (as the workers report it).

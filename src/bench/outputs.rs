@@ -131,7 +131,8 @@ impl QualityBook {
         let ids: BTreeSet<&str> = cases.iter().map(|c| c.id.as_str()).collect();
         let twin_of = cases
             .iter()
-            .filter(|c| c.settings.engine.is_python() && c.reference_id() == c.id)
+            // Cross-engine compares decoded videos: encode-only cases have none.
+            .filter(|c| c.settings.engine.is_python() && c.reference_id() == c.id && c.settings.passes.decodes())
             .map(|c| (c.id.clone(), c.settings.with_engine(Engine::Candle).id()))
             .filter(|(_, twin)| ids.contains(twin.as_str()))
             .collect();

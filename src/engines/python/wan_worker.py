@@ -191,8 +191,20 @@ def measure(spec: dict) -> dict:
     if last is not None:
         phase("outputs")
         latent, decoded = (None if t is None else t.float() for t in last)
+        # As the candle worker: checked after the clocks stopped, on the last timed pass; a
+        # pass that produced NaN or Inf makes the case `failed`, naming the pass and the count.
+        non_finite = []
+        for pass_name, what, t in (("encode", "latent", latent), ("decode", "decoded video", decoded)):
+            if t is None:
+                continue
+            n = int((~torch.isfinite(t)).sum().item())
+            if n > 0:
+                non_finite.append(f"{pass_name} produced {n} non-finite value(s) (NaN or Inf) of {t.numel()} in the {what}")
+        if non_finite:
+            result = empty_result("failed", "; ".join(non_finite))
         # Real weights only: "synthetic" and "synthetic:SEED" have no meaningful round trip.
-        if not str(spec["weights"]).startswith("synthetic") and video is not None and decoded is not None:
+        if (not non_finite and not str(spec["weights"]).startswith("synthetic") and video is not None
+                and decoded is not None):
             used = decoded.shape[2]
             result["roundtrip_psnr_db"] = psnr_db(torch, video[:, :, :used].float(), decoded.clamp(-1, 1))
         if spec.get("outputs"):
@@ -203,7 +215,8 @@ def measure(spec: dict) -> dict:
     out_frames = wc.frames_used(f)
     result.update({
         "compute_dtype": eng.compute_dtype(),
-        "encode": pass_stats(enc, enc_w, f, enc_gflop) if encodes else None,
+        # Both passes process the first 1+4k frames: encode reads them, decode returns them.
+        "encode": pass_stats(enc, enc_w, out_frames, enc_gflop) if encodes else None,
         "decode": pass_stats(dec, dec_w, out_frames, dec_gflop) if decodes else None,
         "load_s": load_s,
         "model": model,
