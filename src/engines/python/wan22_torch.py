@@ -315,48 +315,9 @@ class Engine:
 
 
 def gflop(cfg: dict, frames: int, width: int, height: int) -> tuple:
-    """(encode, decode) GFLOP of one pass: the Wan 2.1 walk of `wan_flops` with Wan 2.2's
-    12-channel patchified input/output at half size and C -> C upsample convs."""
-    from wan_flops import Walk
+    """(encode, decode) GFLOP of one pass: `wan_flops`' walk with Wan 2.2's 12-channel
+    patchified input/output at half size and C -> C upsample convs."""
+    import wan_flops
     d, dd, z = cfg["dim"], cfg["dec_dim"], cfg["z_dim"]
-    t = 1 + 4 * ((max(frames, 1) - 1) // 4)
-    k = (t - 1) // 4
-    m = Walk(t, height // 2, width // 2)
-    m.conv(12, d, 27, t)
-    dims = [d, d, 2 * d, 4 * d, 4 * d]
-    for stage in range(4):
-        m.residual(dims[stage], dims[stage + 1])
-        m.residual(dims[stage + 1], dims[stage + 1])
-        if stage < 3:
-            c = dims[stage + 1]
-            m.h, m.w = -(-m.h // 2), -(-m.w // 2)
-            m.conv(c, c, 9, m.t)
-            if stage > 0:
-                computed = 2 * k if stage == 1 else k
-                m.conv(c, c, 3, computed)
-                m.t = 1 + computed
-    m.middle(4 * d)
-    m.conv(4 * d, 2 * z, 27, m.t)
-    m.conv(2 * z, 2 * z, 1, m.t)
-    enc = 2.0 * m.macs / 1e9
-
-    lt = 1 + (max(frames, 1) - 1) // 4
-    m = Walk(lt, height // 16, width // 16)
-    m.conv(z, z, 1, lt)
-    m.conv(z, 4 * dd, 27, lt)
-    m.middle(4 * dd)
-    dims = [4 * dd, 4 * dd, 4 * dd, 2 * dd, dd]
-    for stage in range(4):
-        inp, out = dims[stage], dims[stage + 1]
-        m.residual(inp, out)
-        m.residual(out, out)
-        m.residual(out, out)
-        if stage < 3:
-            if stage < 2:
-                computed = m.t - 1
-                m.conv(out, 2 * out, 3, computed)
-                m.t = 1 + 2 * computed
-            m.h, m.w = m.h * 2, m.w * 2
-            m.conv(out, out, 9, m.t)
-    m.conv(dd, 12, 27, m.t)
-    return enc, 2.0 * m.macs / 1e9
+    return (wan_flops.encode(d, z, frames, width, height, 12, 2),
+            wan_flops.decode(dd, z, frames, width, height, 12, 2, False))

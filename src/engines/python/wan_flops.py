@@ -30,12 +30,14 @@ class Walk:
         self.residual(c, c)
 
 
-def encode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
+def encode(dim: int, z: int, frames: int, width: int, height: int, io_ch: int, patch: int) -> float:
+    """Encode GFLOP: `io_ch` input channels at 1/`patch` of the clip's size (Wan 2.1: 3, 1;
+    Wan 2.2: 12 patchified channels, 2). The 2.2 stage shortcuts have no parameters."""
     d = dim
     t = 1 + 4 * ((max(frames, 1) - 1) // 4)
     k = (t - 1) // 4
-    m = Walk(t, height, width)
-    m.conv(3, d, 27, t)
+    m = Walk(t, height // patch, width // patch)
+    m.conv(io_ch, d, 27, t)
     dims = [d, d, 2 * d, 4 * d, 4 * d]
     for stage in range(4):
         m.residual(dims[stage], dims[stage + 1])
@@ -54,17 +56,21 @@ def encode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
     return 2.0 * m.macs / 1e9
 
 
-def decode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
+def decode(dim: int, z: int, frames: int, width: int, height: int, io_ch: int, patch: int,
+           upsample_halves: bool) -> float:
+    """Decode GFLOP at decoder width `dim`, `io_ch` output channels at 1/`patch` of the
+    clip's size; `upsample_halves`: each upsampling conv halves the width (Wan 2.1) or
+    keeps it (Wan 2.2)."""
     d = dim
     lt = 1 + (max(frames, 1) - 1) // 4
-    m = Walk(lt, height // 8, width // 8)
+    m = Walk(lt, height // (8 * patch), width // (8 * patch))
     m.conv(z, z, 1, lt)
     m.conv(z, 4 * d, 27, lt)
     m.middle(4 * d)
     dims = [4 * d, 4 * d, 4 * d, 2 * d, d]
     for stage in range(4):
         out = dims[stage + 1]
-        inp = dims[0] if stage == 0 else dims[stage] // 2
+        inp = dims[stage] // 2 if upsample_halves and stage > 0 else dims[stage]
         m.residual(inp, out)
         m.residual(out, out)
         m.residual(out, out)
@@ -74,9 +80,17 @@ def decode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
                 m.conv(out, 2 * out, 3, computed)
                 m.t = 1 + 2 * computed
             m.h, m.w = m.h * 2, m.w * 2
-            m.conv(out, out // 2, 9, m.t)
-    m.conv(d, 3, 27, m.t)
+            m.conv(out, out // 2 if upsample_halves else out, 9, m.t)
+    m.conv(d, io_ch, 27, m.t)
     return 2.0 * m.macs / 1e9
+
+
+def encode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
+    return encode(dim, z, frames, width, height, 3, 1)
+
+
+def decode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
+    return decode(dim, z, frames, width, height, 3, 1, True)
 
 
 def gflop(model: str, sd: dict, frames: int, width: int, height: int) -> tuple:
