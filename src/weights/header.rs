@@ -10,7 +10,7 @@ use std::path::Path;
 
 use candle_core::DType;
 
-use super::{check_layout, detect_format, Checked, Declared};
+use super::{check_layout, checked_format, Checked, Declared};
 use crate::error::UserError;
 
 /// Largest safetensors header we read (the format's own limit is 100 MB).
@@ -36,16 +36,9 @@ pub fn check_file(path: &Path) -> Result<Header, UserError> {
 /// The format (`safetensors` or `pth`) and what the file declares for each tensor, read
 /// from its header or index alone.
 pub fn declared(path: &Path) -> Result<(&'static str, HashMap<String, Declared>), UserError> {
-    let meta = std::fs::metadata(path).map_err(|e| UserError::file(path, format!("cannot read weights file: {e}")))?;
-    if !meta.is_file() {
-        return Err(UserError::file(
-            path,
-            "not a file (expected a .safetensors or .pth checkpoint)",
-        ));
-    }
-    let format = detect_format(path)?;
+    let (format, len) = checked_format(path)?;
     let declared = match format {
-        "safetensors" => safetensors_header(path, meta.len())?,
+        "safetensors" => safetensors_header(path, len)?,
         _ => pth_index(path)?,
     };
     if declared.is_empty() {

@@ -235,14 +235,7 @@ pub fn peek_config(path: &Path) -> Result<Config, UserError> {
 
 /// Load a `.safetensors` or `.pth` file (format by extension, else by content).
 pub fn load_file(path: &Path) -> Result<Weights, UserError> {
-    let meta = std::fs::metadata(path).map_err(|e| UserError::file(path, format!("cannot read weights file: {e}")))?;
-    if !meta.is_file() {
-        return Err(UserError::file(
-            path,
-            "not a file (expected a .safetensors or .pth checkpoint)",
-        ));
-    }
-    let format = detect_format(path)?;
+    let (format, _) = checked_format(path)?;
     let tensors: HashMap<String, Tensor> = match format {
         "safetensors" => candle_core::safetensors::load(path, &Device::Cpu)
             .map_err(|e| UserError::file(path, format!("cannot read as safetensors: {e}")))?,
@@ -256,7 +249,19 @@ pub fn load_file(path: &Path) -> Result<Weights, UserError> {
 
 /// `pth` for a zip archive (torch.save), `safetensors` otherwise; the extension decides
 /// when it is one of the two.
-pub(crate) fn detect_format(path: &Path) -> Result<&'static str, UserError> {
+/// `path` is a regular file: its format ([`detect_format`]) and its length in bytes.
+pub(crate) fn checked_format(path: &Path) -> Result<(&'static str, u64), UserError> {
+    let meta = std::fs::metadata(path).map_err(|e| UserError::file(path, format!("cannot read weights file: {e}")))?;
+    if !meta.is_file() {
+        return Err(UserError::file(
+            path,
+            "not a file (expected a .safetensors or .pth checkpoint)",
+        ));
+    }
+    Ok((detect_format(path)?, meta.len()))
+}
+
+fn detect_format(path: &Path) -> Result<&'static str, UserError> {
     match path
         .extension()
         .and_then(|e| e.to_str())
