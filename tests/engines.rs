@@ -26,10 +26,6 @@ fn python() -> PathBuf {
     venv
 }
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
-
 /// An executable shell script `name` in `dir`.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = write(dir, name, &format!("#!/bin/sh\n{body}\n"));

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::util::cli::fixture;
 use sha2::{Digest, Sha256};
 use wan_vae_bench::weights::source::{self, HubSettings, ResolvedWeights};
 use wan_vae_bench::weights::WeightsSource;
@@ -18,10 +19,6 @@ const REPO_DIR: &str = "models--Wan-AI--Wan2.1-T2V-1.3B";
 const FILE: &str = "Wan2.1_VAE.pth";
 const SHA_A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const SHA_B: &str = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()

@@ -1,16 +1,13 @@
 //! CLI-level tests of `--weights` references against a fake Hugging Face cache: the binary
 //! runs with `HF_HUB_CACHE` / `HF_HUB_OFFLINE=1` set for the child process only, so nothing
 //! touches the network. Ignored until `validate` / `inspect` land from main.
-use std::path::{Path, PathBuf};
+use crate::util::cli::fixture;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const REPO_DIR: &str = "models--Wan-AI--Wan2.1-T2V-1.3B";
 const SHA: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 /// `<tmp>/hub/models--Wan-AI--Wan2.1-T2V-1.3B/snapshots/<sha>/Wan2.1_VAE.pth` + `refs/main`.
 fn fake_home() -> tempfile::TempDir {

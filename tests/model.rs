@@ -3,14 +3,11 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::util::cli::fixture;
 use candle_core::{DType, Device, Tensor};
 use wan_vae_bench::model::{ConvImpl, ModelKind, Precision, RunOptions, Tiling, WanVae};
 use wan_vae_bench::validate::{check_output, read_cases, Case, Tolerance};
 use wan_vae_bench::weights::{load, load_file, load_model, WeightsSource};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 /// Both models, with the fixture file prefix of each.
 const MODELS: [(ModelKind, &str); 2] = [(ModelKind::Wan21, "wan21"), (ModelKind::Wan22, "wan22")];

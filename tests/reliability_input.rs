@@ -1,18 +1,14 @@
 //! Issue 10, "panics and wrong exit codes" and "small but visible": non-ASCII text, huge
 //! timeouts, bad weights, matrix size and `--list`, NUL bytes in env variants, a damaged
 //! Hub cache ref, and the table and report details.
-use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::util::cli::fixture;
 use crate::util::cli::{bench, run, scratch, stderr, stdout, write};
 use crate::util::reports::{case, report, steady};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 const TINY: &[&str] = &[
     "--frames",

@@ -4,12 +4,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::util::cli::fixture;
 use crate::util::cli::{load, run, scratch, stderr};
 use crate::util::reports::{case, report, steady, Out};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 /// The tiny checkpoint with every value of `conv1.bias` set to NaN.
 pub(crate) fn nan_weights(dir: &Path) -> PathBuf {

@@ -5,11 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::util::cli::fixture;
 use crate::util::cli::{bench, scratch, stderr, write};
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
-}
 
 /// The smallest real run: one fake-free case of 8x8, one frame.
 const TINY: &[&str] = &[

@@ -1,13 +1,9 @@
 //! `validate` and `inspect` from the command line: exit codes, JSON, saved outputs.
-use std::path::{Path, PathBuf};
+use crate::util::cli::fixture;
 use std::process::Command;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_wan-vae-bench"))
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
 fn validate(extra: &[&str]) -> std::process::Output {

@@ -6,6 +6,11 @@ use wan_vae_bench::report::Report;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_wan-vae-bench");
 
+/// A file of the repository's `tests/fixtures` (copied unmodified from `../shared`).
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
 /// A scratch directory for one test.
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
