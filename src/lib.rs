@@ -6,6 +6,8 @@
 //! - [`device`]: `--device` parsing and the devices this build supports.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
 //! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
+//! - [`settings`], [`axes`], [`values`]: what one case measures; the table of the matrix's
+//!   axes (flag, key, parser, id part of each); the value types and parsers they share.
 //! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
 //!   context, tool and build facts.
 //! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
@@ -14,6 +16,7 @@
 //!   merging reports, Markdown/SVG exports.
 //!
 //! Must not: hold logic of its own; it only declares the modules.
+pub mod axes;
 pub mod bench;
 pub mod cli;
 pub mod compare;
@@ -33,4 +36,5 @@ pub mod stats;
 pub mod system;
 pub mod tool;
 pub mod validate;
+pub mod values;
 pub mod weights;

@@ -1,138 +1,20 @@
-//! What one case measures: [`CaseSettings`], declared once and shared by the matrix's cases
-//! (`bench::matrix::Case`), the worker spec (`bench::protocol::WorkerSpec`) and the report's
-//! `CaseRecord`. It is flattened into their JSON with serde, so the wire and report layout
-//! are the flat keys `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`,
-//! `width`, `height`, `env_variant`, `passes`, `temporal_tile_frames`,
-//! `temporal_overlap_frames`, `cudnn`, `cudnn_benchmark`, `miopen_db`; tiling is read back
-//! through [`Tiling::new`]'s checks. Also owns the case id built from the settings, the
-//! [`Engine`] names and the PyTorch [`Knobs`] (with when they apply).
+//! What one case measures: [`CaseSettings`], one point of the matrix, shared by the
+//! matrix's cases (`bench::matrix::Case`), the worker spec (`bench::protocol::WorkerSpec`)
+//! and the report's `CaseRecord`. serde flattens it into their JSON as the flat keys
+//! `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`, `width`, `height`,
+//! `env_variant`, `passes`, `temporal_tile_frames`, `temporal_overlap_frames`, `cudnn`,
+//! `cudnn_benchmark`, `miopen_db` (tiling read back through [`Tiling::new`]'s checks). Also
+//! owns the PyTorch [`Knobs`] (with where they act) and the reference settings of a case.
+//! How each field is spelled, parsed, defaulted and named in the case id is `axes`' table.
 //!
-//! Adding an axis (engine, passes, temporal tiling) is one field here plus its key in
-//! [`Wire`], its id part in [`CaseSettings::id`] and, when it matters for quality, its
-//! reference value in [`CaseSettings::reference`].
-//!
-//! Must not: know about processes, files or the matrix file syntax.
+//! Must not: know about processes, files, the matrix file syntax or flags.
 use serde::{Deserialize, Serialize};
 
-use crate::error::UserError;
 use crate::model::{Precision, RunOptions, TemporalTiling, Tiling};
+use crate::values::{Engine, MiopenDb, Passes, Switch};
 
 /// Name of the env variant that exists even when no `[env.baseline]` table is written.
 pub const BASELINE: &str = "baseline";
-
-/// Which implementation computes the VAE.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Engine {
-    /// This binary's candle port (the `worker` command).
-    #[default]
-    Candle,
-    /// The official Wan computation on PyTorch (the Python worker).
-    Torch,
-    /// diffusers' `AutoencoderKLWan` from the interpreter's own install (the Python worker).
-    Diffusers,
-}
-
-impl Engine {
-    /// Every engine, in the order tables list them.
-    pub const ALL: [Engine; 3] = [Engine::Candle, Engine::Torch, Engine::Diffusers];
-
-    /// `candle`, `torch` or `diffusers` (the JSON and flag spelling).
-    pub fn name(self) -> &'static str {
-        match self {
-            Engine::Candle => "candle",
-            Engine::Torch => "torch",
-            Engine::Diffusers => "diffusers",
-        }
-    }
-
-    /// True for the engines the Python worker runs.
-    pub fn is_python(self) -> bool {
-        self != Engine::Candle
-    }
-
-    /// Parse an engine name; the error names `what` and the valid names.
-    pub fn parse(what: &str, s: &str) -> Result<Engine, UserError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "candle" => Ok(Engine::Candle),
-            "torch" | "pytorch" => Ok(Engine::Torch),
-            "diffusers" => Ok(Engine::Diffusers),
-            _ => Err(UserError::invalid(what, s, "candle, torch or diffusers")),
-        }
-    }
-}
-
-impl std::fmt::Display for Engine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// A PyTorch on/off flag (`torch.backends.cudnn.*`), or not applicable (candle, or the CPU).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-pub enum Switch {
-    #[serde(rename = "on")]
-    On,
-    #[serde(rename = "off")]
-    Off,
-    #[default]
-    #[serde(rename = "n/a")]
-    NotApplicable,
-}
-
-impl Switch {
-    /// `on`, `off` or `n/a`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Switch::On => "on",
-            Switch::Off => "off",
-            Switch::NotApplicable => "n/a",
-        }
-    }
-
-    /// `on` or `off` (also `true`/`false`, `1`/`0`).
-    pub fn parse(what: &str, s: &str) -> Result<Switch, UserError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "on" | "true" | "1" => Ok(Switch::On),
-            "off" | "false" | "0" => Ok(Switch::Off),
-            _ => Err(UserError::invalid(what, s, "on or off")),
-        }
-    }
-}
-
-/// Which MIOpen database a case uses: the user's (`~/.config/miopen`, `~/.cache/miopen` or
-/// what the variant sets), or a fresh empty directory per case (the "first decode after an
-/// update" case: the warmup pass carries the whole find and compile cost).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
-pub enum MiopenDb {
-    #[serde(rename = "user")]
-    User,
-    #[serde(rename = "fresh")]
-    Fresh,
-    #[default]
-    #[serde(rename = "n/a")]
-    NotApplicable,
-}
-
-impl MiopenDb {
-    /// `user`, `fresh` or `n/a`.
-    pub fn name(self) -> &'static str {
-        match self {
-            MiopenDb::User => "user",
-            MiopenDb::Fresh => "fresh",
-            MiopenDb::NotApplicable => "n/a",
-        }
-    }
-
-    /// `user` or `fresh`.
-    pub fn parse(what: &str, s: &str) -> Result<MiopenDb, UserError> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "user" => Ok(MiopenDb::User),
-            "fresh" => Ok(MiopenDb::Fresh),
-            _ => Err(UserError::invalid(what, s, "user or fresh")),
-        }
-    }
-}
 
 /// The PyTorch knobs of a case. They act only in the Python engines on a GPU (`cuda:N`,
 /// which is also how ROCm builds name AMD GPUs); elsewhere every knob is `n/a`, so a matrix
@@ -180,47 +62,6 @@ pub struct CaseSettings {
     pub passes: Passes,
     /// Temporal tiling of the decode (ComfyUI's `VAEDecodeTiled`); `None` = untiled in time.
     pub temporal_tile: Option<TemporalTiling>,
-}
-
-/// The passes a case times: `encode`, `decode` or `both` (the default).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Passes {
-    Encode,
-    Decode,
-    #[default]
-    Both,
-}
-
-impl Passes {
-    /// `encode`, `decode` or `both` (the JSON and matrix-file spelling).
-    pub fn name(self) -> &'static str {
-        match self {
-            Passes::Encode => "encode",
-            Passes::Decode => "decode",
-            Passes::Both => "both",
-        }
-    }
-    /// Whether the encode pass is timed.
-    pub fn encodes(self) -> bool {
-        self != Passes::Decode
-    }
-    /// Whether the decode pass is timed.
-    pub fn decodes(self) -> bool {
-        self != Passes::Encode
-    }
-}
-
-impl std::str::FromStr for Passes {
-    type Err = crate::error::UserError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "encode" => Ok(Passes::Encode),
-            "decode" => Ok(Passes::Decode),
-            "both" | "encode+decode" => Ok(Passes::Both),
-            _ => Err(crate::error::UserError::invalid("passes", s, "encode, decode or both")),
-        }
-    }
 }
 
 /// The JSON spelling of [`CaseSettings`] (the report schema's flat keys).
@@ -336,52 +177,6 @@ impl CaseSettings {
         }
     }
 
-    /// Stable id, e.g. `fp32-chunk1-untiled-5x64x64-baseline`; tiled as `tile256o64`; size
-    /// as frames x W x H. Temporal tiling adds `-ttile64o8` after the spatial tiling and a
-    /// single pass adds `-decode` / `-encode` after the env variant; both are absent at their
-    /// defaults (untiled in time, both passes). A Python engine prefixes its name
-    /// (`torch-fp32-...`) and knobs that apply are appended
-    /// (`...-cudnn_off-bench_on-miopen_fresh`), so candle ids are those of reports written
-    /// before these axes. `compare` and `merge` match cases by it.
-    pub fn id(&self) -> String {
-        let tile = match self.tiling {
-            None => "untiled".to_string(),
-            Some(t) => format!("tile{}o{}", t.tile_px, t.overlap_px),
-        };
-        let engine = match self.engine {
-            Engine::Candle => String::new(),
-            e => format!("{e}-"),
-        };
-        let mut knobs = String::new();
-        let k = &self.knobs;
-        if k.cudnn != Switch::NotApplicable {
-            knobs += &format!("-cudnn_{}", k.cudnn.name());
-        }
-        if k.cudnn_benchmark != Switch::NotApplicable {
-            knobs += &format!("-bench_{}", k.cudnn_benchmark.name());
-        }
-        if k.miopen_db != MiopenDb::NotApplicable {
-            knobs += &format!("-miopen_{}", k.miopen_db.name());
-        }
-        let ttile = match self.temporal_tile {
-            None => String::new(),
-            Some(t) => format!("-ttile{}o{}", t.tile_frames, t.overlap_frames),
-        };
-        let passes = match self.passes {
-            Passes::Both => String::new(),
-            p => format!("-{}", p.name()),
-        };
-        format!(
-            "{engine}{}-chunk{}-{tile}{ttile}-{}x{}x{}-{}{passes}{knobs}",
-            self.precision.name(),
-            self.chunk,
-            self.frames,
-            self.width,
-            self.height,
-            self.env_variant
-        )
-    }
-
     /// The same settings computed by another engine: knobs become `n/a` for candle; for a
     /// Python engine they are kept (the caller decides whether they apply on its device).
     pub fn with_engine(&self, engine: Engine) -> CaseSettings {
@@ -473,8 +268,6 @@ mod tests {
             (Some("decode"), Some(64))
         );
         assert_eq!(serde_json::from_value::<CaseSettings>(v).unwrap(), s);
-        assert_eq!("both".parse::<Passes>().unwrap(), Passes::Both);
-        assert!("twice".parse::<Passes>().unwrap_err().to_string().contains("twice"));
     }
 
     #[test]
@@ -498,10 +291,5 @@ mod tests {
         assert_eq!(t.with_engine(Engine::Candle), s);
         assert!(Knobs::apply_to(Engine::Diffusers, "cuda:0"));
         assert!(!Knobs::apply_to(Engine::Torch, "cpu") && !Knobs::apply_to(Engine::Candle, "cuda:0"));
-        assert_eq!(Engine::parse("e", "Torch").unwrap(), Engine::Torch);
-        assert!(Engine::parse("--engine", "onnx")
-            .unwrap_err()
-            .to_string()
-            .contains("onnx"));
     }
 }

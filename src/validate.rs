@@ -17,10 +17,9 @@ use anyhow::Context;
 use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
-use crate::bench::options::{self, TileSetting};
 use crate::error::UserError;
 use crate::model::{ConvImpl, Precision, RunOptions, WanVae};
-use crate::settings::Engine;
+use crate::values::{self, Engine, TileSetting};
 
 /// Arguments of `wan-vae-bench validate`.
 #[derive(Debug, clap::Args)]
@@ -36,14 +35,14 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub cases: PathBuf,
     /// Precision: fp32, bf16 or fp16.
-    #[arg(long, default_value = "fp32", value_parser = options::precision_flag)]
+    #[arg(long, default_value = "fp32", value_parser = values::precision_flag)]
     pub precision: Precision,
     /// Latent frames per decoder call after the first (encoder: 4x); 1 = reference.
-    #[arg(long, default_value_t = 1, value_parser = options::chunk_flag)]
+    #[arg(long, default_value_t = 1, value_parser = values::chunk_flag)]
     pub chunk: usize,
     /// Spatial tiling: `none` (default), TILE or TILE_PX:OVERLAP_PX in pixels (multiples of 8),
     /// e.g. 256:64; the same values as `run --tile`.
-    #[arg(long, default_value = "none", value_parser = options::tile_flag)]
+    #[arg(long, default_value = "none", value_parser = values::tile_flag)]
     pub tile: TileSetting,
     /// Device: cpu, cuda:N or metal (the last two need the cargo feature).
     #[arg(long, default_value = "cpu")]
@@ -58,7 +57,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub save_outputs: Option<PathBuf>,
     /// Engine: candle (this binary), torch or diffusers (the Python worker).
-    #[arg(long, default_value = "candle", value_parser = options::engine_flag)]
+    #[arg(long, default_value = "candle", value_parser = values::engine_flag)]
     pub engine: Engine,
     /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
     #[arg(long)]
@@ -351,7 +350,7 @@ fn print_text(r: &ValidateReport) {
 /// and exit code (0 pass, 1 not, 2 could not run: no torch, no diffusers, no device) are
 /// passed through. A missing interpreter is exit 2 here.
 fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
-    let interpreter = options::python_interpreter(args.python.as_deref());
+    let interpreter = values::python_interpreter(args.python.as_deref());
     if let Some(problem) = crate::bench::python::interpreter_problem(&interpreter) {
         return Err(UserError::Other(format!("engine {} needs Python: {problem}", args.engine)).into());
     }

@@ -1,5 +1,6 @@
 //! `run` argument and matrix-file errors exit 2 and name the culprit, before any case runs.
 use crate::util::cli::*;
+use wan_vae_bench::axes::{CHUNK, FRAMES, SIZE, TILE};
 
 fn fails_naming(args: &[&str], culprit: &str) {
     let dir = scratch();
@@ -78,17 +79,12 @@ fn python_flag_spellings_are_accepted() {
         panic!("not run")
     };
     let o = wan_vae_bench::bench::options_from_args(&args).unwrap();
-    assert_eq!(o.axes.frames, vec![9]);
-    assert_eq!(o.axes.sizes, vec![(128, 96)]);
-    assert_eq!(
-        o.axes.tiles,
-        vec![Some(wan_vae_bench::model::Tiling {
-            tile_px: 64,
-            overlap_px: 16
-        })]
-    );
+    assert_eq!(o.axes.get(&FRAMES), ["9"]);
+    assert_eq!(o.axes.get(&SIZE), ["128x96"]);
+    assert_eq!(o.axes.get(&TILE), ["64:16"]);
+    assert_eq!(o.axes.written_in(&TILE), "--tile_px");
     assert_eq!(o.warmup, 2);
-    assert_eq!(o.axes.chunks, vec![1, 2, 4]);
+    assert_eq!(o.axes.get(&CHUNK), ["1", "2", "4"]);
     assert_eq!(o.case_count(), 6);
 }
 
@@ -101,12 +97,9 @@ fn tile_none_and_tile_px_zero_mean_untiled() {
             panic!("not run")
         };
         let o = wan_vae_bench::bench::options_from_args(&args).unwrap();
-        assert_eq!(o.axes.tiles.len(), 2, "{flags:?}");
-        assert_eq!(o.axes.tiles[0], None, "{flags:?}");
-        assert_eq!(
-            o.axes.tiles[1].map(|t| (t.tile_px, t.overlap_px)),
-            Some((64, 16)),
-            "{flags:?}"
-        );
+        let tiles: Vec<_> = o.axes.each(&TILE).map(|s| s.tiling).collect();
+        assert_eq!(tiles.len(), 2, "{flags:?}");
+        assert_eq!(tiles[0], None, "{flags:?}");
+        assert_eq!(tiles[1].map(|t| (t.tile_px, t.overlap_px)), Some((64, 16)), "{flags:?}");
     }
 }

@@ -1,14 +1,15 @@
 //! Budgets: the limits users set themselves ("17 frames at 320x320 must decode in under
 //! 10 s"). The `[budgets]` table of a matrix file holds limits for every case, and each
-//! `[[budgets.case]]` entry holds limits for the cases its filter matches (any axis:
-//! `frames`, `size`, `precision`, `tile`, `temporal_tile`, `chunk`, `env`, `passes`; one
-//! value or a list). After the run, [`check`] gives every `ok` case one
-//! [`BudgetCheck`] per applicable limit; `run` exits 1 when one is broken.
+//! `[[budgets.case]]` entry holds limits for the cases its filter matches: any axis of
+//! `axes::AXES` (`engine`, `frames`, `size`, `cudnn`, ...), one value or a list, each
+//! matched against the value the case recorded (`n/a` included, for knobs that did not
+//! act). After the run, [`check`] gives every `ok` case one [`BudgetCheck`] per applicable
+//! limit; `run` exits 1 when one is broken.
 //!
 //! Must not: run anything or render the main table.
 use serde::Deserialize;
 
-use super::options;
+use crate::axes::{self, Axis, AXES};
 use crate::error::UserError;
 use crate::report::{BudgetCheck, BudgetVerdict, CaseRecord, CaseStatus};
 use crate::settings::CaseSettings;
@@ -29,38 +30,14 @@ pub struct Limits {
     pub min_psnr_db: Option<f64>,
 }
 
-/// One value or a list (a filter key).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(untagged)]
-enum OneOrMany<T> {
-    One(T),
-    Many(Vec<T>),
-}
-
-impl<T> OneOrMany<T> {
-    fn into_vec(self) -> Vec<T> {
-        match self {
-            OneOrMany::One(v) => vec![v],
-            OneOrMany::Many(v) => v,
-        }
-    }
-}
-
-/// A `[[budgets.case]]` entry as written: filter keys and limits.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct CaseEntry {
-    frames: Option<OneOrMany<usize>>,
-    size: Option<OneOrMany<String>>,
-    precision: Option<OneOrMany<String>>,
-    tile: Option<OneOrMany<String>>,
-    temporal_tile: Option<OneOrMany<String>>,
-    chunk: Option<OneOrMany<usize>>,
-    env: Option<OneOrMany<String>>,
-    passes: Option<OneOrMany<String>>,
-    #[serde(flatten)]
-    limits: Limits,
-}
+/// The keys of [`Limits`], in the order messages list them.
+const LIMIT_KEYS: [&str; 5] = [
+    "encode_median_s",
+    "decode_median_s",
+    "peak_rss_gb",
+    "device_memory_gb",
+    "min_psnr_db",
+];
 
 /// The `[budgets]` table as written.
 #[derive(Debug, Default, Deserialize)]
@@ -68,50 +45,47 @@ struct CaseEntry {
 pub struct BudgetsSection {
     #[serde(flatten)]
     limits: Limits,
+    /// The `[[budgets.case]]` entries: axis filters and limits.
     #[serde(default)]
-    case: Vec<CaseEntry>,
+    case: Vec<toml::Table>,
 }
 
-/// Which cases an entry applies to: each given axis must match one of its values (the
-/// canonical spellings of [`options`]); an empty filter matches every case.
+/// Which cases an entry applies to: each axis named must match one of its values; an
+/// empty filter matches every case.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Filter {
-    /// `axis = value` pairs, canonical spelling; a case matches when, for every axis named,
-    /// its value is one of those listed.
-    pub axes: Vec<(String, Vec<String>)>,
+    /// Axes in [`AXES`] order, each with the values (canonical spelling) a case may record.
+    pub axes: Vec<(&'static Axis, Vec<String>)>,
 }
 
 impl Filter {
     /// Whether `s` matches.
     pub fn matches(&self, s: &CaseSettings) -> bool {
-        self.axes.iter().all(|(axis, values)| {
-            let v = axis_value(axis, s);
-            values.contains(&v)
-        })
+        self.axes.iter().all(|(axis, values)| values.contains(&(axis.get)(s)))
     }
 
     /// `frames = 17, size = 320x320`.
     pub fn describe(&self) -> String {
         self.axes
             .iter()
-            .map(|(a, v)| format!("{a} = {}", v.join("|")))
+            .map(|(a, v)| format!("{} = {}", a.key, v.join("|")))
             .collect::<Vec<_>>()
             .join(", ")
     }
 }
 
-/// The canonical spelling of a case's value on `axis`.
-fn axis_value(axis: &str, s: &CaseSettings) -> String {
-    match axis {
-        "frames" => s.frames.to_string(),
-        "size" => format!("{}x{}", s.width, s.height),
-        "precision" => s.precision.name().to_string(),
-        "tile" => options::tile_name(s.tiling),
-        "temporal_tile" => options::temporal_tile_name(s.temporal_tile),
-        "chunk" => s.chunk.to_string(),
-        "env" => s.env_variant.clone(),
-        "passes" => s.passes.name().to_string(),
-        _ => String::new(),
+/// The text of one TOML value written for an axis (a string, a whole number or a
+/// boolean), as the axis parsers read it; the matrix file's lists use it too.
+pub fn value_text(what: &str, v: &toml::Value) -> Result<String, UserError> {
+    match v {
+        toml::Value::String(s) => Ok(s.clone()),
+        toml::Value::Integer(i) => Ok(i.to_string()),
+        toml::Value::Boolean(b) => Ok(b.to_string()),
+        other => Err(UserError::invalid(
+            what,
+            other.to_string(),
+            "a string or a whole number",
+        )),
     }
 }
 
@@ -132,67 +106,64 @@ impl Budgets {
 }
 
 impl BudgetsSection {
-    /// Check the values (positive, finite; filters parse as the matrix axes do).
+    /// Check the values (limits positive and finite; filters parse as the matrix axes do).
     pub fn into_budgets(self) -> anyhow::Result<Budgets> {
         check_limits("budgets", &self.limits)?;
-        let mut cases = Vec::new();
-        for (i, e) in self.case.into_iter().enumerate() {
-            let what = format!("budgets.case[{i}]");
-            check_limits(&what, &e.limits)?;
-            if e.limits == Limits::default() {
-                return Err(UserError::Other(format!(
-                    "{what} sets no limit: give encode_median_s, decode_median_s, peak_rss_gb, \
-                     device_memory_gb or min_psnr_db"
-                ))
-                .into());
-            }
-            let mut axes = Vec::new();
-            let key = |a: &str| format!("{what}.{a}");
-            if let Some(v) = e.frames {
-                axes.push(("frames".into(), v.into_vec().iter().map(|f| f.to_string()).collect()));
-            }
-            let mut strings =
-                |axis: &str, v: Option<OneOrMany<String>>, canon: &dyn Fn(&str) -> anyhow::Result<String>| {
-                    if let Some(v) = v {
-                        let vals = v
-                            .into_vec()
-                            .iter()
-                            .map(|x| canon(x))
-                            .collect::<anyhow::Result<Vec<_>>>()?;
-                        axes.push((axis.to_string(), vals));
-                    }
-                    anyhow::Ok(())
-                };
-            strings("size", e.size, &|x| {
-                let (w, h) = options::parse_size(&key("size"), x)?;
-                Ok(format!("{w}x{h}"))
-            })?;
-            strings("precision", e.precision, &|x| {
-                Ok(options::parse_precision(&key("precision"), x)?.name().to_string())
-            })?;
-            strings("tile", e.tile, &|x| {
-                Ok(options::tile_name(options::parse_tile(&key("tile"), x)?))
-            })?;
-            strings("temporal_tile", e.temporal_tile, &|x| {
-                Ok(options::temporal_tile_name(options::parse_temporal_tile(
-                    &key("temporal_tile"),
-                    x,
-                )?))
-            })?;
-            strings("env", e.env, &|x| Ok(x.to_string()))?;
-            strings("passes", e.passes, &|x| {
-                Ok(options::parse_passes(&key("passes"), x)?.name().to_string())
-            })?;
-            if let Some(v) = e.chunk {
-                axes.push(("chunk".into(), v.into_vec().iter().map(|c| c.to_string()).collect()));
-            }
-            cases.push((Filter { axes }, e.limits));
-        }
+        let cases = self
+            .case
+            .into_iter()
+            .enumerate()
+            .map(|(i, entry)| case_entry(&format!("budgets.case[{i}]"), entry))
+            .collect::<anyhow::Result<_>>()?;
         Ok(Budgets {
             global: self.limits,
             cases,
         })
     }
+}
+
+/// One `[[budgets.case]]` entry (`what` names it): its axis keys make the filter, the rest
+/// must be limits, at least one.
+fn case_entry(what: &str, entry: toml::Table) -> anyhow::Result<(Filter, Limits)> {
+    let mut filter = Filter::default();
+    let mut limits = toml::Table::new();
+    for (key, value) in entry {
+        let Some(axis) = axes::axis(&key) else {
+            if !LIMIT_KEYS.contains(&key.as_str()) {
+                let axes: Vec<&str> = AXES.iter().map(|a| a.key).collect();
+                return Err(UserError::invalid(
+                    format!("{what} key"),
+                    key,
+                    format!("an axis ({}) or a limit ({})", axes.join(", "), LIMIT_KEYS.join(", ")),
+                )
+                .into());
+            }
+            limits.insert(key, value);
+            continue;
+        };
+        let key = format!("{what}.{key}");
+        let list = match value {
+            toml::Value::Array(list) if list.is_empty() => {
+                return Err(UserError::Other(format!("{key} is empty: give at least one value")).into())
+            }
+            toml::Value::Array(list) => list,
+            one => vec![one],
+        };
+        let values = list
+            .iter()
+            .map(|v| axis.canonical_recorded(&key, &value_text(&key, v)?))
+            .collect::<Result<_, _>>()?;
+        filter.axes.push((axis, values));
+    }
+    filter.axes.sort_by_key(|(axis, _)| AXES.iter().position(|a| a == axis));
+    let limits: Limits = toml::Value::Table(limits)
+        .try_into()
+        .map_err(|e| UserError::Other(format!("{what}: {e}")))?;
+    check_limits(what, &limits)?;
+    if limits == Limits::default() {
+        return Err(UserError::Other(format!("{what} sets no limit: give one of {}", LIMIT_KEYS.join(", "))).into());
+    }
+    Ok((filter, limits))
 }
 
 fn check_limits(what: &str, l: &Limits) -> anyhow::Result<()> {
@@ -335,8 +306,18 @@ pub fn broken(cases: &[CaseRecord]) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// The budgets of a matrix file's text (its `[budgets]` tables only).
+    fn parse(toml_text: &str) -> anyhow::Result<Budgets> {
+        #[derive(Deserialize)]
+        struct File {
+            budgets: BudgetsSection,
+        }
+        let file: File = toml::from_str(toml_text)?;
+        file.budgets.into_budgets()
+    }
+
     fn budgets(toml_text: &str) -> Budgets {
-        crate::bench::config::parse(toml_text).unwrap().budgets
+        parse(toml_text).unwrap()
     }
 
     fn record(frames: usize, decode_s: f64, rss: u64) -> CaseRecord {
@@ -382,7 +363,7 @@ mod tests {
 
     #[test]
     fn bad_budgets_name_the_key() {
-        let err = |t: &str| format!("{:#}", crate::bench::config::parse(t).unwrap_err());
+        let err = |t: &str| format!("{:#}", parse(t).unwrap_err());
         assert!(err("[budgets]\ndecode_median_s = -1").contains("budgets.decode_median_s"));
         assert!(err("[[budgets.case]]\nsize = \"321x320\"\ndecode_median_s = 1").contains("321x320"));
         assert!(err("[[budgets.case]]\nframes = 17").contains("sets no limit"));
@@ -391,5 +372,73 @@ mod tests {
                 .0
                 .matches(&record(5, 1.0, 1).settings)
         );
+    }
+
+    #[test]
+    fn every_axis_filters_on_what_the_case_recorded() {
+        use crate::values::{Engine, MiopenDb, Switch};
+        let candle = record(17, 1.0, 1);
+        let mut torch = record(17, 1.0, 1);
+        torch.settings.engine = Engine::Torch;
+        torch.settings.knobs = crate::settings::Knobs {
+            cudnn: Switch::Off,
+            cudnn_benchmark: Switch::On,
+            miopen_db: MiopenDb::Fresh,
+        };
+        torch.settings.temporal_tile = Some(crate::model::TemporalTiling::COMFYUI_DEFAULT);
+        // (filter, matches torch, matches candle)
+        let filters = [
+            ("engine = \"torch\"", true, false),
+            ("engine = [\"candle\", \"diffusers\"]", false, true),
+            ("frames = [5, 17]", true, true),
+            ("size = \"320*320\"", true, true),
+            ("precision = \"BF16\"", false, false),
+            ("tile = \"none\"", true, true),
+            ("temporal_tile = \"64:8\"", true, false),
+            ("chunk = 2", false, false),
+            ("env = \"baseline\"", true, true),
+            ("passes = \"decode\"", true, true),
+            ("passes = \"both\"", false, false),
+            ("cudnn = \"off\"", true, false),
+            ("cudnn = \"n/a\"", false, true),
+            ("cudnn_benchmark = true", true, false),
+            ("miopen_db = \"fresh\"", true, false),
+            ("miopen_db = [\"user\", \"n/a\"]", false, true),
+        ];
+        let mut named = std::collections::BTreeSet::new();
+        for (filter, on_torch, on_candle) in filters {
+            let b = budgets(&format!("[[budgets.case]]\n{filter}\ndecode_median_s = 10"));
+            let f = &b.cases[0].0;
+            named.insert(f.axes[0].0.key);
+            assert_eq!(
+                (f.matches(&torch.settings), f.matches(&candle.settings)),
+                (on_torch, on_candle),
+                "{filter}"
+            );
+            assert_eq!(check(&b, &torch).len(), usize::from(on_torch), "{filter}");
+        }
+        assert_eq!(named.len(), AXES.len(), "a filter on every axis");
+        let b = budgets("[[budgets.case]]\nmiopen_db = \"fresh\"\nengine = \"torch\"\nmin_psnr_db = 1");
+        assert_eq!(b.cases[0].0.describe(), "engine = torch, miopen_db = fresh");
+    }
+
+    #[test]
+    fn bad_filters_name_the_key_and_what_is_valid() {
+        let err = |t: &str| {
+            format!(
+                "{:#}",
+                parse(&format!("[[budgets.case]]\n{t}\ndecode_median_s = 1")).unwrap_err()
+            )
+        };
+        let e = err("cudnn = \"maybe\"");
+        assert!(e.contains("budgets.case[0].cudnn") && e.contains("on or off"), "{e}");
+        let e = err("enginez = \"torch\"");
+        assert!(
+            e.contains("enginez") && e.contains("engine, frames") && e.contains("min_psnr_db"),
+            "{e}"
+        );
+        assert!(err("frames = []").contains("budgets.case[0].frames is empty"));
+        assert!(err("passes = \"n/a\"").contains("encode, decode or both"));
+        assert!(err("peak_rss_gb = -1").contains("budgets.case[0].peak_rss_gb"));
     }
 }

@@ -1,7 +1,7 @@
-//! The TOML matrix file: `[model]`, `[run]`, `[matrix]`, `[env.NAME]` and `[budgets]`
-//! (its syntax is `budgets`') tables, parsed
-//! strictly (an unknown key, an unknown env variant, an invalid value or an empty axis is an
-//! error naming it) into [`BenchOptions`]. Also the built-in smoke matrix.
+//! The TOML matrix file: `[model]`, `[run]`, `[matrix]` (one key per axis of
+//! `axes::AXES`, each a list), `[env.NAME]` and `[budgets]` (its syntax is `budgets`')
+//! tables, parsed strictly (an unknown key, an unknown env variant, an invalid value or an
+//! empty axis is an error naming it) into [`BenchOptions`]. Also the built-in smoke matrix.
 //!
 //! Must not: apply flags (that is `options`) or expand cases (that is `matrix`).
 use std::collections::BTreeMap;
@@ -9,10 +9,12 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::options::{self, Axes, BenchOptions, BASELINE};
-use super::scheduler::Order;
+use super::budgets;
+use super::options::{Axes, BenchOptions};
+use crate::axes;
 use crate::error::UserError;
-use crate::settings::{Engine, MiopenDb, Switch};
+use crate::settings::BASELINE;
+use crate::values::{Order, TorchPrecision};
 
 /// The built-in smoke matrix (`configs/smoke.toml`), run when no `--config` is given.
 pub const SMOKE_TOML: &str = include_str!("../../configs/smoke.toml");
@@ -24,12 +26,13 @@ struct File {
     model: ModelSection,
     #[serde(default)]
     run: RunSection,
+    /// Axis key -> list of values.
     #[serde(default)]
-    matrix: MatrixSection,
+    matrix: toml::Table,
     #[serde(default)]
     env: BTreeMap<String, BTreeMap<String, toml::Value>>,
     #[serde(default)]
-    budgets: super::budgets::BudgetsSection,
+    budgets: budgets::BudgetsSection,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -56,23 +59,6 @@ struct RunSection {
     input_tensor: Option<String>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct MatrixSection {
-    frames: Option<Vec<usize>>,
-    size: Option<Vec<String>>,
-    precision: Option<Vec<String>>,
-    tile: Option<Vec<String>>,
-    chunk: Option<Vec<usize>>,
-    env: Option<Vec<String>>,
-    passes: Option<Vec<String>>,
-    temporal_tile: Option<Vec<String>>,
-    engine: Option<Vec<String>>,
-    cudnn: Option<Vec<String>>,
-    cudnn_benchmark: Option<Vec<String>>,
-    miopen_db: Option<Vec<String>>,
-}
-
 /// Read and parse a matrix file; errors name the file and the culprit.
 pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
     let text =
@@ -96,49 +82,7 @@ pub fn smoke() -> BenchOptions {
 /// an axis that is present must not be empty.
 pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
     let file: File = toml::from_str(text).map_err(|e| UserError::Other(format!("invalid matrix file: {e}")))?;
-    let m = file.matrix;
-    let axes = Axes {
-        frames: options::check_frames("matrix.frames", axis("frames", m.frames, vec![5])?)?,
-        sizes: axis("size", m.size, vec!["64x64".into()])?
-            .iter()
-            .map(|s| options::parse_size("matrix.size", s))
-            .collect::<Result<_, _>>()?,
-        precisions: axis("precision", m.precision, vec!["fp32".into()])?
-            .iter()
-            .map(|s| options::parse_precision("matrix.precision", s))
-            .collect::<Result<_, _>>()?,
-        tiles: axis("tile", m.tile, vec!["none".into()])?
-            .iter()
-            .map(|s| options::parse_tile("matrix.tile", s))
-            .collect::<Result<_, _>>()?,
-        chunks: options::check_chunks("matrix.chunk", axis("chunk", m.chunk, vec![1])?)?,
-        envs: axis("env", m.env, vec![BASELINE.into()])?,
-        passes: axis("passes", m.passes, vec!["both".into()])?
-            .iter()
-            .map(|s| options::parse_passes("matrix.passes", s))
-            .collect::<Result<_, _>>()?,
-        temporal_tiles: axis("temporal_tile", m.temporal_tile, vec!["none".into()])?
-            .iter()
-            .map(|s| options::parse_temporal_tile("matrix.temporal_tile", s))
-            .collect::<Result<_, _>>()?,
-        engines: axis("engine", m.engine, vec!["candle".into()])?
-            .iter()
-            .map(|s| Engine::parse("matrix.engine", s))
-            .collect::<Result<_, _>>()?,
-        // torch's own defaults: cuDNN/MIOpen enabled, benchmark off.
-        cudnn: axis("cudnn", m.cudnn, vec!["on".into()])?
-            .iter()
-            .map(|s| Switch::parse("matrix.cudnn", s))
-            .collect::<Result<_, _>>()?,
-        cudnn_benchmark: axis("cudnn_benchmark", m.cudnn_benchmark, vec!["off".into()])?
-            .iter()
-            .map(|s| Switch::parse("matrix.cudnn_benchmark", s))
-            .collect::<Result<_, _>>()?,
-        miopen_db: axis("miopen_db", m.miopen_db, vec!["user".into()])?
-            .iter()
-            .map(|s| MiopenDb::parse("matrix.miopen_db", s))
-            .collect::<Result<_, _>>()?,
-    };
+    let axes = matrix_axes(&file.matrix)?;
     let mut variants = BTreeMap::new();
     variants.insert(BASELINE.to_string(), BTreeMap::new());
     for (name, vars) in file.env {
@@ -197,21 +141,38 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
             .model
             .torch_precision
             .as_deref()
-            .map(|s| options::parse_torch_precision("model.torch_precision", s))
+            .map(|s| TorchPrecision::parse("model.torch_precision", s))
             .transpose()?,
     };
     opts.validate()?;
     Ok(opts)
 }
 
-fn axis<T>(name: &str, values: Option<Vec<T>>, default: Vec<T>) -> anyhow::Result<Vec<T>> {
-    match values {
-        None => Ok(default),
-        Some(v) if v.is_empty() => {
-            Err(UserError::Other(format!("matrix.{name} is empty: give at least one value")).into())
-        }
-        Some(v) => Ok(v),
+/// The `[matrix]` table: each key an axis, each value a list; axes not written keep their
+/// defaults.
+fn matrix_axes(matrix: &toml::Table) -> anyhow::Result<Axes> {
+    let mut axes = Axes::defaults();
+    for (key, value) in matrix {
+        let Some(axis) = axes::axis(key) else {
+            let keys: Vec<&str> = axes::AXES.iter().map(|a| a.key).collect();
+            return Err(UserError::invalid("[matrix] key", key, format!("an axis: {}", keys.join(", "))).into());
+        };
+        let what = format!("matrix.{key}");
+        let toml::Value::Array(list) = value else {
+            return Err(UserError::invalid(
+                &what,
+                value.to_string(),
+                format!("a list of values, e.g. {key} = [{}]", toml::Value::from(axis.default)),
+            )
+            .into());
+        };
+        let values = list
+            .iter()
+            .map(|v| budgets::value_text(&what, v))
+            .collect::<Result<Vec<_>, _>>()?;
+        axes.set(axis, &values, &what)?;
     }
+    Ok(axes)
 }
 
 #[cfg(test)]
@@ -227,7 +188,7 @@ mod tests {
         let o = smoke();
         assert_eq!(o.weights, "synthetic");
         assert_eq!((o.warmup, o.runs), (1, 2));
-        assert_eq!(o.axes.sizes, vec![(64, 64)]);
+        assert_eq!(o.axes.get(&axes::SIZE), ["64x64"]);
         assert_eq!(o.case_count(), 2);
     }
 
@@ -300,13 +261,13 @@ MIOPEN_FIND_MODE = "2"
         }
         let gfx = load(&dir.join("gfx1151-miopen.toml")).unwrap();
         assert_eq!(
-            (gfx.device.as_str(), gfx.axes.engines.as_slice()),
-            ("cuda:0", &[Engine::Torch][..])
+            (gfx.device.as_str(), gfx.axes.get(&axes::ENGINE)),
+            ("cuda:0", &["torch".to_string()][..])
         );
         assert_eq!(gfx.case_count(), 32);
         let comfy = load(&dir.join("comfyui-amd.toml")).unwrap();
-        assert_eq!(comfy.torch_precision, Some(options::TorchPrecision::Cast));
-        assert_eq!(comfy.axes.cudnn, vec![Switch::Off]);
+        assert_eq!(comfy.torch_precision, Some(TorchPrecision::Cast));
+        assert_eq!(comfy.axes.get(&axes::CUDNN), ["off"]);
         assert_eq!(comfy.case_count(), 2);
     }
 

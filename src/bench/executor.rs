@@ -26,7 +26,7 @@ use super::miopen::MiopenParser;
 use super::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
 use crate::lock::ProcessMark;
 use crate::report::CaseStatus;
-use crate::settings::MiopenDb;
+use crate::values::MiopenDb;
 
 /// Lines of worker stderr kept for the report.
 pub const STDERR_TAIL_LINES: usize = 40;

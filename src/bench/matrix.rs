@@ -1,12 +1,13 @@
-//! Case expansion: every combination of the matrix axes is one [`Case`], whose settings
-//! ([`CaseSettings`]) give it a stable id (`compare` matches cases across reports by it),
-//! and the quality references a matrix lacks.
+//! Case expansion: every combination of the values of the axes (`axes::AXES`) is one
+//! [`Case`], whose settings ([`CaseSettings`]) give it a stable id (`compare` matches cases
+//! across reports by it), and the quality references a matrix lacks.
 //!
 //! Must not: run anything or know how cases are ordered (that is the scheduler's).
 use std::collections::BTreeMap;
 
 use super::options::BenchOptions;
-use crate::settings::{CaseSettings, Engine, Knobs};
+use crate::axes::{Axis, AXES};
+use crate::settings::{CaseSettings, Knobs};
 
 /// One point of the matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,40 +62,14 @@ pub fn add_references(cases: &mut Vec<Case>) {
     cases.extend(added);
 }
 
-/// All cases in matrix order (engine, frames, size, precision, tile, temporal tile, chunk,
-/// env, passes, cudnn, cudnn_benchmark, miopen_db; the last varies fastest). A new axis is
-/// one more [`product`] line. Knobs that do not apply (candle, or the CPU:
-/// [`Knobs::apply_to`]) become `n/a`, and the duplicates this makes are dropped, so they are
-/// not measured twice.
+/// All cases in matrix order ([`AXES`] order, the last axis varying fastest). Knobs that
+/// do not act (candle, or the CPU: [`Knobs::apply_to`]) become `n/a`, and the duplicates
+/// this makes are dropped, so they are not measured twice.
 pub fn expand(opts: &BenchOptions) -> Vec<Case> {
-    let a = &opts.axes;
-    // Every field is overwritten by its axis below; the axes are never empty.
-    let seed = CaseSettings {
-        engine: Engine::Candle,
-        knobs: Knobs::default(),
-        precision: crate::model::Precision::Fp32,
-        chunk: 1,
-        tiling: None,
-        frames: 1,
-        width: 8,
-        height: 8,
-        env_variant: String::new(),
-        passes: crate::settings::Passes::Both,
-        temporal_tile: None,
-    };
-    let all = vec![seed];
-    let all = product(all, &a.engines, |s, &e| s.engine = e);
-    let all = product(all, &a.frames, |s, &f| s.frames = f);
-    let all = product(all, &a.sizes, |s, &(w, h)| (s.width, s.height) = (w, h));
-    let all = product(all, &a.precisions, |s, &p| s.precision = p);
-    let all = product(all, &a.tiles, |s, &t| s.tiling = t);
-    let all = product(all, &a.temporal_tiles, |s, &t| s.temporal_tile = t);
-    let all = product(all, &a.chunks, |s, &c| s.chunk = c);
-    let all = product(all, &a.envs, |s, e| s.env_variant = e.clone());
-    let all = product(all, &a.passes, |s, &p| s.passes = p);
-    let all = product(all, &a.cudnn, |s, &v| s.knobs.cudnn = v);
-    let all = product(all, &a.cudnn_benchmark, |s, &v| s.knobs.cudnn_benchmark = v);
-    let all = product(all, &a.miopen_db, |s, &v| s.knobs.miopen_db = v);
+    let mut all = vec![CaseSettings::defaults()];
+    for axis in AXES {
+        all = product(&all, axis, opts.axes.get(axis));
+    }
     let mut seen = std::collections::BTreeSet::new();
     all.into_iter()
         .map(|mut s| {
@@ -111,14 +86,13 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
         .collect()
 }
 
-/// Each of `settings` combined with each of `values` (set by `set`), the values varying
-/// fastest.
-fn product<T>(settings: Vec<CaseSettings>, values: &[T], set: impl Fn(&mut CaseSettings, &T)) -> Vec<CaseSettings> {
+/// Each of `settings` combined with each value of `axis`, the values varying fastest.
+fn product(settings: &[CaseSettings], axis: &Axis, values: &[String]) -> Vec<CaseSettings> {
     let mut out = Vec::with_capacity(settings.len() * values.len());
     for s in settings {
         for v in values {
             let mut next = s.clone();
-            set(&mut next, v);
+            (axis.set)(&mut next, axis.key, v).expect("stored axis values are canonical");
             out.push(next);
         }
     }

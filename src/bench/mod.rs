@@ -2,7 +2,8 @@
 //! report rewritten after every case -> summary table) and the hidden `worker` command.
 //! `docs/architecture.md` draws the data flow.
 //!
-//! Sub-modules: [`options`] typed options and flags, [`config`] the TOML matrix file,
+//! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run`
+//! flags (one per axis of `axes::AXES`), [`config`] the TOML matrix file,
 //! [`input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their verdicts,
 //! [`matrix`] case expansion, [`scheduler`] order and the run loop, [`executor`] worker
 //! processes ([`python`] the shipped Python worker of the torch and diffusers engines,
@@ -27,6 +28,7 @@ pub mod clip;
 pub mod config;
 pub mod executor;
 pub mod fault;
+pub mod flags;
 pub mod input;
 pub mod inputs;
 pub mod interrupt;
@@ -42,8 +44,10 @@ pub mod python;
 pub mod scheduler;
 pub mod worker;
 
+use crate::axes::{FRAMES, PASSES, SIZE};
 use crate::export::{ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
-use options::{BenchOptions, MatrixFlags};
+use flags::MatrixFlags;
+use options::BenchOptions;
 pub use scheduler::RECORD_ENV_VAR;
 use scheduler::{RunWide, Scheduler};
 
@@ -295,16 +299,16 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &input::Input
         "--input {path} (tensor `{}` {:?}: {} frames at {}x{})",
         file.record.tensor, file.record.shape, file.frames, file.width, file.height
     );
-    if !flags.frames.is_empty() && flags.frames != [file.frames] {
-        let given: Vec<String> = flags.frames.iter().map(|f| f.to_string()).collect();
+    let frames = file.frames.to_string();
+    if let Some(given) = flags.axes.get(&FRAMES).filter(|g| *g != [frames.as_str()]) {
         return Err(UserError::Other(format!(
             "--frames {} conflicts with {what}: frames come from the input; drop --frames",
             given.join(",")
         ))
         .into());
     }
-    if !flags.size.is_empty() && flags.size != [(file.width, file.height)] {
-        let given: Vec<String> = flags.size.iter().map(|(w, h)| format!("{w}x{h}")).collect();
+    let size = format!("{}x{}", file.width, file.height);
+    if let Some(given) = flags.axes.get(&SIZE).filter(|g| *g != [size.as_str()]) {
         return Err(UserError::Other(format!(
             "--size {} conflicts with {what}: the size comes from the input; drop --size",
             given.join(",")
@@ -312,7 +316,7 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &input::Input
         .into());
     }
     if file.is_latent {
-        if let Some(p) = opts.axes.passes.iter().find(|p| p.encodes()) {
+        if let Some(p) = opts.axes.each(&PASSES).map(|s| s.passes).find(|p| p.encodes()) {
             return Err(UserError::Other(format!(
                 "{what} is a latent, which can only be decoded, but passes includes `{}`: use --passes decode",
                 p.name()
@@ -320,8 +324,8 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &input::Input
             .into());
         }
     }
-    opts.axes.frames = vec![file.frames];
-    opts.axes.sizes = vec![(file.width, file.height)];
+    opts.axes.set(&FRAMES, &[frames], "--input")?;
+    opts.axes.set(&SIZE, &[size], "--input")?;
     Ok(())
 }
 

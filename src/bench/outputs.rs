@@ -24,7 +24,7 @@ use candle_core::{DType, Device, Tensor};
 
 use super::matrix::Case;
 use crate::report::{CaseStatus, CrossEngine, ErrorStats, Quality, Report};
-use crate::settings::Engine;
+use crate::values::Engine;
 
 pub use super::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
 

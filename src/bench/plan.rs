@@ -9,6 +9,7 @@ use unicode_width::UnicodeWidthStr;
 
 use super::matrix;
 use super::options::BenchOptions;
+use crate::axes::FRAMES;
 use crate::error::UserError;
 use crate::model::flops::{decode_gflop, encode_gflop};
 use crate::model::Config;
@@ -16,36 +17,15 @@ use crate::model::Config;
 /// Default largest matrix `run` accepts (`--max-cases` raises it).
 pub const DEFAULT_MAX_CASES: u64 = 10_000;
 
-/// Number of cases the axes expand to, without building them (saturating: a product that
-/// overflows is "more than any limit").
-pub fn matrix_size(opts: &BenchOptions) -> u64 {
-    let a = &opts.axes;
-    [
-        a.frames.len(),
-        a.sizes.len(),
-        a.precisions.len(),
-        a.tiles.len(),
-        a.chunks.len(),
-        a.envs.len(),
-    ]
-    .iter()
-    .fold(1u64, |n, &k| n.saturating_mul(k as u64))
-}
-
-/// Refuse a matrix larger than `max_cases` (exit 2, naming its size and the way out).
+/// Refuse a matrix larger than `max_cases` (exit 2, naming its size and the way out). The
+/// count comes from the axes, before a single case is built.
 pub fn check_size(opts: &BenchOptions, max_cases: u64) -> Result<u64, UserError> {
-    let n = matrix_size(opts);
+    let n = opts.case_count();
     if n > max_cases {
-        let a = &opts.axes;
         return Err(UserError::Other(format!(
-            "the matrix has {n} cases ({} frames x {} sizes x {} precisions x {} tilings x {} chunks x {} env \
-             variants), more than the limit of {max_cases}; shrink an axis, or raise the limit with --max-cases {n}",
-            a.frames.len(),
-            a.sizes.len(),
-            a.precisions.len(),
-            a.tiles.len(),
-            a.chunks.len(),
-            a.envs.len()
+            "the matrix has {n} cases ({}), more than the limit of {max_cases}; shrink an axis, or raise the \
+             limit with --max-cases {n}",
+            opts.axes.describe()
         )));
     }
     Ok(n)
@@ -56,9 +36,9 @@ pub fn check_size(opts: &BenchOptions, max_cases: u64) -> Result<u64, UserError>
 pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
     let odd: Vec<String> = opts
         .axes
-        .frames
-        .iter()
-        .filter_map(|&f| {
+        .each(&FRAMES)
+        .filter_map(|s| {
+            let f = s.frames;
             let used = crate::model::frames_used(f).ok()?;
             (used != f).then(|| format!("{f} -> {used}"))
         })

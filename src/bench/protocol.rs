@@ -82,7 +82,7 @@ pub struct WorkerSpec {
     /// How a Python engine applies bf16/fp16 (`cast` or `autocast`); absent: its default.
     /// candle ignores it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub torch_precision: Option<super::options::TorchPrecision>,
+    pub torch_precision: Option<crate::values::TorchPrecision>,
 }
 
 /// Where a worker finds its input: an f32 safetensors file holding tensor `latent`
@@ -287,7 +287,7 @@ mod tests {
                 width: 64,
                 height: 64,
                 env_variant: "baseline".into(),
-                passes: crate::settings::Passes::Both,
+                passes: crate::values::Passes::Both,
                 temporal_tile: None,
                 engine: Default::default(),
                 knobs: Default::default(),

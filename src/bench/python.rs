@@ -3,7 +3,7 @@
 //! folder (the run's scratch directory) and run with the chosen interpreter, and the
 //! checks that turn a missing interpreter into a clear `unsupported` message.
 //!
-//! Must not: decide which interpreter to use (that is `options::python_interpreter`) or
+//! Must not: decide which interpreter to use (that is `values::python_interpreter`) or
 //! measure anything (the Python files do).
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,7 +68,7 @@ pub fn interpreter_problem(interpreter: &str) -> Option<String> {
     let Some(file) = found else {
         return Some(format!(
             "Python interpreter `{interpreter}` not found on PATH (set --python, [model] python or {})",
-            super::options::PYTHON_ENV_VAR
+            crate::values::PYTHON_ENV_VAR
         ));
     };
     match std::fs::metadata(&file) {

@@ -15,37 +15,10 @@ use super::matrix::Case;
 use super::outputs::QualityBook;
 use super::progress::Progress;
 use super::protocol::{InputKind, WorkerInput, WorkerResult, WorkerSpec};
-use crate::error::UserError;
 use crate::report::{CaseRecord, CaseStatus, Report};
-use crate::settings::{CaseSettings, Passes};
+use crate::settings::CaseSettings;
+use crate::values::{Order, Passes, TorchPrecision};
 use crate::weights::WeightsSource;
-
-/// How cases are ordered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Order {
-    /// Random permutation from a seed recorded in the report.
-    Shuffled,
-    /// Matrix order: the last axis (env) varies fastest.
-    AsWritten,
-}
-
-impl Order {
-    /// `shuffled` or `as-written`.
-    pub fn parse(what: &str, s: &str) -> Result<Order, UserError> {
-        match s.trim() {
-            "shuffled" | "shuffle" | "random" => Ok(Order::Shuffled),
-            "as-written" | "as_written" | "written" => Ok(Order::AsWritten),
-            _ => Err(UserError::invalid(what, s, "`shuffled` or `as-written`")),
-        }
-    }
-    /// Name recorded in the report.
-    pub fn name(self) -> &'static str {
-        match self {
-            Order::Shuffled => "shuffled",
-            Order::AsWritten => "as-written",
-        }
-    }
-}
 
 /// Order `items`; returns the seed used (`None` when not shuffled). A `None` seed draws one.
 pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u64> {
@@ -84,7 +57,7 @@ pub struct RunWide {
     /// a Python engine runs; `None`: each worker builds its own clip.
     pub inputs_dir: Option<std::path::PathBuf>,
     /// `cast` or `autocast` for the Python engines' 16-bit cases (`None`: their default).
-    pub torch_precision: Option<super::options::TorchPrecision>,
+    pub torch_precision: Option<TorchPrecision>,
 }
 
 impl RunWide {
@@ -143,7 +116,7 @@ impl Scheduler {
         let settings = CaseSettings {
             passes: Passes::Encode,
             env_variant: crate::settings::BASELINE.to_string(),
-            engine: crate::settings::Engine::Candle,
+            engine: crate::values::Engine::Candle,
             knobs: Default::default(),
             ..s.reference()
         };

@@ -1,0 +1,416 @@
+//! The axes of the matrix, each declared once in [`AXES`]: its `run` flag, its key in
+//! `[matrix]` and `[[budgets.case]]`, its default, its parser and canonical spelling, its
+//! part of the case id ([`ID_ORDER`] places the parts), and whether it multiplies every case
+//! or is a PyTorch knob recorded `n/a` where it does not act ([`Knobs::apply_to`]). The
+//! flags (`bench::flags`), the matrix file (`bench::config`), the matrix's values and count
+//! (`bench::options::Axes`), case expansion (`bench::matrix`), budget filters
+//! (`bench::budgets`), [`CaseSettings::defaults`] and [`CaseSettings::id`] all read it.
+//!
+//! Adding an axis: a field of [`CaseSettings`] with its JSON key in `settings`' `Wire`
+//! (`#[serde(default)]`, so older reports load); its value type and parser in `values`;
+//! one `static` [`Axis`] here, listed in [`AXES`] (matrix order: the last varies fastest)
+//! and in [`ID_ORDER`] (its id part empty at its default, so older ids stay valid); and,
+//! when it matters for quality, its reference value in [`CaseSettings::reference`].
+//! Adding a value to an axis is a change to its parser only.
+//!
+//! Must not: know about processes, files, TOML or clap (the table holds names only).
+use crate::error::UserError;
+use crate::model::Precision;
+use crate::settings::{CaseSettings, Knobs, BASELINE};
+use crate::values::{self, Engine, MiopenDb, Passes, Switch, NOT_APPLICABLE};
+
+impl CaseSettings {
+    /// Every axis at its [`Axis::default`], knobs included (expansion makes them `n/a`
+    /// where they do not act).
+    pub fn defaults() -> CaseSettings {
+        // A placeholder that every axis overwrites below.
+        let mut s = CaseSettings {
+            engine: Engine::Candle,
+            precision: Precision::Fp32,
+            chunk: 1,
+            tiling: None,
+            frames: 1,
+            width: 8,
+            height: 8,
+            env_variant: String::new(),
+            knobs: Knobs::default(),
+            passes: Passes::Both,
+            temporal_tile: None,
+        };
+        for axis in AXES {
+            (axis.set)(&mut s, axis.key, axis.default).expect("every axis default parses");
+        }
+        s
+    }
+
+    /// Stable id, the axes' id parts in [`ID_ORDER`], e.g.
+    /// `fp32-chunk1-untiled-5x64x64-baseline`; tiled as `tile256o64`; size as frames x W x
+    /// H. Temporal tiling adds `-ttile64o8` after the spatial tiling and a single pass adds
+    /// `-decode` / `-encode` after the env variant; both are absent at their defaults
+    /// (untiled in time, both passes). A Python engine prefixes its name (`torch-fp32-...`)
+    /// and knobs that apply are appended (`...-cudnn_off-bench_on-miopen_fresh`), so candle
+    /// ids are those of reports written before these axes. `compare` and `merge` match
+    /// cases by it.
+    pub fn id(&self) -> String {
+        ID_ORDER.iter().map(|axis| (axis.id)(self)).collect()
+    }
+}
+
+/// Where an axis multiplies cases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applies {
+    /// Every case takes each of its values.
+    Always,
+    /// A PyTorch knob (a field of [`Knobs`]): multiplied where knobs act
+    /// ([`Knobs::apply_to`]), recorded `n/a` elsewhere.
+    WhereKnobsAct,
+}
+
+/// One axis of the matrix: what the flags, the matrix file, expansion, the case id and
+/// budget filters need to know about it. [`AXES`] lists every axis.
+pub struct Axis {
+    /// Its key in `[matrix]` and in `[[budgets.case]]`, and its name in messages.
+    pub key: &'static str,
+    /// Its `run` flag.
+    pub flag: &'static str,
+    /// Other spellings of the flag, without the dashes.
+    pub aliases: &'static [&'static str],
+    /// The flag's help.
+    pub help: &'static str,
+    /// Its value when neither the matrix file nor a flag gives one.
+    pub default: &'static str,
+    /// Whether it multiplies every case.
+    pub applies: Applies,
+    /// Parse one value into a case's settings; the error names `what` (the flag or key the
+    /// user wrote) and what would be valid.
+    pub set: fn(&mut CaseSettings, what: &str, value: &str) -> Result<(), UserError>,
+    /// A case's value, canonically spelled (`n/a` for a knob that does not act).
+    pub get: fn(&CaseSettings) -> String,
+    /// Its part of the case id, separators included; empty where older ids lack it.
+    pub id: fn(&CaseSettings) -> String,
+}
+
+impl Axis {
+    /// The canonical spelling of `value`; the error names `what`.
+    pub fn canonical(&self, what: &str, value: &str) -> Result<String, UserError> {
+        let mut s = CaseSettings::defaults();
+        (self.set)(&mut s, what, value)?;
+        Ok((self.get)(&s))
+    }
+
+    /// [`Axis::canonical`], and for a knob also `n/a`: the values a case record may hold.
+    pub fn canonical_recorded(&self, what: &str, value: &str) -> Result<String, UserError> {
+        if self.applies == Applies::WhereKnobsAct && value.trim().eq_ignore_ascii_case(NOT_APPLICABLE) {
+            return Ok(NOT_APPLICABLE.to_string());
+        }
+        self.canonical(what, value)
+    }
+
+    /// Whether this axis multiplies a case like `s` (its engine) on `device`.
+    pub fn multiplies(&self, s: &CaseSettings, device: &str) -> bool {
+        match self.applies {
+            Applies::Always => true,
+            Applies::WhereKnobsAct => Knobs::apply_to(s.engine, device),
+        }
+    }
+}
+
+impl std::fmt::Debug for Axis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Axis({})", self.key)
+    }
+}
+
+impl PartialEq for Axis {
+    fn eq(&self, other: &Axis) -> bool {
+        self.key == other.key
+    }
+}
+
+/// The axis with `key` in `[matrix]` and `[[budgets.case]]`.
+pub fn axis(key: &str) -> Option<&'static Axis> {
+    AXES.iter().copied().find(|a| a.key == key)
+}
+
+/// Every axis, in matrix order (the last varies fastest).
+pub static AXES: [&Axis; 12] = [
+    &ENGINE,
+    &FRAMES,
+    &SIZE,
+    &PRECISION,
+    &TILE,
+    &TEMPORAL_TILE,
+    &CHUNK,
+    &ENV,
+    &PASSES,
+    &CUDNN,
+    &CUDNN_BENCHMARK,
+    &MIOPEN_DB,
+];
+
+/// The order of the axes' parts in [`CaseSettings::id`]: `torch-` `bf16` `-chunk2`
+/// `-tile256o64` `-ttile64o8` `-17` `x320x320` `-baseline` `-decode` `-cudnn_off`
+/// `-bench_on` `-miopen_fresh`.
+pub static ID_ORDER: [&Axis; 12] = [
+    &ENGINE,
+    &PRECISION,
+    &CHUNK,
+    &TILE,
+    &TEMPORAL_TILE,
+    &FRAMES,
+    &SIZE,
+    &ENV,
+    &PASSES,
+    &CUDNN,
+    &CUDNN_BENCHMARK,
+    &MIOPEN_DB,
+];
+
+pub static ENGINE: Axis = Axis {
+    key: "engine",
+    flag: "--engine",
+    aliases: &[],
+    help: "Engines: candle (default), torch, diffusers",
+    default: "candle",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        s.engine = Engine::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.engine.name().to_string(),
+    id: |s| match s.engine {
+        Engine::Candle => String::new(),
+        e => format!("{e}-"),
+    },
+};
+
+pub static FRAMES: Axis = Axis {
+    key: "frames",
+    flag: "--frames",
+    aliases: &[],
+    help: "Video frames per clip",
+    default: "5",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        s.frames = values::parse_frames(what, v)?;
+        Ok(())
+    },
+    get: |s| s.frames.to_string(),
+    id: |s| format!("-{}", s.frames),
+};
+
+pub static SIZE: Axis = Axis {
+    key: "size",
+    flag: "--size",
+    aliases: &[],
+    help: "Clip size, `WxH` or `W*H` (multiples of 8)",
+    default: "64x64",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        (s.width, s.height) = values::parse_size(what, v)?;
+        Ok(())
+    },
+    get: |s| format!("{}x{}", s.width, s.height),
+    id: |s| format!("x{}x{}", s.width, s.height),
+};
+
+pub static PRECISION: Axis = Axis {
+    key: "precision",
+    flag: "--precision",
+    aliases: &[],
+    help: "Precisions: fp32, bf16, fp16",
+    default: "fp32",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        s.precision = values::parse_precision(what, v)?;
+        Ok(())
+    },
+    get: |s| s.precision.name().to_string(),
+    id: |s| s.precision.name().to_string(),
+};
+
+pub static TILE: Axis = Axis {
+    key: "tile",
+    flag: "--tile",
+    aliases: &[],
+    help: "Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels",
+    default: "none",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        s.tiling = values::parse_tile(what, v)?;
+        Ok(())
+    },
+    get: |s| values::tile_name(s.tiling),
+    id: |s| match s.tiling {
+        None => "-untiled".to_string(),
+        Some(t) => format!("-tile{}o{}", t.tile_px, t.overlap_px),
+    },
+};
+
+pub static TEMPORAL_TILE: Axis = Axis {
+    key: "temporal_tile",
+    flag: "--temporal-tile",
+    aliases: &["temporal_tile"],
+    help: "Temporal tiling of the decode as ComfyUI's VAEDecodeTiled: `none` or TILE:OVERLAP in video \
+           frames (its defaults: 64:8)",
+    default: "none",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        s.temporal_tile = values::parse_temporal_tile(what, v)?;
+        Ok(())
+    },
+    get: |s| values::temporal_tile_name(s.temporal_tile),
+    id: |s| match s.temporal_tile {
+        None => String::new(),
+        Some(t) => format!("-ttile{}o{}", t.tile_frames, t.overlap_frames),
+    },
+};
+
+pub static CHUNK: Axis = Axis {
+    key: "chunk",
+    flag: "--chunk",
+    aliases: &[],
+    help: "Latent frames per decoder call",
+    default: "1",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        s.chunk = values::parse_chunk(what, v)?;
+        Ok(())
+    },
+    get: |s| s.chunk.to_string(),
+    id: |s| format!("-chunk{}", s.chunk),
+};
+
+pub static ENV: Axis = Axis {
+    key: "env",
+    flag: "--env",
+    aliases: &[],
+    help: "Env variants (names of `[env.NAME]` tables; `baseline` always exists)",
+    default: BASELINE,
+    applies: Applies::Always,
+    set: |s, _, v| {
+        s.env_variant = v.to_string();
+        Ok(())
+    },
+    get: |s| s.env_variant.clone(),
+    id: |s| format!("-{}", s.env_variant),
+};
+
+pub static PASSES: Axis = Axis {
+    key: "passes",
+    flag: "--passes",
+    aliases: &[],
+    help: "Timed passes: encode, decode or both (default both); a decode-only case decodes --input's \
+           latent, or an untimed encode of the clip",
+    default: "both",
+    applies: Applies::Always,
+    set: |s, what, v| {
+        s.passes = Passes::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.passes.name().to_string(),
+    id: |s| match s.passes {
+        Passes::Both => String::new(),
+        p => format!("-{}", p.name()),
+    },
+};
+
+// torch's own defaults: cuDNN/MIOpen enabled, benchmark off.
+pub static CUDNN: Axis = Axis {
+    key: "cudnn",
+    flag: "--cudnn",
+    aliases: &[],
+    help: "torch.backends.cudnn.enabled: on, off (Python engines on cuda:N only)",
+    default: "on",
+    applies: Applies::WhereKnobsAct,
+    set: |s, what, v| {
+        s.knobs.cudnn = Switch::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.knobs.cudnn.name().to_string(),
+    id: |s| knob_id("cudnn", s.knobs.cudnn.name()),
+};
+
+pub static CUDNN_BENCHMARK: Axis = Axis {
+    key: "cudnn_benchmark",
+    flag: "--cudnn-benchmark",
+    aliases: &["cudnn_benchmark"],
+    help: "torch.backends.cudnn.benchmark: off, on (Python engines on cuda:N only)",
+    default: "off",
+    applies: Applies::WhereKnobsAct,
+    set: |s, what, v| {
+        s.knobs.cudnn_benchmark = Switch::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.knobs.cudnn_benchmark.name().to_string(),
+    id: |s| knob_id("bench", s.knobs.cudnn_benchmark.name()),
+};
+
+pub static MIOPEN_DB: Axis = Axis {
+    key: "miopen_db",
+    flag: "--miopen-db",
+    aliases: &["miopen_db"],
+    help: "MIOpen database: user, fresh (an empty directory per case; Python engines on cuda:N only)",
+    default: "user",
+    applies: Applies::WhereKnobsAct,
+    set: |s, what, v| {
+        s.knobs.miopen_db = MiopenDb::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.knobs.miopen_db.name().to_string(),
+    id: |s| knob_id("miopen", s.knobs.miopen_db.name()),
+};
+
+/// `-{prefix}_{value}`, or nothing for `n/a`.
+fn knob_id(prefix: &str, value: &str) -> String {
+    match value {
+        NOT_APPLICABLE => String::new(),
+        v => format!("-{prefix}_{v}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_axis_is_in_each_list_once_with_a_canonical_default() {
+        let keys = |list: &[&Axis]| list.iter().map(|a| a.key).collect::<std::collections::BTreeSet<_>>();
+        assert_eq!(keys(&AXES).len(), AXES.len(), "keys are unique");
+        assert_eq!(keys(&ID_ORDER), keys(&AXES));
+        let flags: std::collections::BTreeSet<_> = AXES.iter().map(|a| a.flag).collect();
+        assert_eq!(flags.len(), AXES.len(), "flags are unique");
+        let defaults = CaseSettings::defaults();
+        for a in AXES {
+            assert_eq!(axis(a.key), Some(a));
+            assert!(a.flag.starts_with("--"), "{a:?}");
+            assert_eq!(a.canonical(a.key, a.default).unwrap(), (a.get)(&defaults), "{a:?}");
+        }
+        assert_eq!(axis("framez"), None);
+        assert_eq!(
+            defaults.id(),
+            "fp32-chunk1-untiled-5x64x64-baseline-cudnn_on-bench_off-miopen_user"
+        );
+    }
+
+    #[test]
+    fn axis_values_are_canonical_and_errors_name_what_was_written() {
+        assert_eq!(SIZE.canonical("--size", "64*32").unwrap(), "64x32");
+        assert_eq!(TILE.canonical("t", "256").unwrap(), "256:64");
+        assert_eq!(TILE.canonical("t", "0").unwrap(), "none");
+        assert_eq!(ENGINE.canonical("e", "PyTorch").unwrap(), "torch");
+        assert_eq!(CUDNN_BENCHMARK.canonical("c", "false").unwrap(), "off");
+        assert_eq!(PASSES.canonical("p", "encode+decode").unwrap(), "both");
+        let e = CHUNK.canonical("matrix.chunk", "0").unwrap_err().to_string();
+        assert!(e.contains("matrix.chunk") && e.contains("at least 1"), "{e}");
+        let e = TEMPORAL_TILE.canonical("--temporal-tile", "8").unwrap_err().to_string();
+        assert!(e.contains("--temporal-tile") && e.contains("TILE:OVERLAP"), "{e}");
+        // `n/a` is recorded where a knob does not act, never chosen.
+        assert!(CUDNN.canonical("c", "n/a").is_err());
+        assert_eq!(MIOPEN_DB.canonical_recorded("m", "N/A").unwrap(), "n/a");
+        assert!(PASSES.canonical_recorded("p", "n/a").is_err());
+        let torch = CaseSettings::defaults().with_engine(Engine::Torch);
+        assert!(CUDNN.multiplies(&torch, "cuda:0") && !CUDNN.multiplies(&torch, "cpu"));
+        assert!(FRAMES.multiplies(&CaseSettings::defaults(), "cpu"));
+    }
+}

@@ -1,0 +1,181 @@
+//! The flags of `run` that replace the matrix file's values ([`MatrixFlags`]): one flag per
+//! axis of `axes::AXES` ([`AxisFlags`], built from the table), and the run-wide flags
+//! (weights, device, runs, order, ...). Each value is parsed by the same function the
+//! matrix file uses, so a value means the same thing and fails the same way everywhere,
+//! naming the flag the user typed.
+//!
+//! Must not: merge flags into the options (that is `options`) or read files.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+
+use crate::axes::{Axis, AXES};
+use crate::model::ModelKind;
+use crate::values::{self, Order, TorchPrecision};
+
+/// Flags of `run` that replace the matrix file's values when given (an empty list means
+/// "not given"); list flags take comma-separated values.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct MatrixFlags {
+    #[command(flatten)]
+    pub axes: AxisFlags,
+    /// Tile size in pixels (0 = untiled); overlap from --overlap_px or a quarter of the tile.
+    #[arg(long = "tile_px", alias = "tile-px", value_delimiter = ',', conflicts_with = "tile")]
+    pub tile_px: Vec<usize>,
+    /// Tile overlap in pixels for --tile_px.
+    #[arg(long = "overlap_px", alias = "overlap-px", requires = "tile_px")]
+    pub overlap_px: Option<usize>,
+    /// Warmup passes per case (timed and reported separately).
+    #[arg(long)]
+    pub warmup: Option<usize>,
+    /// Timed passes per case.
+    #[arg(long)]
+    pub runs: Option<usize>,
+    /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
+    #[arg(long)]
+    pub python: Option<String>,
+    /// How the Python engines run bf16/fp16: cast (model.to(dtype)) or autocast (default: autocast
+    /// for torch, cast for diffusers).
+    #[arg(long = "torch-precision", value_parser = values::torch_precision_flag)]
+    pub torch_precision: Option<TorchPrecision>,
+    /// Weights: `synthetic`, a local file, or a hub reference.
+    #[arg(long)]
+    pub weights: Option<String>,
+    /// Model of `synthetic` weights: wan2.1 (default) or wan2.2; with a file it must agree.
+    #[arg(long)]
+    pub model: Option<ModelKind>,
+    /// Device: cpu, cuda:N, metal.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// Per-case time limit in seconds.
+    #[arg(long = "timeout", alias = "timeout_s")]
+    pub timeout_s: Option<f64>,
+    /// Case order: `shuffled` (default, seed recorded) or `as-written`.
+    #[arg(long, value_parser = values::order_flag)]
+    pub order: Option<Order>,
+    /// Seed of the case shuffle.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Report file (default `results/<UTC time>-<host>.json`).
+    #[arg(long, short)]
+    pub output: Option<PathBuf>,
+    /// No progress bar and no per-case lines.
+    #[arg(long, short)]
+    pub quiet: bool,
+    /// Input file: a latent [1,z,t,h,w] or [z,t,h,w], or a video [1,3,T,H,W] in [-1,1], as
+    /// .safetensors, ComfyUI .latent or .npy; frames and size come from it.
+    #[arg(long)]
+    pub input: Option<PathBuf>,
+    /// The tensor of --input to use when the file holds several.
+    #[arg(long = "input-tensor", alias = "input_tensor")]
+    pub input_tensor: Option<String>,
+}
+
+/// The axis flags given, by axis key: canonical values, checked by the axis's parser
+/// (an axis absent here was not given). clap builds one flag per entry of [`AXES`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AxisFlags {
+    given: BTreeMap<&'static str, Vec<String>>,
+}
+
+impl AxisFlags {
+    /// The values given for `axis`, `None` when its flag was not given.
+    pub fn get(&self, axis: &Axis) -> Option<&[String]> {
+        self.given.get(axis.key).map(Vec::as_slice)
+    }
+}
+
+impl clap::FromArgMatches for AxisFlags {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut flags = AxisFlags::default();
+        flags.update_from_arg_matches(matches)?;
+        Ok(flags)
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        for axis in AXES {
+            if let Some(values) = matches.get_many::<String>(axis.key) {
+                self.given.insert(axis.key, values.cloned().collect());
+            }
+        }
+        Ok(())
+    }
+}
+
+impl clap::Args for AxisFlags {
+    fn augment_args(cmd: Command) -> Command {
+        AXES.iter().fold(cmd, |cmd, &axis| cmd.arg(flag(axis)))
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        Self::augment_args(cmd)
+    }
+}
+
+/// The flag of `axis`: comma-separated values, each made canonical by the axis's parser
+/// (a bad one is an error naming the flag, exit 2, before anything runs).
+fn flag(axis: &'static Axis) -> Arg {
+    Arg::new(axis.key)
+        .long(axis.flag.trim_start_matches('-'))
+        .aliases(axis.aliases)
+        .help(axis.help)
+        .action(ArgAction::Append)
+        .value_delimiter(',')
+        .value_parser(move |v: &str| axis.canonical(axis.flag, v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::axes::{CUDNN_BENCHMARK, FRAMES, SIZE, TEMPORAL_TILE};
+    use clap::Parser;
+
+    #[derive(Debug, clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: MatrixFlags,
+    }
+
+    fn parse(args: &[&str]) -> Result<MatrixFlags, clap::Error> {
+        Cli::try_parse_from(std::iter::once("run").chain(args.iter().copied())).map(|c| c.flags)
+    }
+
+    #[test]
+    fn every_axis_has_its_flag_and_values_come_back_canonical() {
+        let f = parse(&[
+            "--size",
+            "64*32,16x8",
+            "--cudnn_benchmark",
+            "true",
+            "--temporal-tile",
+            "none",
+        ])
+        .unwrap();
+        assert_eq!(f.axes.get(&SIZE).unwrap(), ["64x32", "16x8"]);
+        assert_eq!(f.axes.get(&CUDNN_BENCHMARK).unwrap(), ["on"]);
+        assert_eq!(f.axes.get(&TEMPORAL_TILE).unwrap(), ["none"]);
+        assert_eq!(f.axes.get(&FRAMES), None);
+        let cmd = <Cli as clap::CommandFactory>::command();
+        for axis in AXES {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == axis.key);
+            assert_eq!(
+                arg.and_then(|a| a.get_long()),
+                Some(axis.flag.trim_start_matches('-')),
+                "{axis:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_values_name_the_flag() {
+        let e = parse(&["--chunk", "1,0"]).unwrap_err().to_string();
+        assert!(e.contains("--chunk") && e.contains("at least 1"), "{e}");
+        let e = parse(&["--miopen-db", "shared"]).unwrap_err().to_string();
+        assert!(e.contains("shared") && e.contains("user or fresh"), "{e}");
+        assert!(
+            parse(&["--tile", "none", "--tile_px", "64"]).is_err(),
+            "--tile and --tile_px conflict"
+        );
+    }
+}
