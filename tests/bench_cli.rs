@@ -21,6 +21,9 @@ fn bad_flags_name_the_culprit() {
     fails_naming(&["--chunk", "0"], "--chunk");
     fails_naming(&["--runs", "0"], "runs");
     fails_naming(&["--order", "backwards"], "backwards");
+    fails_naming(&["--cudnn", "maybe"], "--cudnn");
+    fails_naming(&["--miopen-db", "shared"], "user or fresh");
+    fails_naming(&["--size", "64x64,64*64"], "duplicate");
     fails_naming(&["--weights", "/no/such/file.safetensors"], "/no/such/file.safetensors");
     fails_naming(&["--config", "/no/such/matrix.toml"], "/no/such/matrix.toml");
 }
@@ -35,6 +38,12 @@ fn bad_matrix_files_name_the_culprit() {
         ("[matrix]\nsize = [\"832x481\"]\n", "832x481"),
         ("[matrix]\nprecision = []\n", "matrix.precision is empty"),
         ("[matrix]\nframes = 5\n", "frames"),
+        ("[matrix]\ncudnn = [\"maybe\"]\n", "matrix.cudnn"),
+        (
+            "[[budgets.case]]\nengine = \"onnx\"\ndecode_median_s = 1\n",
+            "budgets.case[0].engine",
+        ),
+        ("[[budgets.case]]\nengin = \"torch\"\ndecode_median_s = 1\n", "engin"),
     ];
     for (i, (text, culprit)) in cases.iter().enumerate() {
         let cfg = write(dir.path(), &format!("bad{i}.toml"), text);

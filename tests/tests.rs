@@ -5,6 +5,7 @@ mod bench_model;
 mod bench_orchestration;
 mod bench_quality;
 mod bench_system;
+mod budgets;
 mod compare_cli;
 mod engines;
 mod hub;
