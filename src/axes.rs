@@ -132,6 +132,11 @@ pub fn axis(key: &str) -> Option<&'static Axis> {
     AXES.iter().copied().find(|a| a.key == key)
 }
 
+/// Every axis's key, `engine, frames, ...` (what an unknown key could have been).
+pub fn keys() -> String {
+    AXES.iter().map(|a| a.key).collect::<Vec<_>>().join(", ")
+}
+
 /// Every axis, in matrix order (the last varies fastest).
 pub static AXES: [&Axis; 12] = [
     &ENGINE,

@@ -5,7 +5,8 @@
 //! `env_variant`, `passes`, `temporal_tile_frames`, `temporal_overlap_frames`, `cudnn`,
 //! `cudnn_benchmark`, `miopen_db` (tiling read back through [`Tiling::new`]'s checks). Also
 //! owns the PyTorch [`Knobs`] (with where they act) and the reference settings of a case.
-//! How each field is spelled, parsed, defaulted and named in the case id is `axes`' table.
+//! How each field is spelled, parsed, defaulted and named in the case id is `axes`' table
+//! (which also implements [`CaseSettings::defaults`] and [`CaseSettings::id`] from it).
 //!
 //! Must not: know about processes, files, the matrix file syntax or flags.
 use serde::{Deserialize, Serialize};

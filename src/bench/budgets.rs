@@ -84,7 +84,7 @@ pub fn value_text(what: &str, v: &toml::Value) -> Result<String, UserError> {
         other => Err(UserError::invalid(
             what,
             other.to_string(),
-            "a string or a whole number",
+            "a string, a whole number or a boolean",
         )),
     }
 }
@@ -130,11 +130,10 @@ fn case_entry(what: &str, entry: toml::Table) -> anyhow::Result<(Filter, Limits)
     for (key, value) in entry {
         let Some(axis) = axes::axis(&key) else {
             if !LIMIT_KEYS.contains(&key.as_str()) {
-                let axes: Vec<&str> = AXES.iter().map(|a| a.key).collect();
                 return Err(UserError::invalid(
                     format!("{what} key"),
                     key,
-                    format!("an axis ({}) or a limit ({})", axes.join(", "), LIMIT_KEYS.join(", ")),
+                    format!("an axis ({}) or a limit ({})", axes::keys(), LIMIT_KEYS.join(", ")),
                 )
                 .into());
             }

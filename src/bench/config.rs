@@ -76,10 +76,10 @@ pub fn smoke() -> BenchOptions {
     parse(SMOKE_TOML).expect("built-in smoke matrix is valid")
 }
 
-/// Parse matrix-file text. Missing sections and axes take defaults (synthetic weights on
-/// the CPU, warmup 1, runs 3, 900 s, 5 frames of 64x64, fp32, untiled, chunk 1, baseline,
-/// engine candle, cudnn on, cudnn_benchmark off, miopen_db user);
-/// an axis that is present must not be empty.
+/// Parse matrix-file text. Missing sections take defaults (synthetic weights on the CPU,
+/// warmup 1, runs 3, 900 s) and missing axes their `Axis::default` (5 frames of 64x64,
+/// fp32, untiled, chunk 1, baseline, engine candle, cudnn on, cudnn_benchmark off,
+/// miopen_db user); an axis that is present must not be empty.
 pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
     let file: File = toml::from_str(text).map_err(|e| UserError::Other(format!("invalid matrix file: {e}")))?;
     let axes = matrix_axes(&file.matrix)?;
@@ -151,11 +151,10 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
 /// The `[matrix]` table: each key an axis, each value a list; axes not written keep their
 /// defaults.
 fn matrix_axes(matrix: &toml::Table) -> anyhow::Result<Axes> {
-    let mut axes = Axes::defaults();
+    let mut out = Axes::defaults();
     for (key, value) in matrix {
         let Some(axis) = axes::axis(key) else {
-            let keys: Vec<&str> = axes::AXES.iter().map(|a| a.key).collect();
-            return Err(UserError::invalid("[matrix] key", key, format!("an axis: {}", keys.join(", "))).into());
+            return Err(UserError::invalid("[matrix] key", key, format!("an axis: {}", axes::keys())).into());
         };
         let what = format!("matrix.{key}");
         let toml::Value::Array(list) = value else {
@@ -170,9 +169,9 @@ fn matrix_axes(matrix: &toml::Table) -> anyhow::Result<Axes> {
             .iter()
             .map(|v| budgets::value_text(&what, v))
             .collect::<Result<Vec<_>, _>>()?;
-        axes.set(axis, &values, &what)?;
+        out.set(axis, &values, &what)?;
     }
-    Ok(axes)
+    Ok(out)
 }
 
 #[cfg(test)]
