@@ -7,7 +7,7 @@
 //!
 //! `cargo run --release --example cpu_scaling -- [--size WxH] [--frames N] [--reps N]`
 //! `cargo run --release --example cpu_scaling -- --peak [--json FILE]` (peaks only, on
-//! RAYON_NUM_THREADS or all cores; `scripts/peer_compare.sh` uses this).
+//! RAYON_NUM_THREADS or all cores).
 use std::time::Instant;
 
 use candle_core::{Device, Tensor};

@@ -5,7 +5,11 @@
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "wan-vae-bench", version, about = "Benchmark the Wan 2.1 video VAE on candle")]
+#[command(
+    name = "wan-vae-bench",
+    version,
+    about = "Benchmark the Wan 2.1 and 2.2 video VAEs (candle, torch, diffusers engines)"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

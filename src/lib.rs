@@ -1,4 +1,5 @@
-//! wan-vae-bench: measure the Wan 2.1 and Wan 2.2 video VAEs (encode/decode) on candle.
+//! wan-vae-bench: measure the Wan 2.1 and Wan 2.2 video VAEs (encode/decode) with candle, PyTorch
+//! and diffusers engines.
 //!
 //! Module map (each module opens with a `//!` saying what it owns):
 //! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling).
@@ -11,7 +12,8 @@
 //! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
 //!   context, tool and build facts.
 //! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
-//!   seconds and PSNR, each in one place; [`lock`]: output locks and process marks.
+//!   seconds and PSNR, each in one place; [`lock`]: output locks and folder ownership
+//!   (kernel file locks); [`shuffle`]: the seeded case order.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
 //!   merging reports, Markdown/SVG exports.
 //!
@@ -32,6 +34,7 @@ pub mod model;
 pub mod quality;
 pub mod report;
 pub mod settings;
+pub mod shuffle;
 pub mod stats;
 pub mod system;
 pub mod tool;

@@ -230,15 +230,17 @@ fn stale_scratch_folders_of_dead_runs_are_removed_and_nothing_else() {
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let marker = ".wan-vae-bench-owner";
-    // A dead run (pid far above any pid_max).
+    // A dead run: its marker is there but nobody holds its lock.
     let dead = tmp.join("wan-vae-bench-dead01");
     std::fs::create_dir(&dead).unwrap();
-    write(&dead, marker, "999999999 1\n");
+    write(&dead, marker, "999999999\n");
     write(&dead, "case.outputs.safetensors", "x");
-    // A live run (this test process).
+    // A live run: this test process holds its marker locked, as a running `run` does.
     let live = tmp.join("wan-vae-bench-live01");
     std::fs::create_dir(&live).unwrap();
-    write(&live, marker, &format!("{} -\n", std::process::id()));
+    write(&live, marker, &format!("{}\n", std::process::id()));
+    let held = std::fs::File::open(live.join(marker)).unwrap();
+    held.try_lock().unwrap();
     // A planted symlink with our prefix, pointing at someone's folder with a dead marker.
     let victim = dir.path().join("victim");
     std::fs::create_dir(&victim).unwrap();
@@ -257,4 +259,25 @@ fn stale_scratch_folders_of_dead_runs_are_removed_and_nothing_else() {
         "only the dead run's folder goes, and this run's own is removed"
     );
     assert!(victim.join(marker).exists(), "followed the symlink");
+    drop(held);
+}
+
+#[test]
+fn a_dead_runs_lock_is_taken_over_and_a_lock_folder_is_named() {
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let lock = dir.path().join("r.json.lock");
+    // Left by a run that died: its pid is written, but no process holds the lock.
+    std::fs::write(&lock, "999999999\n").unwrap();
+    let out = run_in(dir.path(), &["-o", report.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(report.is_file() && !lock.exists(), "taken over, then removed");
+
+    // A folder where the lock file goes: refused naming it, before anything runs.
+    std::fs::create_dir(&lock).unwrap();
+    let out = run_in(dir.path(), &["-o", dir.path().join("r.json").to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("r.json.lock") && err.contains("is a directory"), "{err}");
+    assert!(lock.is_dir(), "the folder is left alone");
 }

@@ -6,9 +6,9 @@
 //! executor enforces the per-case timeout (killing the whole group), keeps the tail of
 //! stderr, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
 //! classifies a worker that died without a result. It owns the run's scratch folder: a
-//! random name with our prefix, owner-only permissions (tempfile), a marker with our pid and
-//! start time, removed when the executor is dropped; folders of runs that died (SIGKILL,
-//! power loss) are removed by the next run ([`remove_stale_scratch`]). A SIGINT/SIGTERM
+//! random name with our prefix, owner-only permissions (tempfile), a marker file held locked
+//! while we run ([`FolderMark`]), removed when the executor is dropped; folders of runs that
+//! died (SIGKILL, power loss) are removed by the next run ([`remove_stale_scratch`]). A SIGINT/SIGTERM
 //! ([`super::interrupt`]) kills the worker in flight.
 //!
 //! Must not: know what a worker measures (it passes the spec through) or touch the report.
@@ -20,11 +20,10 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use rand::Rng;
 
 use super::miopen::MiopenParser;
 use super::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
-use crate::lock::ProcessMark;
+use crate::lock::FolderMark;
 use crate::report::CaseStatus;
 use crate::values::MiopenDb;
 
@@ -59,13 +58,15 @@ pub struct Executor {
     pub keep: bool,
     /// Owns the scratch folder (removes it on drop); `None` once kept.
     dir: Option<tempfile::TempDir>,
+    /// Our locked marker in the scratch folder, held while we run.
+    _mark: FolderMark,
     /// The Python worker, once [`Executor::prepare_python`] wrote it.
     pub python: Option<PythonWorker>,
 }
 
 /// Name prefix of scratch folders in the temp directory.
 pub const SCRATCH_PREFIX: &str = "wan-vae-bench-";
-/// The marker file in a scratch folder: the owning run's [`ProcessMark`].
+/// The marker file in a scratch folder, held locked by the owning run ([`FolderMark`]).
 pub const SCRATCH_MARKER: &str = ".wan-vae-bench-owner";
 
 impl Executor {
@@ -87,7 +88,7 @@ impl Executor {
         let dir = builder
             .tempdir_in(&tmp)
             .with_context(|| format!("cannot create a scratch folder in {}", tmp.display()))?;
-        std::fs::write(dir.path().join(SCRATCH_MARKER), ProcessMark::me().to_text())
+        let mark = FolderMark::create(&dir.path().join(SCRATCH_MARKER))
             .with_context(|| format!("cannot write in {}", dir.path().display()))?;
         Ok(Executor {
             exe,
@@ -95,6 +96,7 @@ impl Executor {
             scratch: dir.path().to_path_buf(),
             keep: false,
             dir: Some(dir),
+            _mark: mark,
             python: None,
         })
     }
@@ -125,7 +127,7 @@ impl Executor {
             let _ = std::fs::remove_file(outputs);
         }
         let spec_json = serde_json::to_string(spec).expect("spec serializes");
-        let padding = "X".repeat(rand::thread_rng().gen_range(0..4096));
+        let padding = "X".repeat((crate::shuffle::fresh_u64() % 4096) as usize);
         let mut vars = vars.clone();
         let fresh_db = match spec.settings.knobs.miopen_db {
             MiopenDb::Fresh => match FreshDir::new(&self.scratch, &spec.id) {
@@ -321,7 +323,7 @@ impl Drop for Executor {
 
 /// Remove the scratch folders in `tmp` whose run is gone: only entries named with our
 /// prefix that are real folders (never a symlink) owned by this user and holding our
-/// marker with a process that no longer runs. Returns how many were removed.
+/// marker, no longer locked by a running process. Returns how many were removed.
 pub fn remove_stale_scratch(tmp: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return 0;
@@ -341,11 +343,7 @@ pub fn remove_stale_scratch(tmp: &Path) -> usize {
         }
         let marker = path.join(SCRATCH_MARKER);
         let is_file = std::fs::symlink_metadata(&marker).is_ok_and(|m| m.file_type().is_file());
-        let owner = is_file
-            .then(|| std::fs::read_to_string(&marker).ok())
-            .flatten()
-            .and_then(|t| ProcessMark::parse(&t));
-        if owner.is_some_and(|o| !o.is_alive()) && std::fs::remove_dir_all(&path).is_ok() {
+        if is_file && crate::lock::abandoned(&marker) && std::fs::remove_dir_all(&path).is_ok() {
             removed += 1;
         }
     }

@@ -1,16 +1,41 @@
-//! Memory a worker process used: peak resident memory (Linux `/proc/self/status`) and the
-//! device memory it holds on NVIDIA GPUs (through [`crate::system::nvidia_smi`], the one
+//! Memory a worker process used: peak resident memory (Linux `/proc/self/status`, else
+//! `getrusage`) and the device memory it holds on NVIDIA GPUs (through [`crate::system::nvidia_smi`], the one
 //! place that runs `nvidia-smi`).
 //!
 //! Must not: measure time or know about cases.
 
-/// Peak resident memory of this process (VmHWM in `/proc/self/status`), bytes; `None`
-/// where there is no `/proc` (macOS) or it cannot be read.
+/// Peak resident memory of this process, bytes: VmHWM in `/proc/self/status`, else (no
+/// `/proc`, e.g. macOS) `getrusage`'s `ru_maxrss`; `None` when neither can be read.
 pub fn peak_rss_bytes() -> Option<u64> {
+    vmhwm_bytes().or_else(rusage_max_rss_bytes)
+}
+
+fn vmhwm_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// `ru_maxrss` of this process in bytes: macOS reports bytes, Linux and the BSDs KiB. It is
+/// kept across `execve`, so it can also be the peak of the forked parent before the exec
+/// (the parent's size at the spawn, when that was larger than the worker ever got).
+#[cfg(unix)]
+fn rusage_max_rss_bytes() -> Option<u64> {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage writes a whole `rusage` into the pointer it is given.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: initialized (zeroed, then filled by a successful getrusage).
+    let raw = u64::try_from(unsafe { usage.assume_init() }.ru_maxrss).ok()?;
+    let bytes = if cfg!(target_vendor = "apple") { raw } else { raw * 1024 };
+    (bytes > 0).then_some(bytes)
+}
+
+#[cfg(not(unix))]
+fn rusage_max_rss_bytes() -> Option<u64> {
+    None
 }
 
 /// Device memory this process holds on NVIDIA GPUs, bytes; `None` without `nvidia-smi` or
@@ -33,5 +58,17 @@ mod tests {
     #[cfg(target_os = "linux")]
     fn vmhwm_is_read() {
         assert!(super::peak_rss_bytes().unwrap() > 1024 * 1024);
+    }
+
+    /// The fallback where `/proc` is missing counts the same peak as VmHWM (both KiB on
+    /// Linux), or more: it also keeps the peak from before this process's `execve`.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn rusage_is_at_least_vmhwm() {
+        let hwm = super::vmhwm_bytes().unwrap();
+        let rusage = super::rusage_max_rss_bytes().unwrap();
+        assert!(rusage > 1024 * 1024, "{rusage}");
+        // VmHWM read first: anything touched since only raises ru_maxrss.
+        assert!(rusage >= hwm, "ru_maxrss {rusage} < VmHWM {hwm}: wrong unit?");
     }
 }

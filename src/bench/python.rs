@@ -1,7 +1,7 @@
 //! The Python worker of the `torch` and `diffusers` engines, shipped inside the binary:
-//! its files (`src/engines/python/*.py`, see `PROTOCOL-NOTES.md` there), written once into a
-//! folder (the run's scratch directory) and run with the chosen interpreter, and the
-//! checks that turn a missing interpreter into a clear `unsupported` message.
+//! its files (`src/engines/python/*.py`, see `docs/worker-protocol.md`, section 9), written
+//! once into a folder (the run's scratch directory) and run with the chosen interpreter, and
+//! the checks that turn a missing interpreter into a clear `unsupported` message.
 //!
 //! Must not: decide which interpreter to use (that is `values::python_interpreter`) or
 //! measure anything (the Python files do).
@@ -16,6 +16,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("wan_validate.py", include_str!("../engines/python/wan_validate.py")),
     ("wan_runtime.py", include_str!("../engines/python/wan_runtime.py")),
     ("wan_common.py", include_str!("../engines/python/wan_common.py")),
+    ("wan_torch.py", include_str!("../engines/python/wan_torch.py")),
     ("wan21_torch.py", include_str!("../engines/python/wan21_torch.py")),
     ("wan22_torch.py", include_str!("../engines/python/wan22_torch.py")),
     (

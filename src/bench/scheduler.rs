@@ -7,9 +7,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-
 use super::executor::Executor;
 use super::matrix::Case;
 use super::outputs::QualityBook;
@@ -26,9 +23,8 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
         Order::AsWritten => None,
         Order::Shuffled => {
             // Drawn seeds stay below 2^53 so that JSON readers using doubles keep them exact.
-            let seed = seed.unwrap_or_else(|| rand::thread_rng().gen::<u64>() >> 11);
-            let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-            items.shuffle(&mut rng);
+            let seed = seed.unwrap_or_else(crate::shuffle::fresh_seed);
+            crate::shuffle::shuffle(items, seed);
             Some(seed)
         }
     }

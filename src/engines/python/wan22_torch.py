@@ -1,15 +1,17 @@
 """Engine `torch`, Wan 2.2 (TI2V-5B VAE): a port of the official `wan/modules/vae2_2.py`
 (Wan-Video/Wan2.2 @ fa96d09, the code that produced the wan22 fixtures), with its module
 and parameter names. Blocks that compute the same thing as in Wan 2.1 (causal conv and its
-cache step, RMS norm, residual and attention blocks, resample with a C -> C upsample conv)
-come from `wan21_torch`; what is new here: the 2x2 patchify, the parameter-free
-AvgDown3D / DupUp3D shortcuts around each stage, the 256-wide decoder, 48 latent channels.
+cache step, RMS norm, residual and attention blocks, resample with a C -> C upsample conv),
+the encoder/decoder loops, the time loops and the engine come from `wan_torch`; what is new
+here: the 2x2 patchify, the parameter-free AvgDown3D / DupUp3D shortcuts around each stage,
+the 256-wide decoder, 48 latent channels.
 
-Time chunking and precision as for Wan 2.1 (`wan_common`). Tiling, in pixels of the video:
-encode cuts the video into TILE px tiles at a stride of TILE-OVERLAP px and blends the
-latents over OVERLAP/16; decode cuts the latent into TILE/16 tiles and blends the decoder's
-patchified output over OVERLAP/2 rows/cols before unpatchifying, exactly as diffusers'
-`tiled_decode` does for Wan 2.2 (TILE and OVERLAP must be multiples of 16).
+Time chunking and precision as for Wan 2.1 (`wan_common`). Tiling, in pixels of the video
+(`wan_torch.Engine` with patch 2, scale 16): encode cuts the patchified video into TILE/2
+tiles at a stride of (TILE-OVERLAP)/2 (TILE px of video) and blends the latents over
+OVERLAP/16; decode cuts the latent into TILE/16 tiles and blends the decoder's patchified
+output over OVERLAP/2 rows/cols before unpatchifying, exactly as diffusers' `tiled_decode`
+does for Wan 2.2 (TILE and OVERLAP must be multiples of 16).
 """
 from __future__ import annotations
 
@@ -19,9 +21,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import wan_common as wc
-from wan21_torch import (AttentionBlock, Cache, CausalConv3d, RMS_norm, Resample, ResidualBlock, count_conv3d,
-                         run_layers)
+import wan_torch as wt
+from wan_torch import AttentionBlock, Cache, CausalConv3d, RMS_norm, Resample, ResidualBlock
 
 # Latent normalization of Wan 2.2 (`Wan2_2_VAE.__init__` in the reference).
 LATENT_MEAN = [
@@ -108,6 +109,8 @@ class DupUp3D(nn.Module):
 class Down_ResidualBlock(nn.Module):
     """`mult` residual blocks then an optional downsample, plus AvgDown3D of the input."""
 
+    takes_cache = True
+
     def __init__(self, in_dim: int, out_dim: int, dropout: float, mult: int, temperal_downsample: bool = False,
                  down_flag: bool = False) -> None:
         super().__init__()
@@ -133,6 +136,9 @@ class Up_ResidualBlock(nn.Module):
     """`mult` residual blocks then an optional upsample (C -> C), plus DupUp3D of the input
     when the stage upsamples."""
 
+    takes_cache = True
+    takes_first_chunk = True
+
     def __init__(self, in_dim: int, out_dim: int, dropout: float, mult: int, temperal_upsample: bool = False,
                  up_flag: bool = False) -> None:
         super().__init__()
@@ -157,7 +163,8 @@ class Up_ResidualBlock(nn.Module):
         return x_main
 
 
-class Encoder3d(nn.Module):
+class Encoder3d(wt.Encoder):
+    """`vae2_2.py`'s encoder: 12 patchified input channels, stages with AvgDown3D shortcuts."""
 
     def __init__(self, dim: int = 128, z_dim: int = 4, dim_mult: List[int] = [1, 2, 4, 4], num_res_blocks: int = 2,
                  attn_scales: List[float] = [], temperal_downsample: List[bool] = [True, True, False],
@@ -176,15 +183,9 @@ class Encoder3d(nn.Module):
         self.head = nn.Sequential(RMS_norm(out_dim, images=False), nn.SiLU(),
                                   CausalConv3d(out_dim, z_dim, 3, padding=1))
 
-    def forward(self, x: torch.Tensor, feat_cache: Optional[Cache] = None, feat_idx: List[int] = [0]) -> torch.Tensor:
-        x = run_layers([self.conv1], x, feat_cache, feat_idx)
-        for layer in self.downsamples:
-            x = layer(x, feat_cache, feat_idx) if feat_cache is not None else layer(x)
-        x = run_layers(self.middle, x, feat_cache, feat_idx)
-        return run_layers(self.head, x, feat_cache, feat_idx)
 
-
-class Decoder3d(nn.Module):
+class Decoder3d(wt.Decoder):
+    """`vae2_2.py`'s decoder: stages with DupUp3D shortcuts, 12 patchified output channels."""
 
     def __init__(self, dim: int = 128, z_dim: int = 4, dim_mult: List[int] = [1, 2, 4, 4], num_res_blocks: int = 2,
                  attn_scales: List[float] = [], temperal_upsample: List[bool] = [False, True, True],
@@ -202,16 +203,8 @@ class Decoder3d(nn.Module):
         self.upsamples = nn.Sequential(*upsamples)
         self.head = nn.Sequential(RMS_norm(out_dim, images=False), nn.SiLU(), CausalConv3d(out_dim, 12, 3, padding=1))
 
-    def forward(self, x: torch.Tensor, feat_cache: Optional[Cache] = None, feat_idx: List[int] = [0],
-                first_chunk: bool = False) -> torch.Tensor:
-        x = run_layers([self.conv1], x, feat_cache, feat_idx)
-        x = run_layers(self.middle, x, feat_cache, feat_idx)
-        for layer in self.upsamples:
-            x = layer(x, feat_cache, feat_idx, first_chunk) if feat_cache is not None else layer(x)
-        return run_layers(self.head, x, feat_cache, feat_idx)
 
-
-class WanVAE_(nn.Module):
+class WanVAE_(wt.WanVAEBase):
     """The reference model (patchify and normalization live in the engine)."""
 
     def __init__(self, dim: int = 160, dec_dim: int = 256, z_dim: int = 16, dim_mult: List[int] = [1, 2, 4, 4],
@@ -225,19 +218,6 @@ class WanVAE_(nn.Module):
         self.conv2 = CausalConv3d(z_dim, z_dim, 1)
         self.decoder = Decoder3d(dec_dim, z_dim, dim_mult, num_res_blocks, attn_scales, self.temperal_upsample,
                                  dropout)
-
-    def encode_moments(self, xp: torch.Tensor, chunk: int) -> torch.Tensor:
-        """Encoder over patchified frames [0], then 4*chunk per call (fresh cache), then conv1."""
-        cache: Cache = [None] * count_conv3d(self.encoder)
-        return self.conv1(wc.first_then_chunks(xp, 4 * chunk,
-                                               lambda f, first: self.encoder(f, feat_cache=cache, feat_idx=[0])))
-
-    def decode_patches(self, x: torch.Tensor, chunk: int) -> torch.Tensor:
-        """Decoder (after conv2) over [0] (first_chunk), then `chunk` latent frames per call;
-        patchified output (12 channels)."""
-        cache: Cache = [None] * count_conv3d(self.decoder)
-        return wc.first_then_chunks(
-            x, chunk, lambda f, first: self.decoder(f, feat_cache=cache, feat_idx=[0], first_chunk=first))
 
 
 def config_from_state_dict(sd: dict) -> dict:
@@ -253,65 +233,28 @@ def build(dim: int, dec_dim: int, z_dim: int) -> WanVAE_:
                    temperal_downsample=[False, True, True], dropout=0.0)
 
 
-def check_tiling(tl: Optional[wc.Tiling]) -> None:
-    if tl is not None and (tl.tile_px % 16 or tl.overlap_px % 16):
-        raise ValueError(f"tile {tl.tile_px}:{tl.overlap_px} is unsupported for Wan 2.2: tile and overlap must be "
-                         "multiples of 16 (its spatial compression)")
-
-
-class Engine:
+class Engine(wt.Engine):
     """Engine `torch` for Wan 2.2: normalized latents in and out, options as in candle."""
 
-    engine = "torch"
     model_name = "wan2.2"
+    label = "Wan 2.2"
     scale = 16
+    patch = PATCH
+    mean, std = LATENT_MEAN, LATENT_STD
 
-    def __init__(self, sd: dict, device: torch.device, precision: wc.Precision) -> None:
-        cfg = config_from_state_dict(sd)
-        self.dim, self.dec_dim, self.z_dim = cfg["dim"], cfg["dec_dim"], cfg["z_dim"]
-        model = build(self.dim, self.dec_dim, self.z_dim)
-        model.load_state_dict({k: v.to(torch.float32) for k, v in sd.items()}, strict=True)
-        self.model = model.eval().requires_grad_(False).to(device=device, dtype=precision.weight_dtype)
-        self.device = device
-        self.precision = precision
-        self.mean, self.std = LATENT_MEAN, LATENT_STD
+    @staticmethod
+    def config(sd: dict) -> dict:
+        return config_from_state_dict(sd)
 
-    def compute_dtype(self) -> str:
-        return self.precision.describe(self.device)
+    @staticmethod
+    def build(cfg: dict) -> WanVAE_:
+        return build(cfg["dim"], cfg["dec_dim"], cfg["z_dim"])
 
-    def encode(self, video: torch.Tensor, opts: wc.RunOptions) -> torch.Tensor:
-        """video [1,3,T,H,W] -> normalized latent [1,z,1+(T-1)//4,H/16,W/16] in the precision."""
-        check_tiling(opts.tiling)
-        t = wc.frames_used(video.shape[2])
-        x = video[:, :, :t].to(self.device, self.precision.weight_dtype)
-        h, w = x.shape[3], x.shape[4]
-        with torch.inference_mode(), self.precision.context(self.device):
-            xp = patchify(x)
-            fn = lambda tile: self.model.encode_moments(tile, opts.chunk)  # noqa: E731
-            if wc.needs_tiling(opts.tiling, h, w):
-                tl = opts.tiling
-                # In patchified units: tiles TILE/2, stride (TILE-OVERLAP)/2; latent = /8.
-                moments = wc.tiled(xp, tl.tile_px // 2, tl.stride_px // 2, fn, tl.overlap_px // 16,
-                                   tl.stride_px // 16, h // 16, w // 16)
-            else:
-                moments = fn(xp)
-        return wc.normalize(moments[:, :self.z_dim], self.mean, self.std, self.precision.dtype)
+    def to_model(self, video: torch.Tensor) -> torch.Tensor:
+        return patchify(video)
 
-    def decode(self, latent: torch.Tensor, opts: wc.RunOptions) -> torch.Tensor:
-        """normalized latent [1,z,t,h,w] -> video [1,3,1+4(t-1),16h,16w], not clamped."""
-        check_tiling(opts.tiling)
-        z = wc.denormalize(latent.to(self.device), self.mean, self.std, self.precision.weight_dtype)
-        h, w = z.shape[3], z.shape[4]
-        with torch.inference_mode(), self.precision.context(self.device):
-            x = self.model.conv2(z)
-            fn = lambda tile: self.model.decode_patches(tile, opts.chunk)  # noqa: E731
-            if wc.needs_tiling(opts.tiling, 16 * h, 16 * w):
-                tl = opts.tiling
-                out = wc.tiled(x, tl.tile_px // 16, tl.stride_px // 16, fn, tl.overlap_px // 2, tl.stride_px // 2,
-                               8 * h, 8 * w)
-            else:
-                out = fn(x)
-            return unpatchify(out)
+    def from_model(self, out: torch.Tensor) -> torch.Tensor:
+        return unpatchify(out)
 
 
 def gflop(cfg: dict, frames: int, width: int, height: int) -> tuple:

@@ -179,25 +179,9 @@ def _blend_edge(a: torch.Tensor, b: torch.Tensor, extent: int, dim: int) -> torc
     return torch.cat([mixed, b.narrow(dim, e, b.shape[dim] - e)], dim)
 
 
-def tiled_encode(x: torch.Tensor, tl: Tiling, scale: int, fn: Fn) -> torch.Tensor:
-    """Encode pixels `x` tile by tile (tiles and stride in pixels, blending in latent
-    units: overlap/scale), `scale` the spatial compression."""
-    h, w = x.shape[3], x.shape[4]
-    return tiled(x, tl.tile_px, tl.stride_px, fn, tl.overlap_px // scale, tl.stride_px // scale, h // scale,
-                 w // scale)
-
-
-def tiled_decode(z: torch.Tensor, tl: Tiling, scale: int, fn: Fn) -> torch.Tensor:
-    """Decode latent `z` tile by tile (tiles of tile/scale latent pixels), blending in
-    output pixels over the overlap."""
-    h, w = z.shape[3], z.shape[4]
-    return tiled(z, tl.tile_px // scale, tl.stride_px // scale, fn, tl.overlap_px, tl.stride_px, scale * h, scale * w)
-
-
 def needs_tiling(tl: Optional[Tiling], height_px: int, width_px: int) -> bool:
     """diffusers' condition (and candle's): tile only when the frame exceeds one tile."""
     return tl is not None and (height_px > tl.tile_px or width_px > tl.tile_px)
-
 
 
 def temporal_latent_frames(tile_frames: int, overlap_frames: int, c: int = 4) -> tuple:

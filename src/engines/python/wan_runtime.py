@@ -127,7 +127,8 @@ def diffusers_version() -> Optional[str]:
 
 
 def peak_rss_bytes() -> Optional[int]:
-    """VmHWM of this process (as the candle worker reports), bytes."""
+    """VmHWM of this process (as the candle worker reports), else getrusage's ru_maxrss;
+    bytes."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
@@ -137,7 +138,9 @@ def peak_rss_bytes() -> Optional[int]:
         pass
     try:
         import resource
-        return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+        maxrss = int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        # macOS reports bytes, Linux and the BSDs KiB.
+        return maxrss if sys.platform == "darwin" else maxrss * 1024
     except (ImportError, OSError):
         return None
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """wan-vae-bench's PyTorch worker: engines `torch` (ports of the official Wan code) and
 `diffusers` (diffusers' AutoencoderKLWan), one case per process, speaking the candle
-worker's protocol (see PROTOCOL-NOTES.md next to this file).
+worker's protocol (see docs/worker-protocol.md, section 9).
 
     python3 wan_worker.py worker --case-json JSON --result PATH
     python3 wan_worker.py validate --engine torch|diffusers --weights W --cases C [--json] ...
