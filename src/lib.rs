@@ -3,13 +3,15 @@
 //! Module map (each module opens with a `//!` saying what it owns):
 //! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling).
 //! - [`weights`]: loading `.safetensors` / `.pth`, synthetic weights, hub references.
-//! - [`device`]: `--device` parsing and the devices this build supports.
+//! - [`device`]: `--device` parsing and the devices this build supports; [`env_limits`]:
+//!   whether an env variant's variables fit in a new process.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
 //! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
 //! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
 //!   context, tool and build facts.
-//! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
-//!   seconds and PSNR, each in one place; [`lock`]: output locks and process marks.
+//! - [`files`], [`format`]: writing files (create parent, temp + rename; no output that is
+//!   also an input) and rendering seconds and PSNR, each in one place; [`read`]: reading
+//!   the user's files with a bound; [`lock`]: output locks and process marks.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
 //!   merging reports, Markdown/SVG exports.
 //!
@@ -18,6 +20,7 @@ pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod device;
+pub mod env_limits;
 pub mod error;
 pub mod export;
 pub mod files;
@@ -27,6 +30,7 @@ pub mod lock;
 pub mod merge;
 pub mod model;
 pub mod quality;
+pub mod read;
 pub mod report;
 pub mod settings;
 pub mod stats;

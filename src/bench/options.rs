@@ -150,10 +150,11 @@ pub struct MatrixFlags {
     /// Clip size, `WxH` or `W*H` (multiples of 8).
     #[arg(long, value_delimiter = ',', value_parser = size_flag)]
     pub size: Vec<(usize, usize)>,
-    /// Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels.
+    /// Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels (TILE alone: overlap as for --tile_px).
     #[arg(long, value_delimiter = ',', conflicts_with = "tile_px", value_parser = tile_flag)]
     pub tile: Vec<TileSetting>,
-    /// Tile size in pixels (0 = untiled); overlap from --overlap_px or a quarter of the tile.
+    /// Tile size in pixels (0 = untiled); overlap from --overlap_px, else a quarter of the tile
+    /// rounded down to a multiple of 8, at least 8.
     #[arg(long = "tile_px", alias = "tile-px", value_delimiter = ',')]
     pub tile_px: Vec<usize>,
     /// Tile overlap in pixels for --tile_px.
@@ -369,6 +370,7 @@ impl BenchOptions {
                 }
             }
         }
+        crate::env_limits::check_variants(&self.variants)?;
         for name in &self.axes.envs {
             if !self.variants.contains_key(name) {
                 let known: Vec<&str> = self.variants.keys().map(String::as_str).collect();
@@ -493,7 +495,7 @@ pub fn parse_size(what: &str, s: &str) -> Result<(usize, usize), UserError> {
 }
 
 /// `none`, `TILE` or `TILE:OVERLAP` in pixels (the model's rules: multiples of 8, overlap <
-/// tile, overlap defaulting to a quarter of the tile rounded down to 8).
+/// tile, overlap defaulting to [`crate::model::Tiling::default_overlap`]).
 pub fn parse_tile(what: &str, s: &str) -> Result<Option<Tiling>, UserError> {
     let s = s.trim();
     if s.eq_ignore_ascii_case("none") || s == "0" {
