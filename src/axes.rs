@@ -238,7 +238,7 @@ pub static TILE: Axis = Axis {
     key: "tile",
     flag: "--tile",
     aliases: &[],
-    help: "Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels",
+    help: "Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels (TILE alone: overlap as for --tile_px)",
     default: "none",
     applies: Applies::Always,
     set: |s, what, v| {

@@ -15,6 +15,9 @@
 //!
 //! Commands call [`check_output`] on every output before the first case runs, so a bad
 //! path costs nothing; the writers check again, because the file may change meanwhile.
+//! They also call [`check_distinct`] once with all their inputs and outputs: an output that
+//! is the same file as an input or as another output (the same path however spelled, or
+//! through a symbolic or a hard link) is refused before anything is written.
 //!
 //! Must not: know what is written (JSON, SVG, safetensors are the callers' business).
 use std::path::{Path, PathBuf};
@@ -50,7 +53,7 @@ pub fn check_output(path: &Path, what: &str) -> Result<(), UserError> {
         Ok(m) if !m.is_file() => {
             return Err(refuse(format!(
                 "it exists and is not a regular file ({}); refusing to replace it",
-                kind(&m)
+                crate::read::kind(&m)
             )))
         }
         Ok(m) => {
@@ -76,27 +79,6 @@ pub fn check_output(path: &Path, what: &str) -> Result<(), UserError> {
         )));
     }
     Ok(())
-}
-
-fn kind(m: &std::fs::Metadata) -> &'static str {
-    let t = m.file_type();
-    if t.is_dir() {
-        return "a folder";
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_char_device() || t.is_block_device() {
-            return "a device";
-        }
-        if t.is_fifo() {
-            return "a FIFO";
-        }
-        if t.is_socket() {
-            return "a socket";
-        }
-    }
-    "a special file"
 }
 
 #[cfg(unix)]
@@ -129,6 +111,122 @@ fn writable(path: &Path) -> bool {
 #[cfg(not(unix))]
 fn writable(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
+}
+
+/// A file a command reads or writes, with the flag or argument that names it (`-o`,
+/// `--weights`, `input report 2`); `None` when not given.
+pub type Named<'a> = (&'a str, Option<&'a Path>);
+
+/// Refuse (exit 2) any output that is the same file as one of `inputs`, or as an earlier
+/// output: the same path however spelled, through a symbolic link, or a hard link (same
+/// device and inode). An output that does not exist yet is compared by its canonical folder
+/// and file name. The error names both flags and both paths.
+pub fn check_distinct(inputs: &[Named], outputs: &[Named]) -> Result<(), UserError> {
+    let given = |list: &[Named<'_>]| -> Vec<(String, PathBuf, FileId)> {
+        list.iter()
+            .filter_map(|(flag, p)| p.map(|p| (flag.to_string(), p.to_path_buf(), FileId::of(p))))
+            .collect()
+    };
+    let inputs = given(inputs);
+    let outputs = given(outputs);
+    for (i, (flag, path, id)) in outputs.iter().enumerate() {
+        let earlier = inputs
+            .iter()
+            .map(|x| (x, true))
+            .chain(outputs[..i].iter().map(|x| (x, false)));
+        for ((other_flag, other_path, other_id), is_input) in earlier {
+            let Some(how) = id.same_as(other_id) else {
+                continue;
+            };
+            let why = if is_input {
+                format!("refusing to write over an input: give {flag} another path")
+            } else {
+                format!("each output needs its own file: give {flag} another path")
+            };
+            return Err(UserError::file(
+                path,
+                format!(
+                    "{flag} and {other_flag} {} are the same file{how}; {why}",
+                    other_path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What makes two paths the same file: where it is (canonical), and its device and inode.
+#[derive(Debug)]
+struct FileId {
+    canonical: Option<PathBuf>,
+    inode: Option<(u64, u64)>,
+    symlink: bool,
+}
+
+impl FileId {
+    fn of(path: &Path) -> FileId {
+        let symlink = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        match std::fs::metadata(path) {
+            Ok(m) => FileId {
+                canonical: std::fs::canonicalize(path).ok(),
+                inode: inode(&m),
+                symlink,
+            },
+            Err(_) => FileId {
+                canonical: canonical_missing(path),
+                inode: None,
+                symlink,
+            },
+        }
+    }
+
+    /// `None` when different files, else how they are the same (for the message).
+    fn same_as(&self, other: &FileId) -> Option<&'static str> {
+        let same_inode = self.inode.is_some() && self.inode == other.inode;
+        let same_place = self.canonical.is_some() && self.canonical == other.canonical;
+        if !same_inode && !same_place {
+            return None;
+        }
+        Some(if self.symlink || other.symlink {
+            " (through a symbolic link)"
+        } else if !same_place {
+            " (hard links to one file)"
+        } else {
+            ""
+        })
+    }
+}
+
+#[cfg(unix)]
+fn inode(m: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn inode(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// Where a file that does not exist yet would be: its deepest existing folder, canonical,
+/// then the rest of the path (`.` dropped, `..` taken lexically).
+fn canonical_missing(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).ok()?;
+    let parts: Vec<Component> = absolute.components().collect();
+    (1..=parts.len()).rev().find_map(|k| {
+        let mut real = std::fs::canonicalize(parts[..k].iter().collect::<PathBuf>()).ok()?;
+        for part in &parts[k..] {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::Normal(name) => real.push(name),
+                _ => {}
+            }
+        }
+        Some(real)
+    })
 }
 
 /// Check `path`, create the parent folder, then write `contents` (see [`write_atomic`]).
@@ -206,5 +304,51 @@ mod tests {
         assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o640);
         let e = check_output(dir.path(), "report").unwrap_err().to_string();
         assert!(e.contains("not a regular file (a folder)"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_same_file_is_found_however_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let input = d.join("in.json");
+        std::fs::write(&input, "x").unwrap();
+        std::fs::hard_link(&input, d.join("hard.json")).unwrap();
+        std::os::unix::fs::symlink(&input, d.join("soft.json")).unwrap();
+        let spelled = d.join("sub/../in.json");
+        std::fs::create_dir(d.join("sub")).unwrap();
+        let refused = |out: &Path| {
+            check_distinct(&[("--input", Some(input.as_path()))], &[("-o", Some(out))])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused(&input).contains("-o and --input"), "{}", refused(&input));
+        assert!(refused(&spelled).contains("same file;"), "{}", refused(&spelled));
+        assert!(refused(&d.join("hard.json")).contains("(hard links to one file)"));
+        assert!(refused(&d.join("soft.json")).contains("(through a symbolic link)"));
+        // Outputs that do not exist yet: the same path through different spellings.
+        let new = d.join("new/a.md");
+        let also = d.join("new/./b/../a.md");
+        let e = check_distinct(
+            &[],
+            &[("-o", Some(new.as_path())), ("--export-markdown", Some(also.as_path()))],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--export-markdown and -o") && e.contains("each output needs its own file"),
+            "{e}"
+        );
+        // Different files, and flags not given, pass.
+        let other = d.join("other.json");
+        check_distinct(
+            &[("--input", Some(input.as_path())), ("--config", None)],
+            &[
+                ("-o", Some(other.as_path())),
+                ("--export-svg", None),
+                ("--export-markdown", Some(new.as_path())),
+            ],
+        )
+        .unwrap();
     }
 }

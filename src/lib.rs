@@ -4,15 +4,17 @@
 //! Module map (each module opens with a `//!` saying what it owns):
 //! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling).
 //! - [`weights`]: loading `.safetensors` / `.pth`, synthetic weights, hub references.
-//! - [`device`]: `--device` parsing and the devices this build supports.
+//! - [`device`]: `--device` parsing and the devices this build supports; [`env_limits`]:
+//!   whether an env variant's variables fit in a new process.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
 //! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
 //! - [`settings`], [`axes`], [`values`]: what one case measures; the table of the matrix's
 //!   axes (flag, key, parser, id part of each); the value types and parsers they share.
 //! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
 //!   context, tool and build facts.
-//! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
-//!   seconds and PSNR, each in one place; [`lock`]: output locks and folder ownership
+//! - [`files`], [`format`]: writing files (create parent, temp + rename; no output that is
+//!   also an input) and rendering seconds and PSNR, each in one place; [`read`]: reading
+//!   the user's files with a bound; [`lock`]: output locks and folder ownership
 //!   (kernel file locks); [`shuffle`]: the seeded case order.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
 //!   merging reports, Markdown/SVG exports.
@@ -23,6 +25,7 @@ pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod device;
+pub mod env_limits;
 pub mod error;
 pub mod export;
 pub mod files;
@@ -32,6 +35,7 @@ pub mod lock;
 pub mod merge;
 pub mod model;
 pub mod quality;
+pub mod read;
 pub mod report;
 pub mod settings;
 pub mod shuffle;

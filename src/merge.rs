@@ -117,6 +117,13 @@ fn free_id(id: &str, host: Option<String>, index: usize, taken: &BTreeSet<String
 }
 
 pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
+    let labels: Vec<String> = (1..=args.inputs.len()).map(|i| format!("input report {i}")).collect();
+    let inputs: Vec<_> = labels
+        .iter()
+        .zip(&args.inputs)
+        .map(|(l, p)| (l.as_str(), Some(p.as_path())))
+        .collect();
+    crate::files::check_distinct(&inputs, &[("-o", Some(&args.output))])?;
     crate::files::check_output(&args.output, "merged report")?;
     let _lock = crate::lock::OutputLock::acquire(&args.output)?;
     let mut reports = Vec::with_capacity(args.inputs.len());

@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::CaseSettings;
@@ -404,9 +403,8 @@ pub struct CrossEngine {
 impl Report {
     /// Read and parse a report, naming the file on any error.
     pub fn load(path: &Path) -> anyhow::Result<Report> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read report {}", path.display()))?;
-        serde_json::from_str(&text)
-            .map_err(|e| crate::error::UserError::file(path, format!("not a valid wan-vae-bench report: {e}")).into())
+        let text = crate::read::text(path, "report", crate::read::MAX_REPORT_BYTES)?;
+        serde_json::from_str(&text).map_err(|e| crate::error::UserError::file(path, not_a_report(&text, &e)).into())
     }
 
     /// Write atomically ([`crate::files::write_atomic`]), so readers never see a
@@ -414,6 +412,30 @@ impl Report {
     pub fn save_atomic(&self, path: &Path) -> anyhow::Result<()> {
         crate::files::write_atomic(path, serde_json::to_string_pretty(self)?)
     }
+}
+
+/// Why `text` did not load as a report, in the user's terms: not JSON at all, JSON of
+/// another shape (serde would say "invalid type: map, expected u32" for an array), or a
+/// report with a bad field (serde's message, which names the field).
+fn not_a_report(text: &str, e: &serde_json::Error) -> String {
+    const EXPECTED: &str = "expected a wan-vae-bench report (a JSON object with schema_version, tool, \
+                            system, model, run and cases, as `run` writes)";
+    let first = text.trim_start_matches('\u{feff}').trim_start().bytes().next();
+    if first.is_none() {
+        return format!("the file is empty; {EXPECTED}");
+    }
+    if e.is_syntax() || e.is_eof() {
+        return format!("not valid JSON ({e}); {EXPECTED}");
+    }
+    let found = match first {
+        Some(b'{') => return format!("not a valid wan-vae-bench report: {e}"),
+        Some(b'[') => "an array",
+        Some(b'"') => "a string",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    };
+    format!("{EXPECTED}, found {found}")
 }
 
 #[cfg(test)]
@@ -427,6 +449,20 @@ mod tests {
         assert_eq!(p.frames_per_s, 2.5);
         assert_eq!(p.gflop_per_s, 50.0);
         assert_eq!(p.warmup_s, vec![5.0]);
+    }
+
+    #[test]
+    fn json_that_is_not_a_report_says_what_it_is() {
+        let why = |text: &str| not_a_report(text, &serde_json::from_str::<Report>(text).unwrap_err());
+        assert!(why("[1, 2]").ends_with("found an array"), "{}", why("[1, 2]"));
+        assert!(why(" 42").ends_with("found a number"), "{}", why("42"));
+        assert!(why("").starts_with("the file is empty"), "{}", why(""));
+        assert!(
+            why("{\"schema_version\": 3").starts_with("not valid JSON"),
+            "{}",
+            why("{")
+        );
+        assert!(why("{}").contains("missing field"), "{}", why("{}"));
     }
 
     #[test]

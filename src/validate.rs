@@ -82,7 +82,8 @@ pub struct Case {
 
 /// Read a cases file into cases sorted by name; any unknown tensor name is an error.
 pub fn read_cases(path: &Path) -> Result<Vec<Case>, UserError> {
-    let tensors = candle_core::safetensors::load(path, &Device::Cpu)
+    let bytes = crate::read::bytes(path, "cases file", crate::read::MAX_TENSOR_FILE_BYTES)?;
+    let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
         .map_err(|e| UserError::file(path, format!("cannot read cases file (expected safetensors): {e}")))?;
     let mut parts: BTreeMap<String, BTreeMap<String, Tensor>> = BTreeMap::new();
     for (name, t) in tensors {
@@ -240,6 +241,16 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     let device = crate::device::parse(&args.device)?;
     // Cases first: a bad cases file must not start a 508 MB download.
     let cases = read_cases(&args.cases)?;
+    crate::files::check_distinct(
+        &[
+            ("--cases", Some(&args.cases)),
+            (
+                "--weights",
+                crate::weights::source::local_file(&args.weights).as_deref(),
+            ),
+        ],
+        &[("--save-outputs", args.save_outputs.as_deref())],
+    )?;
     if let Some(path) = &args.save_outputs {
         crate::files::check_output(path, "--save-outputs file")?;
     }
@@ -362,9 +373,7 @@ fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         )
         .into());
     }
-    if !args.cases.is_file() {
-        return Err(UserError::file(&args.cases, "cases file not found").into());
-    }
+    crate::read::check_file(&args.cases, "cases file", crate::read::MAX_TENSOR_FILE_BYTES)?;
     let dir = tempfile::Builder::new()
         .prefix("wan-vae-bench-validate-")
         .tempdir()

@@ -206,3 +206,27 @@ fn threshold_is_configurable() {
     assert_eq!(compare(&base, &cur, &["--threshold", "10%"]).code, 0);
     assert_eq!(compare(&base, &cur, &["--threshold", "abc"]).code, 2);
 }
+
+/// Issue 17, item 17: with fewer than two samples a speed-up and a slow-down of the same
+/// size get the same verdict; the threshold is a fraction of the baseline time both ways.
+#[test]
+fn single_samples_judge_speed_ups_and_slow_downs_alike() {
+    let verdict = |cur: f64| {
+        let out = compare(
+            &one_case(&[1.0], &[1.0]),
+            &one_case(&[cur], &[1.0]),
+            &["--threshold", "10", "--json"],
+        );
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        let pass = &v["cases"][0]["passes"][0];
+        assert_eq!(pass["pass"], "encode");
+        assert_eq!(pass["test"], "insufficient-samples");
+        (pass["verdict"].as_str().unwrap().to_string(), out.code)
+    };
+    // Exactly 10% either way is not beyond the threshold.
+    assert_eq!(verdict(0.9), ("no-change".to_string(), 0));
+    assert_eq!(verdict(1.1), ("no-change".to_string(), 0));
+    // 15% either way is.
+    assert_eq!(verdict(0.85), ("faster".to_string(), 0));
+    assert_eq!(verdict(1.15), ("slower".to_string(), 1));
+}

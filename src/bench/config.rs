@@ -61,8 +61,7 @@ struct RunSection {
 
 /// Read and parse a matrix file; errors name the file and the culprit.
 pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| UserError::file(path, format!("cannot read matrix file: {e}")))?;
+    let text = crate::read::text(path, "matrix file", crate::read::MAX_REPORT_BYTES)?;
     let mut opts = parse(&text).map_err(|e| UserError::file(path, format!("{e:#}")))?;
     opts.config_path = Some(path.to_path_buf());
     if let (Some(input), Some(dir)) = (&opts.input, path.parent()) {

@@ -20,7 +20,8 @@ use crate::values::{self, Order, TorchPrecision};
 pub struct MatrixFlags {
     #[command(flatten)]
     pub axes: AxisFlags,
-    /// Tile size in pixels (0 = untiled); overlap from --overlap_px or a quarter of the tile.
+    /// Tile size in pixels (0 = untiled); overlap from --overlap_px, else a quarter of the tile
+    /// rounded down to a multiple of 8, at least 8.
     #[arg(long = "tile_px", alias = "tile-px", value_delimiter = ',', conflicts_with = "tile")]
     pub tile_px: Vec<usize>,
     /// Tile overlap in pixels for --tile_px.

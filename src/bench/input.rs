@@ -12,6 +12,10 @@
 //! is what our `decode` undoes: the same video ComfyUI's `VAEDecode` makes. Other latents
 //! are taken as normalized (what `encode`, `validate`'s fixtures and diffusers' pipelines hold).
 //!
+//! Checked here, once, with errors naming the file and the tensor: the file is read with a
+//! bound ([`crate::read`]: a regular file or a FIFO, at most 16 GiB); the shape's element
+//! count must not overflow and must match the values; every value must be finite.
+//!
 //! Must not: run the model or spawn processes.
 use std::path::Path;
 
@@ -56,7 +60,7 @@ fn err(path: &Path, message: impl Into<String>) -> UserError {
 
 /// Read `path` (picking `tensor` when given) and check it against `cfg`.
 pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile, UserError> {
-    let bytes = std::fs::read(path).map_err(|e| err(path, format!("cannot read the input file: {e}")))?;
+    let bytes = crate::read::bytes(path, "input file", crate::read::MAX_TENSOR_FILE_BYTES)?;
     let sha256 = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&bytes));
     let is_npy = path.extension().and_then(|e| e.to_str()) == Some("npy") || bytes.starts_with(b"\x93NUMPY");
     let (name, shape, dtype, values, comfy) = if is_npy {
@@ -72,6 +76,13 @@ pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile
         read_safetensors(path, &bytes, tensor)?
     };
     let what = format!("tensor `{name}` {shape:?} ({dtype})");
+    if element_count(path, &name, &shape)? != values.len() {
+        return Err(err(
+            path,
+            format!("{what} holds {} values, not the product of its shape", values.len()),
+        ));
+    }
+    check_finite(path, &what, &shape, &values)?;
     let (sc, tc) = (cfg.spatial_compression(), cfg.temporal_compression());
     let z = cfg.z_dim;
     let valid = format!(
@@ -141,6 +152,45 @@ pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile
             normalization: normalization.to_string(),
         },
     })
+}
+
+/// The number of values a `shape` holds; an error naming the file, the tensor and the shape
+/// when the product overflows (a damaged or hostile header).
+fn element_count(path: &Path, name: &str, shape: &[usize]) -> Result<usize, UserError> {
+    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).ok_or_else(|| {
+        err(
+            path,
+            format!(
+                "tensor `{name}` has shape {shape:?}, whose element count overflows (more values than \
+                 memory can hold): the header is damaged or does not describe a tensor"
+            ),
+        )
+    })
+}
+
+/// Every value must be finite (a NaN or an infinity would fail every case later): the error
+/// names the first bad value, where it is, and how many there are.
+fn check_finite(path: &Path, what: &str, shape: &[usize], values: &[f32]) -> Result<(), UserError> {
+    let mut bad = values.iter().enumerate().filter(|(_, v)| !v.is_finite());
+    let Some((first, value)) = bad.next() else {
+        return Ok(());
+    };
+    let count = 1 + bad.count();
+    // Row-major index of `first` in `shape`.
+    let mut index = vec![0usize; shape.len()];
+    let mut rest = first;
+    for (i, &d) in shape.iter().enumerate().rev() {
+        index[i] = rest % d.max(1);
+        rest /= d.max(1);
+    }
+    Err(err(
+        path,
+        format!(
+            "{what} holds values that are not finite: {value} at index {index:?} (the first; {count} of {} values \
+             are NaN or infinite, as f32); the input must hold finite numbers",
+            values.len()
+        ),
+    ))
 }
 
 /// ComfyUI's raw latent (times `scale`, its `LoadLatent` rule) -> `(mu - mean) / std`.
@@ -239,6 +289,8 @@ fn read_npy(path: &Path, bytes: &[u8]) -> Result<(Vec<usize>, String, Vec<f32>),
         ));
     }
     let shape: Vec<usize> = npy.shape().iter().map(|&d| d as usize).collect();
+    // Before reading: a header whose element count overflows would read the wrong amount.
+    element_count(path, "array", &shape)?;
     let npyz::DType::Plain(ts) = npy.dtype() else {
         return Err(err(
             path,

@@ -41,6 +41,7 @@ pub mod plan;
 pub mod progress;
 pub mod protocol;
 pub mod python;
+pub mod run_files;
 pub mod scheduler;
 pub mod worker;
 
@@ -139,6 +140,12 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| default_output(system.hostname.as_deref()));
     // Every output is checked before the first case, not after an hour of measuring.
+    run_files::check(
+        &opts,
+        &output,
+        args.export_markdown.as_deref(),
+        args.export_svg.as_deref(),
+    )?;
     crate::files::check_output(&output, "report")?;
     for (flag, path) in [
         ("--export-markdown", &args.export_markdown),

@@ -228,6 +228,7 @@ impl BenchOptions {
                 }
             }
         }
+        crate::env_limits::check_variants(&self.variants)?;
         for name in self.axes.get(&ENV) {
             if !self.variants.contains_key(name) {
                 let known: Vec<&str> = self.variants.keys().map(String::as_str).collect();

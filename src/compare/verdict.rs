@@ -1,14 +1,18 @@
 //! The comparison itself: per-case status, timing and quality verdicts, as serde records
 //! (the `--json` output; every field is documented here).
 //!
-//! Timing rule, per pass (encode, decode), with `ratio = current median / baseline median`:
+//! Timing rule, per pass (encode, decode), with `ratio = current median / baseline median`.
+//! The threshold is a fraction of the baseline time, the same both ways: a pass is beyond
+//! it when `ratio > 1 + threshold` (slower) or `ratio < 1 - threshold` (faster), so a 10%
+//! slow-down and a 10% speed-up get the same verdict.
 //! - both sides have ≥ 2 samples: Welch's t-test on the samples. `slower` (a regression)
-//!   when `ratio > 1 + threshold`, p < alpha and the current mean is the larger; `faster`
-//!   when `baseline/current > 1 + threshold`, p < alpha and the current mean is the smaller;
-//!   otherwise `no-change`.
+//!   when beyond the threshold, p < alpha and the current mean is the larger; `faster`
+//!   when beyond it, p < alpha and the current mean is the smaller; otherwise `no-change`.
 //! - either side has < 2 samples (`test: insufficient-samples`): `slower` only when every
 //!   current sample exceeds every baseline sample by more than the threshold
-//!   (`min(current) > max(baseline) · (1 + threshold)`), `faster` symmetrically.
+//!   (`min(current) > max(baseline) · (1 + threshold)`), `faster` only when every current
+//!   sample is below every baseline sample by more than the threshold
+//!   (`max(current) < min(baseline) · (1 - threshold)`).
 //!
 //! Quality rule: PSNR values are clamped to `psnr_ceiling_db` (identical = +inf, so
 //! clamped too) and a drop of more than `psnr_drop_db` is a regression.
@@ -241,9 +245,9 @@ fn samples(p: &PassStats) -> Vec<f64> {
 pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> PassComparison {
     let (bs, cs) = (samples(b), samples(c));
     let ratio = c.median_s / b.median_s;
-    let limit = 1.0 + rules.threshold;
-    let slower_beyond = ratio > limit;
-    let faster_beyond = ratio > 0.0 && 1.0 / ratio > limit;
+    let (upper, lower) = (1.0 + rules.threshold, 1.0 - rules.threshold);
+    let slower_beyond = ratio > upper;
+    let faster_beyond = ratio < lower;
     let (test, p_value, verdict) = match welch_t_test(&cs, &bs) {
         Some(w) => {
             let significant = w.p_value < rules.alpha;
@@ -259,9 +263,9 @@ pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> 
         None => {
             let (bmin, bmax) = min_max(&bs);
             let (cmin, cmax) = min_max(&cs);
-            let verdict = if slower_beyond && cmin > bmax * limit {
+            let verdict = if slower_beyond && cmin > bmax * upper {
                 Verdict::Slower
-            } else if faster_beyond && cmax * limit < bmin {
+            } else if faster_beyond && cmax < bmin * lower {
                 Verdict::Faster
             } else {
                 Verdict::NoChange

@@ -84,6 +84,7 @@ pub struct PlotArgs {
 }
 
 pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
+    crate::files::check_distinct(&[("report", Some(&args.report))], &[("-o", Some(&args.output))])?;
     crate::files::check_output(&args.output, "plot output")?;
     let report = Report::load(&args.report)?;
     let mut exports = ExportManager::default();

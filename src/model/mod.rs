@@ -118,6 +118,16 @@ impl Tiling {
         Ok(Tiling { tile_px, overlap_px })
     }
 
+    /// The overlap of a tile given alone (`--tile 256`, `--tile_px 256`): a quarter of the
+    /// tile rounded down to a multiple of 8, at least 8 (so 16 and 24 px tiles overlap by 8,
+    /// not 0); a tile of 8 px cannot overlap.
+    pub fn default_overlap(tile_px: usize) -> usize {
+        if tile_px <= 8 {
+            return 0;
+        }
+        (tile_px / 4 / 8 * 8).max(8)
+    }
+
     /// Distance between tile origins, pixels.
     pub fn stride_px(&self) -> usize {
         self.tile_px - self.overlap_px
@@ -126,7 +136,7 @@ impl Tiling {
 
 impl std::str::FromStr for Tiling {
     type Err = UserError;
-    /// `TILE:OVERLAP` (pixels) or just `TILE` (overlap = tile/4, rounded down to 8).
+    /// `TILE:OVERLAP` (pixels) or just `TILE` ([`Tiling::default_overlap`]).
     fn from_str(s: &str) -> Result<Self, UserError> {
         let bad = || UserError::invalid("tile", s, "TILE_PX:OVERLAP_PX in pixels, multiples of 8, e.g. 256:64");
         let (t, o) = match s.trim().split_once(':') {
@@ -136,7 +146,7 @@ impl std::str::FromStr for Tiling {
             ),
             None => {
                 let t = s.trim().parse::<usize>().map_err(|_| bad())?;
-                (t, t / 4 / 8 * 8)
+                (t, Tiling::default_overlap(t))
             }
         };
         Tiling::new(t, o)
@@ -155,5 +165,28 @@ pub struct RunOptions {
 impl Default for RunOptions {
     fn default() -> Self {
         RunOptions { chunk: 1, tiling: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tiling;
+
+    #[test]
+    fn a_tile_alone_overlaps_by_a_quarter_rounded_down_to_8_and_at_least_8() {
+        for (tile, overlap) in [
+            (8, 0),
+            (16, 8),
+            (24, 8),
+            (32, 8),
+            (40, 8),
+            (64, 16),
+            (256, 64),
+            (272, 64),
+        ] {
+            assert_eq!(Tiling::default_overlap(tile), overlap, "tile {tile}");
+            let t: Tiling = tile.to_string().parse().unwrap();
+            assert_eq!((t.tile_px, t.overlap_px), (tile, overlap));
+        }
     }
 }

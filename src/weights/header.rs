@@ -97,6 +97,8 @@ fn pth_index(path: &Path) -> Result<HashMap<String, Declared>, UserError> {
             format!("cannot read as a PyTorch (.pth zip pickle) checkpoint: {e}"),
         )
     };
+    // Nothing but tensors (what the torch engines accept), refused here once, naming the key.
+    super::pth::check_only_tensors(path)?;
     // Same fallbacks as the loader: a state dict at the top, or under `state_dict` / `model`.
     let mut infos = candle_core::pickle::read_pth_tensor_info(path, false, None).map_err(unreadable)?;
     for key in ["state_dict", "model"] {

@@ -5,6 +5,9 @@
 //! or extra key, or a wrong shape, is an error naming the file and the key. `--model` only
 //! chooses the architecture of synthetic weights; with a file it must agree with the file.
 //!
+//! A `.pth` must hold nothing but tensors ([`pth`]): the torch engines refuse anything
+//! else, so it is refused here too, once, naming the key.
+//!
 //! Owns turning a source into checked tensors in memory, and the `VarBuilder` over them
 //! that the model is built from; must not build the model nor know its layers beyond the
 //! layout (the model must not import this module either).
@@ -19,6 +22,7 @@ use crate::model::{Config, ModelKind, Precision};
 
 pub mod header;
 pub mod layout;
+pub mod pth;
 pub mod source;
 pub mod synthetic;
 
@@ -247,8 +251,6 @@ pub fn load_file(path: &Path) -> Result<Weights, UserError> {
     Weights::from_tensors(tensors, format, path)
 }
 
-/// `pth` for a zip archive (torch.save), `safetensors` otherwise; the extension decides
-/// when it is one of the two.
 /// `path` is a regular file: its format ([`detect_format`]) and its length in bytes.
 pub(crate) fn checked_format(path: &Path) -> Result<(&'static str, u64), UserError> {
     let meta = std::fs::metadata(path).map_err(|e| UserError::file(path, format!("cannot read weights file: {e}")))?;
@@ -261,6 +263,8 @@ pub(crate) fn checked_format(path: &Path) -> Result<(&'static str, u64), UserErr
     Ok((detect_format(path)?, meta.len()))
 }
 
+/// `pth` for a zip archive (torch.save), `safetensors` otherwise; the extension decides
+/// when it is one of the two.
 fn detect_format(path: &Path) -> Result<&'static str, UserError> {
     match path
         .extension()
@@ -288,6 +292,7 @@ fn read_pth(path: &Path) -> Result<HashMap<String, Tensor>, UserError> {
             format!("cannot read as a PyTorch (.pth zip pickle) checkpoint: {e}"),
         )
     };
+    pth::check_only_tensors(path)?;
     let mut entries = candle_core::pickle::read_all(path).map_err(unreadable)?;
     for key in ["state_dict", "model"] {
         if !entries.is_empty() {

@@ -118,6 +118,19 @@ pub fn parse(reference: &str) -> Result<WeightsRef, UserError> {
     Ok(WeightsRef::Local(PathBuf::from(reference)))
 }
 
+/// The local file `reference` names, found without downloading: the path itself, or the
+/// Hub cache's copy when it is there; `None` for synthetic weights, an uncached Hub file or
+/// a reference that does not parse. For checks such as "is this output an input?".
+pub fn local_file(reference: &str) -> Option<PathBuf> {
+    match parse(reference).ok()? {
+        WeightsRef::Synthetic => None,
+        WeightsRef::Local(p) => Some(p),
+        WeightsRef::Hub(h) => hub::lookup_cache(&HubSettings::from_env().cache_dir, &h)
+            .ok()
+            .map(|hit| hit.path),
+    }
+}
+
 fn parse_hub(reference: &str) -> Result<HubRef, UserError> {
     let bad = |why: &str| {
         UserError::invalid(

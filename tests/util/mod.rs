@@ -1,4 +1,6 @@
 //! The one helper module of the integration tests: [`cli`] runs the binary's `run` command
-//! and reads its report; [`reports`] crafts reports for `compare`, `merge` and `plot`.
+//! and reads its report; [`reports`] crafts reports for `compare`, `merge` and `plot`;
+//! [`files`] runs it under a time and memory bound and writes `.npy` and `.pth` files.
 pub mod cli;
+pub mod files;
 pub mod reports;
