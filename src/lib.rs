@@ -6,6 +6,8 @@
 //! - [`device`]: `--device` parsing and the devices this build supports.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
 //! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
+//! - [`engine`]: one description per engine, the parent <-> worker protocol, and the
+//!   workers (candle's in this binary, the shipped Python worker).
 //! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
 //!   context, tool and build facts.
 //! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
@@ -18,6 +20,7 @@ pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod device;
+pub mod engine;
 pub mod error;
 pub mod export;
 pub mod files;

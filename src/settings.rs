@@ -46,11 +46,6 @@ impl Engine {
         }
     }
 
-    /// True for the engines the Python worker runs.
-    pub fn is_python(self) -> bool {
-        self != Engine::Candle
-    }
-
     /// Parse an engine name; the error names `what` and the valid names.
     pub fn parse(what: &str, s: &str) -> Result<Engine, UserError> {
         match s.trim().to_ascii_lowercase().as_str() {
@@ -134,9 +129,10 @@ impl MiopenDb {
     }
 }
 
-/// The PyTorch knobs of a case. They act only in the Python engines on a GPU (`cuda:N`,
-/// which is also how ROCm builds name AMD GPUs); elsewhere every knob is `n/a`, so a matrix
-/// does not multiply them into duplicate cases.
+/// The PyTorch knobs of a case. They act only in the engines whose `engine::EngineSpec`
+/// says so, on a GPU (`cuda:N`, which is also how ROCm builds name AMD GPUs); elsewhere
+/// every knob is `n/a`, so a matrix does not multiply them into duplicate cases
+/// (`engine::EngineSpec::run_as`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Knobs {
     /// `torch.backends.cudnn.enabled` (MIOpen on ROCm, cuDNN on CUDA).
@@ -145,13 +141,6 @@ pub struct Knobs {
     pub cudnn_benchmark: Switch,
     /// The MIOpen database directories.
     pub miopen_db: MiopenDb,
-}
-
-impl Knobs {
-    /// Whether knobs act for `engine` on `device`.
-    pub fn apply_to(engine: Engine, device: &str) -> bool {
-        engine.is_python() && device.trim().to_ascii_lowercase().starts_with("cuda")
-    }
 }
 
 /// The settings of one case: one point of the matrix.
@@ -382,20 +371,6 @@ impl CaseSettings {
         )
     }
 
-    /// The same settings computed by another engine: knobs become `n/a` for candle; for a
-    /// Python engine they are kept (the caller decides whether they apply on its device).
-    pub fn with_engine(&self, engine: Engine) -> CaseSettings {
-        CaseSettings {
-            engine,
-            knobs: if engine.is_python() {
-                self.knobs
-            } else {
-                Knobs::default()
-            },
-            ..self.clone()
-        }
-    }
-
     /// The settings whose outputs these are compared with: fp32, untiled in space and time,
     /// chunk 1, the rest (engine, knobs and passes included, so a decode-only case is
     /// compared with a decode of the same latent) unchanged.
@@ -484,7 +459,10 @@ mod tests {
         let s: CaseSettings = serde_json::from_value(old).unwrap();
         assert_eq!((s.engine, s.knobs), (Engine::Candle, Knobs::default()));
         assert_eq!(s.id(), "fp32-chunk1-untiled-5x64x64-baseline");
-        let mut t = s.with_engine(Engine::Torch);
+        let mut t = CaseSettings {
+            engine: Engine::Torch,
+            ..s.clone()
+        };
         assert_eq!(t.id(), "torch-fp32-chunk1-untiled-5x64x64-baseline");
         t.knobs = Knobs {
             cudnn: Switch::Off,
@@ -495,9 +473,6 @@ mod tests {
             t.id(),
             "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"
         );
-        assert_eq!(t.with_engine(Engine::Candle), s);
-        assert!(Knobs::apply_to(Engine::Diffusers, "cuda:0"));
-        assert!(!Knobs::apply_to(Engine::Torch, "cpu") && !Knobs::apply_to(Engine::Candle, "cuda:0"));
         assert_eq!(Engine::parse("e", "Torch").unwrap(), Engine::Torch);
         assert!(Engine::parse("--engine", "onnx")
             .unwrap_err()

@@ -64,8 +64,8 @@ pub fn add_references(cases: &mut Vec<Case>) {
 /// All cases in matrix order (engine, frames, size, precision, tile, temporal tile, chunk,
 /// env, passes, cudnn, cudnn_benchmark, miopen_db; the last varies fastest). A new axis is
 /// one more [`product`] line. Knobs that do not apply (candle, or the CPU:
-/// [`Knobs::apply_to`]) become `n/a`, and the duplicates this makes are dropped, so they are
-/// not measured twice.
+/// [`crate::engine::EngineSpec::run_as`]) become `n/a`, and the duplicates this makes are
+/// dropped, so they are not measured twice.
 pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let a = &opts.axes;
     // Every field is overwritten by its axis below; the axes are never empty.
@@ -97,12 +97,7 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let all = product(all, &a.miopen_db, |s, &v| s.knobs.miopen_db = v);
     let mut seen = std::collections::BTreeSet::new();
     all.into_iter()
-        .map(|mut s| {
-            if !Knobs::apply_to(s.engine, &opts.device) {
-                s.knobs = Knobs::default();
-            }
-            s
-        })
+        .map(|s| crate::engine::spec(s.engine).run_as(&s, &opts.device))
         .filter(|s| seen.insert(s.id()))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();

@@ -410,7 +410,7 @@ impl BenchOptions {
         let engines: usize = a
             .engines
             .iter()
-            .map(|&e| match crate::settings::Knobs::apply_to(e, &self.device) {
+            .map(|&e| match crate::engine::knobs_apply(e, &self.device) {
                 true => knobs,
                 false => 1,
             })
