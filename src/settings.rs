@@ -1,5 +1,5 @@
 //! What one case measures: [`CaseSettings`], declared once and shared by the matrix's cases
-//! (`bench::matrix::Case`), the worker spec (`bench::protocol::WorkerSpec`) and the report's
+//! (`bench::matrix::Case`), the worker spec (`engine::protocol::WorkerSpec`) and the report's
 //! `CaseRecord`. It is flattened into their JSON with serde, so the wire and report layout
 //! are the flat keys `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`,
 //! `width`, `height`, `env_variant`, `passes`, `temporal_tile_frames`,
