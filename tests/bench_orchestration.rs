@@ -160,6 +160,65 @@ fn a_device_this_build_lacks_is_unsupported() {
     );
 }
 
+#[test]
+fn settings_an_engine_cannot_run_are_unsupported_without_a_worker() {
+    // diffusers runs chunk 1 only, and the PyTorch engines no metal: both are recorded
+    // from the engine's entry before any worker starts, so the missing interpreter is
+    // never reached; the added chunk-1 reference does start one and says so.
+    let dir = scratch();
+    let missing = dir.path().join("no-such-python");
+    let (out, report) = run(
+        dir.path(),
+        &[
+            "--engine",
+            "diffusers",
+            "--chunk",
+            "2",
+            "--python",
+            missing.to_str().unwrap(),
+            "--size",
+            "32x32",
+            "--precision",
+            "fp32",
+            "--runs",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&report);
+    assert_eq!(r.cases.len(), 2, "the chunk-2 case and its reference");
+    for c in &r.cases {
+        assert_eq!(c.outcome.status, CaseStatus::Unsupported, "{}", c.id);
+        let e = c.outcome.error.as_deref().unwrap();
+        if c.settings.chunk == 2 {
+            assert!(e.contains("chunk 2 is not supported by the diffusers engine"), "{e}");
+            assert!(!e.contains("no-such-python"), "no worker was started: {e}");
+        } else {
+            assert!(e.contains("no-such-python"), "{e}");
+        }
+    }
+    let v = bench()
+        .args([
+            "validate",
+            "--engine",
+            "torch",
+            "--device",
+            "metal",
+            "--weights",
+            "synthetic",
+        ])
+        .arg("--cases")
+        .arg(fixture("wan21_tiny.cases.safetensors"))
+        .output()
+        .unwrap();
+    assert_eq!(v.status.code(), Some(2), "{}", stderr(&v));
+    assert!(
+        stderr(&v).contains("device metal is not supported by the torch engine"),
+        "{}",
+        stderr(&v)
+    );
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn killing_the_parent_mid_sweep_leaves_a_parseable_report_and_no_worker() {

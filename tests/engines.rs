@@ -320,7 +320,7 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     let out = bench()
         .args(["run", "--quiet", "--keep-outputs", "--weights", "synthetic", "--config"])
         .arg(&cfg)
-        .arg("--python")
+        .args(["--torch-precision", "cast", "--python"])
         .arg(&wrapper)
         .arg("--output")
         .arg(dir.path().join("r.json"))
@@ -334,6 +334,10 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     let spec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&spec_file).unwrap()).unwrap();
     assert_eq!(spec["weights"], "synthetic");
     assert_eq!(spec["engine"], "torch");
+    assert_eq!(
+        spec["torch_precision"], "cast",
+        "a mode the torch engine lists reaches it"
+    );
     let weights = PathBuf::from(spec["weights_path"].as_str().unwrap());
     let input = PathBuf::from(spec["input_path"].as_str().unwrap());
     assert!(weights.starts_with(&kept) && input.starts_with(&kept), "{spec}");

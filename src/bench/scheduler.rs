@@ -195,27 +195,24 @@ impl Scheduler {
                 return self.interrupted(report, output, sig, total);
             }
             self.progress.start_case(&case.id);
-            let (spec, result) = self.run_case(&case, &recorded);
+            let (result, outputs) = self.run_case(&case, &recorded);
             if let Some(sig) = super::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
-            self.record(report, &case, result, spec.outputs);
+            self.record(report, &case, result, outputs);
             report.save_atomic(output)?;
         }
         self.progress.finish();
         Ok(None)
     }
 
-    /// The case's worker spec and its result: `unsupported` without a worker when its
-    /// engine cannot run it, `failed` when its input could not be prepared.
-    fn run_case(&mut self, case: &Case, recorded: &[String]) -> (WorkerSpec, WorkerResult) {
+    /// The case's result and where its worker saved its outputs: `unsupported` without a
+    /// worker when its engine cannot run it, `failed` when its input could not be prepared.
+    fn run_case(&mut self, case: &Case, recorded: &[String]) -> (WorkerResult, Option<PathBuf>) {
         let engine = crate::engine::spec(case.settings.engine);
         if let Some(why) = engine.unsupported(case.settings.chunk, &self.run_wide.spec.device) {
-            let spec = self.spec_for(case, None, recorded);
-            return (
-                spec,
-                WorkerResult::empty(CaseStatus::Unsupported, Some(why), case.env_vars.clone()),
-            );
+            let env = case.env_vars.clone();
+            return (WorkerResult::empty(CaseStatus::Unsupported, Some(why), env), None);
         }
         let input = self.input_for(&case.settings);
         let spec = self.spec_for(case, input.clone().unwrap_or_default(), recorded);
@@ -224,7 +221,7 @@ impl Scheduler {
             Ok(_) => self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p)),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
         };
-        (spec, result)
+        (result, spec.outputs)
     }
 
     /// The worker spec of `case`: the run-wide part (with the torch precision mode only
