@@ -1,7 +1,7 @@
 //! The axes of the matrix, each declared once in [`AXES`]: its `run` flag, its key in
 //! `[matrix]` and `[[budgets.case]]`, its default, its parser and canonical spelling, its
 //! part of the case id ([`ID_ORDER`] places the parts), and whether it multiplies every case
-//! or is a PyTorch knob recorded `n/a` where it does not act ([`Knobs::apply_to`]). The
+//! or is a PyTorch knob recorded `n/a` where it does not act ([`crate::engine::knobs_apply`]). The
 //! flags (`bench::flags`), the matrix file (`bench::config`), the matrix's values and count
 //! (`bench::options::Axes`), case expansion (`bench::matrix`), budget filters
 //! (`bench::budgets`), [`CaseSettings::defaults`] and [`CaseSettings::id`] all read it.
@@ -62,7 +62,7 @@ pub enum Applies {
     /// Every case takes each of its values.
     Always,
     /// A PyTorch knob (a field of [`Knobs`]): multiplied where knobs act
-    /// ([`Knobs::apply_to`]), recorded `n/a` elsewhere.
+    /// ([`crate::engine::knobs_apply`]), recorded `n/a` elsewhere.
     WhereKnobsAct,
 }
 
@@ -110,7 +110,7 @@ impl Axis {
     pub fn multiplies(&self, s: &CaseSettings, device: &str) -> bool {
         match self.applies {
             Applies::Always => true,
-            Applies::WhereKnobsAct => Knobs::apply_to(s.engine, device),
+            Applies::WhereKnobsAct => crate::engine::knobs_apply(s.engine, device),
         }
     }
 }
@@ -414,7 +414,7 @@ mod tests {
         assert!(CUDNN.canonical("c", "n/a").is_err());
         assert_eq!(MIOPEN_DB.canonical_recorded("m", "N/A").unwrap(), "n/a");
         assert!(PASSES.canonical_recorded("p", "n/a").is_err());
-        let torch = CaseSettings::defaults().with_engine(Engine::Torch);
+        let torch = crate::engine::spec(Engine::Torch).run_as(&CaseSettings::defaults(), "cuda:0");
         assert!(CUDNN.multiplies(&torch, "cuda:0") && !CUDNN.multiplies(&torch, "cpu"));
         assert!(FRAMES.multiplies(&CaseSettings::defaults(), "cpu"));
     }

@@ -21,7 +21,7 @@ pub enum Command {
     Run(Box<crate::bench::RunArgs>),
     /// Internal: run one benchmark case in this process (spawned by `run`).
     #[command(hide = true)]
-    Worker(crate::bench::WorkerArgs),
+    Worker(crate::engine::candle::WorkerArgs),
     /// Check encode/decode against golden cases (exit 0 within tolerance, 1 not, 2 bad input).
     Validate(crate::validate::ValidateArgs),
     /// Show a checkpoint's format, dtypes, tensors, parameters and inferred config.
@@ -41,7 +41,7 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(a) => crate::bench::run_command(*a),
-        Command::Worker(a) => crate::bench::worker_command(a),
+        Command::Worker(a) => crate::engine::candle::command(a),
         Command::Validate(a) => crate::validate::command(a),
         Command::Inspect(a) => crate::inspect::command(a),
         Command::System(a) => crate::system::command(a),

@@ -10,6 +10,8 @@
 //! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
 //! - [`settings`], [`axes`], [`values`]: what one case measures; the table of the matrix's
 //!   axes (flag, key, parser, id part of each); the value types and parsers they share.
+//! - [`engine`]: one description per engine, the parent <-> worker protocol, and the
+//!   workers (candle's in this binary, the shipped Python worker).
 //! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
 //!   context, tool and build facts.
 //! - [`files`], [`format`]: writing files (create parent, temp + rename; no output that is
@@ -25,6 +27,7 @@ pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod device;
+pub mod engine;
 pub mod env_limits;
 pub mod error;
 pub mod export;

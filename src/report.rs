@@ -33,39 +33,30 @@ pub struct Report {
     pub run: RunSettings,
     /// One record per case, in the order they finished.
     pub cases: Vec<CaseRecord>,
-    /// Per Python engine (`torch`, `diffusers`): the interpreter, torch and device context
-    /// its first case reported. Absent when only candle ran.
+    /// Per engine that reports a context (the Python engines: `torch`, `diffusers`): what its
+    /// first case reported. Absent when only candle ran.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub engines: BTreeMap<String, EngineContext>,
 }
 
-/// What a Python engine ran on: interpreter, libraries, device.
+/// What an engine ran on, as its worker reported it with its first case, key by key (the
+/// keys each engine reports are listed in its `engine::EngineSpec::context` and
+/// documented in `docs/report-schema.md`): for the Python engines the interpreter, library
+/// versions, threads and device (`python`, `torch`, `device_name`, ...).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct EngineContext {
-    /// Python version, e.g. `3.11.7`.
-    pub python: Option<String>,
-    /// `sys.executable` of the worker.
-    pub python_executable: Option<String>,
-    /// `torch.__version__`.
-    pub torch: Option<String>,
-    /// `torch.version.hip` (ROCm builds).
-    pub hip: Option<String>,
-    /// `torch.version.cuda` (CUDA builds).
-    pub cuda: Option<String>,
-    /// `torch.backends.cudnn.version()`: cuDNN's, or MIOpen's on ROCm builds.
-    pub cudnn_version: Option<u64>,
-    /// `diffusers.__version__` (diffusers engine).
-    #[serde(default)]
-    pub diffusers: Option<String>,
-    /// `torch.get_num_threads()`.
-    #[serde(default)]
-    pub threads: Option<u64>,
-    /// GPU name, or the CPU's model name on `cpu`.
-    pub device_name: Option<String>,
-    /// `gcnArchName` of an AMD GPU, e.g. `gfx1151`.
-    pub gcn_arch_name: Option<String>,
-    /// Total memory of the GPU, bytes.
-    pub total_memory_bytes: Option<u64>,
+#[serde(transparent)]
+pub struct EngineContext(pub BTreeMap<String, serde_json::Value>);
+
+impl EngineContext {
+    /// The value of `key` when reported and not null.
+    pub fn get(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.get(key).filter(|v| !v.is_null())
+    }
+
+    /// The text of `key` when reported as a string.
+    pub fn text(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(|v| v.as_str())
+    }
 }
 
 /// What the MIOpen log lines on a worker's stderr said (`MIOPEN_ENABLE_LOGGING_CMD=1`,
@@ -214,6 +205,29 @@ pub struct CaseRecord {
     /// written before the field existed).
     #[serde(default)]
     pub frames_used: Option<usize>,
+    /// What the worker measured (status, timings, memory, environment), flattened into the
+    /// record's JSON as the worker's result file has it.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// Distance of this case's outputs from its fp32/untiled/chunk-1 reference case.
+    pub quality: Option<Quality>,
+    /// The machine this case ran on; set by `merge` when cases come from several reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<SystemInfo>,
+    /// The run settings of the report this case came from; set by `merge`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunSettings>,
+    /// Each `[budgets]` limit that applies to this case, with its verdict (ok cases only;
+    /// absent when the matrix sets none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<BudgetCheck>,
+}
+
+/// What one worker measured for one case (or what its death said): the part of the worker's
+/// result file (`engine::protocol::WorkerResult`) that the report's [`CaseRecord`] keeps.
+/// Flattened into both, so its keys are the same in the result file and in the report.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Outcome {
     /// What really ran (the model's `compute_dtype()`), e.g. `f32`, or on the CPU
     /// `bf16 (conv, attention and norms in f32)`; null if the case never ran.
     pub compute_dtype: Option<String>,
@@ -239,21 +253,30 @@ pub struct CaseRecord {
     /// Peak device memory reserved by torch (`max_memory_reserved`), bytes; Python engines on a GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_peak_reserved_bytes: Option<u64>,
-    /// MIOpen solvers and driver commands from the worker's stderr; absent when it logged none.
+    /// MIOpen solvers and driver commands from the worker's stderr (filled by the parent, not
+    /// the worker); absent when it logged none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miopen: Option<MiopenLog>,
-    /// Distance of this case's outputs from its fp32/untiled/chunk-1 reference case.
-    pub quality: Option<Quality>,
-    /// The machine this case ran on; set by `merge` when cases come from several reports.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system: Option<SystemInfo>,
-    /// The run settings of the report this case came from; set by `merge`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunSettings>,
-    /// Each `[budgets]` limit that applies to this case, with its verdict (ok cases only;
-    /// absent when the matrix sets none).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub budgets: Vec<BudgetCheck>,
+}
+
+impl Outcome {
+    /// An outcome with nothing measured.
+    pub fn new(status: CaseStatus, error: Option<String>, env: BTreeMap<String, String>) -> Outcome {
+        Outcome {
+            compute_dtype: None,
+            env,
+            status,
+            error,
+            encode: None,
+            decode: None,
+            load_s: None,
+            peak_rss_bytes: None,
+            device_memory_bytes: None,
+            device_peak_allocated_bytes: None,
+            device_peak_reserved_bytes: None,
+            miopen: None,
+        }
+    }
 }
 
 /// One budget checked against one case.
@@ -463,6 +486,62 @@ mod tests {
             why("{")
         );
         assert!(why("{}").contains("missing field"), "{}", why("{}"));
+    }
+
+    #[test]
+    fn a_case_record_has_the_flat_keys_of_the_schema() {
+        let settings: CaseSettings = serde_json::from_value(serde_json::json!({"precision": "fp32", "chunk": 1,
+            "tile_px": null, "overlap_px": null, "frames": 5, "width": 64, "height": 64}))
+        .unwrap();
+        let rec = CaseRecord {
+            id: settings.id(),
+            added_as_reference: false,
+            settings,
+            frames_used: Some(5),
+            outcome: Outcome {
+                encode: Some(PassStats::from_samples(vec![1.0], vec![], 5, 1.0)),
+                ..Outcome::new(CaseStatus::Ok, None, BTreeMap::new())
+            },
+            quality: None,
+            system: None,
+            run: None,
+            budgets: Vec::new(),
+        };
+        let v = serde_json::to_value(&rec).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut want = vec![
+            "id",
+            "added_as_reference",
+            "engine",
+            "precision",
+            "chunk",
+            "tile_px",
+            "overlap_px",
+            "frames",
+            "width",
+            "height",
+            "env_variant",
+            "passes",
+            "temporal_tile_frames",
+            "temporal_overlap_frames",
+            "cudnn",
+            "cudnn_benchmark",
+            "miopen_db",
+            "frames_used",
+            "compute_dtype",
+            "env",
+            "status",
+            "error",
+            "encode",
+            "decode",
+            "load_s",
+            "peak_rss_bytes",
+            "device_memory_bytes",
+            "quality",
+        ];
+        want.sort_unstable();
+        assert_eq!(keys, want);
+        assert_eq!(serde_json::from_value::<CaseRecord>(v).unwrap(), rec);
     }
 
     #[test]

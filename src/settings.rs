@@ -1,5 +1,5 @@
 //! What one case measures: [`CaseSettings`], one point of the matrix, shared by the
-//! matrix's cases (`bench::matrix::Case`), the worker spec (`bench::protocol::WorkerSpec`)
+//! matrix's cases (`bench::matrix::Case`), the worker spec (`engine::protocol::WorkerSpec`)
 //! and the report's `CaseRecord`. serde flattens it into their JSON as the flat keys
 //! `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`, `width`, `height`,
 //! `env_variant`, `passes`, `temporal_tile_frames`, `temporal_overlap_frames`, `cudnn`,
@@ -17,9 +17,10 @@ use crate::values::{Engine, MiopenDb, Passes, Switch};
 /// Name of the env variant that exists even when no `[env.baseline]` table is written.
 pub const BASELINE: &str = "baseline";
 
-/// The PyTorch knobs of a case. They act only in the Python engines on a GPU (`cuda:N`,
-/// which is also how ROCm builds name AMD GPUs); elsewhere every knob is `n/a`, so a matrix
-/// does not multiply them into duplicate cases.
+/// The PyTorch knobs of a case. They act only in the engines whose `engine::EngineSpec`
+/// says so, on a GPU (`cuda:N`, which is also how ROCm builds name AMD GPUs); elsewhere
+/// every knob is `n/a`, so a matrix does not multiply them into duplicate cases
+/// (`engine::EngineSpec::run_as`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Knobs {
     /// `torch.backends.cudnn.enabled` (MIOpen on ROCm, cuDNN on CUDA).
@@ -28,13 +29,6 @@ pub struct Knobs {
     pub cudnn_benchmark: Switch,
     /// The MIOpen database directories.
     pub miopen_db: MiopenDb,
-}
-
-impl Knobs {
-    /// Whether knobs act for `engine` on `device`.
-    pub fn apply_to(engine: Engine, device: &str) -> bool {
-        engine.is_python() && device.trim().to_ascii_lowercase().starts_with("cuda")
-    }
 }
 
 /// The settings of one case: one point of the matrix.
@@ -178,20 +172,6 @@ impl CaseSettings {
         }
     }
 
-    /// The same settings computed by another engine: knobs become `n/a` for candle; for a
-    /// Python engine they are kept (the caller decides whether they apply on its device).
-    pub fn with_engine(&self, engine: Engine) -> CaseSettings {
-        CaseSettings {
-            engine,
-            knobs: if engine.is_python() {
-                self.knobs
-            } else {
-                Knobs::default()
-            },
-            ..self.clone()
-        }
-    }
-
     /// The settings whose outputs these are compared with: fp32, untiled in space and time,
     /// chunk 1, the rest (engine, knobs and passes included, so a decode-only case is
     /// compared with a decode of the same latent) unchanged.
@@ -278,7 +258,10 @@ mod tests {
         let s: CaseSettings = serde_json::from_value(old).unwrap();
         assert_eq!((s.engine, s.knobs), (Engine::Candle, Knobs::default()));
         assert_eq!(s.id(), "fp32-chunk1-untiled-5x64x64-baseline");
-        let mut t = s.with_engine(Engine::Torch);
+        let mut t = CaseSettings {
+            engine: Engine::Torch,
+            ..s.clone()
+        };
         assert_eq!(t.id(), "torch-fp32-chunk1-untiled-5x64x64-baseline");
         t.knobs = Knobs {
             cudnn: Switch::Off,
@@ -289,8 +272,5 @@ mod tests {
             t.id(),
             "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"
         );
-        assert_eq!(t.with_engine(Engine::Candle), s);
-        assert!(Knobs::apply_to(Engine::Diffusers, "cuda:0"));
-        assert!(!Knobs::apply_to(Engine::Torch, "cpu") && !Knobs::apply_to(Engine::Candle, "cuda:0"));
     }
 }

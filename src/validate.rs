@@ -5,9 +5,10 @@
 //! `<case>.latent` (then input is a video: encode is checked, and decode of the expected
 //! latent), and `<case>.decoded`.
 //!
-//! With `--engine torch|diffusers` the same cases run through the Python worker's
-//! `validate` mode (same rules, same output; see `src/engines/python/`), started once with
-//! the chosen interpreter.
+//! With an engine whose worker is the Python worker (`--engine torch|diffusers`) the same
+//! cases run through its `validate` mode (same rules, same output; see
+//! `src/engine/python/`), started once with the chosen interpreter. Settings the engine
+//! cannot run ([`crate::engine::EngineSpec::unsupported`]) are refused first (exit 2).
 //!
 //! Must not: write a benchmark report; candle runs in this process.
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use anyhow::Context;
 use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
+use crate::engine::{EngineDirs, WorkerKind};
 use crate::error::UserError;
 use crate::model::{ConvImpl, Precision, RunOptions, WanVae};
 use crate::values::{self, Engine, TileSetting};
@@ -62,6 +64,9 @@ pub struct ValidateArgs {
     /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
     #[arg(long)]
     pub python: Option<String>,
+    /// The folders of engines that run the user's own install (one flag per such engine).
+    #[command(flatten)]
+    pub engine_dirs: EngineDirs,
 }
 
 pub fn parse_conv_impl(s: &str) -> Result<ConvImpl, String> {
@@ -234,10 +239,22 @@ pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, tol: Toleranc
     })
 }
 
+/// `wan-vae-bench validate`: settings the engine cannot run are refused (exit 2), then the
+/// cases run in this process (candle) or in the Python worker.
 pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
-    if args.engine.is_python() {
-        return python_command(&args);
+    let engine = crate::engine::spec(args.engine);
+    if let Some(why) = engine.unsupported(args.chunk, &args.device) {
+        return Err(UserError::Other(why).into());
     }
+    args.engine_dirs.check([args.engine])?;
+    match engine.worker {
+        WorkerKind::Python { .. } => python_command(&args),
+        WorkerKind::ThisBinary => candle_command(&args),
+    }
+}
+
+/// The golden cases through candle, in this process.
+fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
     let device = crate::device::parse(&args.device)?;
     // Cases first: a bad cases file must not start a 508 MB download.
     let cases = read_cases(&args.cases)?;
@@ -357,12 +374,12 @@ fn print_text(r: &ValidateReport) {
     );
 }
 
-/// `validate --engine torch|diffusers`: the Python worker's `validate` mode, whose output
+/// `validate --engine torch|diffusers` (a Python engine): the Python worker's `validate` mode, whose output
 /// and exit code (0 pass, 1 not, 2 could not run: no torch, no diffusers, no device) are
 /// passed through. A missing interpreter is exit 2 here.
 fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
     let interpreter = values::python_interpreter(args.python.as_deref());
-    if let Some(problem) = crate::bench::python::interpreter_problem(&interpreter) {
+    if let Some(problem) = crate::engine::python::interpreter_problem(&interpreter) {
         return Err(UserError::Other(format!("engine {} needs Python: {problem}", args.engine)).into());
     }
     if args.save_outputs.is_some() {
@@ -378,7 +395,7 @@ fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         .prefix("wan-vae-bench-validate-")
         .tempdir()
         .context("cannot create a temporary folder for the Python worker")?;
-    let script = crate::bench::python::write_worker(dir.path())?;
+    let worker = crate::engine::python::PythonWorker::write(dir.path(), interpreter.clone())?;
     let weights = match crate::weights::source::resolve(&args.weights)?.source {
         crate::weights::WeightsSource::File(path) => path,
         synthetic => {
@@ -390,7 +407,7 @@ fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
             path
         }
     };
-    let mut cmd = crate::bench::python::command(&interpreter, &script);
+    let mut cmd = worker.command();
     cmd.arg("validate")
         .arg("--engine")
         .arg(args.engine.name())
@@ -406,6 +423,9 @@ fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         .arg(&args.device);
     if let Some(t) = args.tile {
         cmd.arg("--tile").arg(format!("{}:{}", t.tile_px, t.overlap_px));
+    }
+    if let Some(dir) = args.engine_dirs.get(args.engine) {
+        cmd.arg("--engine-dir").arg(dir);
     }
     if args.json {
         cmd.arg("--json");

@@ -41,11 +41,6 @@ impl Engine {
         }
     }
 
-    /// True for the engines the Python worker runs.
-    pub fn is_python(self) -> bool {
-        self != Engine::Candle
-    }
-
     /// Parse an engine name; the error names `what` and the valid names.
     pub fn parse(what: &str, s: &str) -> Result<Engine, UserError> {
         match s.trim().to_ascii_lowercase().as_str() {

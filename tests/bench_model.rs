@@ -61,16 +61,16 @@ MIOPEN_FIND_MODE = "2"
         .ends_with("wan21_tiny.weights.safetensors"));
     assert!(r.model.file_size_bytes.unwrap() > 0);
     for c in &r.cases {
-        assert_eq!(c.status, CaseStatus::Ok, "{}: {:?}", c.id, c.error);
-        assert!(c.compute_dtype.is_some());
-        assert!(c.load_s.unwrap() >= 0.0);
-        assert!(c.peak_rss_bytes.unwrap() > 0);
-        for p in [c.encode.as_ref().unwrap(), c.decode.as_ref().unwrap()] {
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{}: {:?}", c.id, c.outcome.error);
+        assert!(c.outcome.compute_dtype.is_some());
+        assert!(c.outcome.load_s.unwrap() >= 0.0);
+        assert!(c.outcome.peak_rss_bytes.unwrap() > 0);
+        for p in [c.outcome.encode.as_ref().unwrap(), c.outcome.decode.as_ref().unwrap()] {
             assert_eq!(p.samples_s.len(), 2);
             assert_eq!(p.warmup_s.len(), 1);
             assert!(p.median_s > 0.0 && p.gflop > 0.0 && p.gflop_per_s > 0.0 && p.frames_per_s > 0.0);
         }
-        let seen = c.env.get("MIOPEN_FIND_MODE").map(String::as_str);
+        let seen = c.outcome.env.get("MIOPEN_FIND_MODE").map(String::as_str);
         match c.settings.env_variant.as_str() {
             "fastfind" => assert_eq!(seen, Some("2"), "{}", c.id),
             _ => assert_eq!(seen, None, "{}", c.id),
@@ -81,7 +81,7 @@ MIOPEN_FIND_MODE = "2"
         .iter()
         .any(|c| c.id == "bf16-chunk1-tile16o8-5x32x32-fastfind" && c.settings.tile_px() == Some(16)));
     let fp32 = r.cases.iter().find(|c| c.settings.precision.name() == "fp32").unwrap();
-    assert!(fp32.compute_dtype.as_deref().unwrap().contains("f32"));
+    assert!(fp32.outcome.compute_dtype.as_deref().unwrap().contains("f32"));
 }
 
 #[test]

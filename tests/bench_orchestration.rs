@@ -47,20 +47,20 @@ fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
     assert!(r.run.shuffle_seed.is_some());
     assert_eq!(r.run.config_path.as_deref(), Some(cfg.to_str().unwrap()));
     for c in &r.cases {
-        assert_eq!(c.status, CaseStatus::Ok, "{:?}", c.error);
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{:?}", c.outcome.error);
         assert_eq!(c.settings.env_variant, "tuned");
-        assert_eq!(c.env.get("MIOPEN_FIND_MODE").map(String::as_str), Some("2"));
-        assert_eq!(c.env.get("MY_CUSTOM_KNOB").map(String::as_str), Some("hello"));
-        assert_eq!(c.env.get("ROCBLAS_LAYER").map(String::as_str), Some("0"));
-        assert!(!c.env.contains_key("UNRELATED_VAR"));
-        assert_eq!(c.env.get("SWEPT_KNOB").map(String::as_str), Some("7"));
-        assert!(!c.env.contains_key("WAN_VAE_BENCH_ENV_PADDING"));
-        let e = c.encode.as_ref().unwrap();
+        assert_eq!(c.outcome.env.get("MIOPEN_FIND_MODE").map(String::as_str), Some("2"));
+        assert_eq!(c.outcome.env.get("MY_CUSTOM_KNOB").map(String::as_str), Some("hello"));
+        assert_eq!(c.outcome.env.get("ROCBLAS_LAYER").map(String::as_str), Some("0"));
+        assert!(!c.outcome.env.contains_key("UNRELATED_VAR"));
+        assert_eq!(c.outcome.env.get("SWEPT_KNOB").map(String::as_str), Some("7"));
+        assert!(!c.outcome.env.contains_key("WAN_VAE_BENCH_ENV_PADDING"));
+        let e = c.outcome.encode.as_ref().unwrap();
         assert_eq!(e.samples_s.len(), 3);
         assert_eq!(e.warmup_s.len(), 1);
         assert!(e.min_s > 0.0 && e.min_s <= e.median_s && e.median_s <= e.max_s);
-        assert!(c.decode.as_ref().unwrap().median_s > 0.0);
-        assert!(c.peak_rss_bytes.unwrap() > 0);
+        assert!(c.outcome.decode.as_ref().unwrap().median_s > 0.0);
+        assert!(c.outcome.peak_rss_bytes.unwrap() > 0);
         assert_eq!(c.settings.tile_px(), None);
         assert_eq!(c.settings.overlap_px(), None);
     }
@@ -111,7 +111,7 @@ WAN_VAE_BENCH_FAULT = "oom"
     let r = load(&report);
     let status = |variant: &str| {
         let c = r.cases.iter().find(|c| c.settings.env_variant == variant).unwrap();
-        (c.status, c.error.clone().unwrap_or_default(), c)
+        (c.outcome.status, c.outcome.error.clone().unwrap_or_default(), c)
     };
     assert_eq!(r.cases.len(), 7);
     assert_eq!(r.run.shuffle_seed, None);
@@ -122,8 +122,11 @@ WAN_VAE_BENCH_FAULT = "oom"
     let (s, e, c) = status("crash");
     assert_eq!(s, CaseStatus::Failed);
     assert!(e.contains("injected crash") && e.contains("SIGABRT"), "{e}");
-    assert!(c.encode.is_none());
-    assert_eq!(c.env.get("WAN_VAE_BENCH_FAULT").map(String::as_str), Some("crash"));
+    assert!(c.outcome.encode.is_none());
+    assert_eq!(
+        c.outcome.env.get("WAN_VAE_BENCH_FAULT").map(String::as_str),
+        Some("crash")
+    );
     let (s, e, _) = status("hang");
     assert_eq!(s, CaseStatus::Timeout);
     assert!(e.contains("timed out after 3.000 s"), "{e}");
@@ -149,7 +152,71 @@ fn a_device_this_build_lacks_is_unsupported() {
     let r = load(&report);
     assert_eq!(r.run.device, "cuda:7");
     assert_eq!(r.cases.len(), 1);
-    assert_eq!(r.cases[0].status, CaseStatus::Unsupported, "{:?}", r.cases[0].error);
+    assert_eq!(
+        r.cases[0].outcome.status,
+        CaseStatus::Unsupported,
+        "{:?}",
+        r.cases[0].outcome.error
+    );
+}
+
+#[test]
+fn settings_an_engine_cannot_run_are_unsupported_without_a_worker() {
+    // diffusers runs chunk 1 only, and the PyTorch engines no metal: both are recorded
+    // from the engine's entry before any worker starts, so the missing interpreter is
+    // never reached; the added chunk-1 reference does start one and says so.
+    let dir = scratch();
+    let missing = dir.path().join("no-such-python");
+    let (out, report) = run(
+        dir.path(),
+        &[
+            "--engine",
+            "diffusers",
+            "--chunk",
+            "2",
+            "--python",
+            missing.to_str().unwrap(),
+            "--size",
+            "32x32",
+            "--precision",
+            "fp32",
+            "--runs",
+            "1",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&report);
+    assert_eq!(r.cases.len(), 2, "the chunk-2 case and its reference");
+    for c in &r.cases {
+        assert_eq!(c.outcome.status, CaseStatus::Unsupported, "{}", c.id);
+        let e = c.outcome.error.as_deref().unwrap();
+        if c.settings.chunk == 2 {
+            assert!(e.contains("chunk 2 is not supported by the diffusers engine"), "{e}");
+            assert!(!e.contains("no-such-python"), "no worker was started: {e}");
+        } else {
+            assert!(e.contains("no-such-python"), "{e}");
+        }
+    }
+    let v = bench()
+        .args([
+            "validate",
+            "--engine",
+            "torch",
+            "--device",
+            "metal",
+            "--weights",
+            "synthetic",
+        ])
+        .arg("--cases")
+        .arg(fixture("wan21_tiny.cases.safetensors"))
+        .output()
+        .unwrap();
+    assert_eq!(v.status.code(), Some(2), "{}", stderr(&v));
+    assert!(
+        stderr(&v).contains("device metal is not supported by the torch engine"),
+        "{}",
+        stderr(&v)
+    );
 }
 
 #[cfg(target_os = "linux")]
@@ -201,7 +268,7 @@ WAN_VAE_BENCH_FAULT = "hang"
     parent.wait().unwrap();
     let r = load(&report);
     assert_eq!(r.cases.len(), 1);
-    assert_eq!(r.cases[0].status, CaseStatus::Ok);
+    assert_eq!(r.cases[0].outcome.status, CaseStatus::Ok);
     // The worker dies with its parent (PR_SET_PDEATHSIG).
     let deadline = Instant::now() + Duration::from_secs(10);
     while worker_alive(&marker) {

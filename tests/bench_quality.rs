@@ -70,7 +70,7 @@ fn missing_reference_is_added_and_every_case_is_compared_with_it() {
     let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
     assert_eq!(ids.len(), 5, "{ids:?}");
     for c in &r.cases {
-        assert_eq!(c.status, CaseStatus::Ok, "{}: {:?}", c.id, c.error);
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{}: {:?}", c.id, c.outcome.error);
         assert_eq!(c.added_as_reference, c.id == REF, "{}", c.id);
         let q = c.quality.as_ref().unwrap_or_else(|| panic!("{} has no quality", c.id));
         assert_eq!(q.reference_id, REF);

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::cli::*;
 use wan_vae_bench::report::{CaseStatus, Report};
+use wan_vae_bench::values::Engine;
 
 /// The Python with torch and diffusers that the tests use.
 fn python() -> PathBuf {
@@ -103,8 +104,8 @@ fn a_run_over_three_engines_agrees_across_engines() {
     assert_eq!(r.cases.len(), 3);
     assert_eq!(r.run.python.as_deref(), python.to_str());
     for c in &r.cases {
-        assert_eq!(c.status, CaseStatus::Ok, "{}: {:?}", c.id, c.error);
-        assert_eq!(c.compute_dtype.as_deref(), Some("f32"));
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{}: {:?}", c.id, c.outcome.error);
+        assert_eq!(c.outcome.compute_dtype.as_deref(), Some("f32"));
         assert_eq!(c.settings.knobs, Default::default(), "knobs are n/a on the CPU");
     }
     let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
@@ -121,10 +122,16 @@ fn a_run_over_three_engines_agrees_across_engines() {
         assert!(x.max_abs_error > 0.0 || x.psnr_db.is_none());
         let ctx = &r.engines[engine];
         assert!(
-            ctx.torch.is_some() && ctx.python.is_some() && ctx.device_name.is_some(),
+            ["torch", "python", "device_name"].iter().all(|k| ctx.text(k).is_some()),
             "{ctx:?}"
         );
-        assert_eq!(ctx.diffusers.is_some(), engine == "diffusers");
+        assert_eq!(ctx.text("diffusers").is_some(), engine == "diffusers");
+        // The worker reports exactly the keys the engine's entry declares.
+        let spec = wan_vae_bench::engine::spec(Engine::parse("engine", engine).unwrap());
+        let keys: Vec<&str> = ctx.0.keys().map(String::as_str).collect();
+        let mut declared = spec.context.to_vec();
+        declared.sort_unstable();
+        assert_eq!(keys, declared, "{engine}");
     }
     assert!(!r.engines.contains_key("candle"));
 }
@@ -153,21 +160,24 @@ WAN_VAE_BENCH_FAULT = "crash"
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let by = |v: &str| r.cases.iter().find(|c| c.settings.env_variant == v).unwrap();
     let tuned = by("tuned");
-    assert_eq!(tuned.status, CaseStatus::Ok, "{:?}", tuned.error);
-    assert_eq!(tuned.compute_dtype.as_deref(), Some("fake"));
-    assert_eq!(tuned.env.get("MIOPEN_FIND_MODE").map(String::as_str), Some("2"));
-    assert_eq!(tuned.env.get("MY_CUSTOM_KNOB").map(String::as_str), Some("hello"));
-    assert!(!tuned.env.contains_key("WAN_VAE_BENCH_ENV_PADDING"));
+    assert_eq!(tuned.outcome.status, CaseStatus::Ok, "{:?}", tuned.outcome.error);
+    assert_eq!(tuned.outcome.compute_dtype.as_deref(), Some("fake"));
+    assert_eq!(tuned.outcome.env.get("MIOPEN_FIND_MODE").map(String::as_str), Some("2"));
+    assert_eq!(
+        tuned.outcome.env.get("MY_CUSTOM_KNOB").map(String::as_str),
+        Some("hello")
+    );
+    assert!(!tuned.outcome.env.contains_key("WAN_VAE_BENCH_ENV_PADDING"));
     let garbage = by("garbage");
-    assert_eq!(garbage.status, CaseStatus::Failed);
+    assert_eq!(garbage.outcome.status, CaseStatus::Failed);
     assert!(
-        garbage.error.as_deref().unwrap().contains("not a valid result"),
+        garbage.outcome.error.as_deref().unwrap().contains("not a valid result"),
         "{:?}",
-        garbage.error
+        garbage.outcome.error
     );
     let crash = by("crash");
-    assert_eq!(crash.status, CaseStatus::Failed);
-    let e = crash.error.as_deref().unwrap();
+    assert_eq!(crash.outcome.status, CaseStatus::Failed);
+    let e = crash.outcome.error.as_deref().unwrap();
     assert!(e.contains("signal 6") && e.contains("injected crash"), "{e}");
 }
 
@@ -191,8 +201,8 @@ fn missing_interpreter_and_python_without_torch_are_unsupported() {
         let (out, r) = run_engines(dir.path(), python, &["--engine", "torch"]);
         assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
         let c = &r.cases[0];
-        assert_eq!(c.status, CaseStatus::Unsupported);
-        let e = c.error.as_deref().unwrap();
+        assert_eq!(c.outcome.status, CaseStatus::Unsupported);
+        let e = c.outcome.error.as_deref().unwrap();
         assert!(says.iter().all(|s| e.contains(s.as_str())), "{e}");
         let v = bench()
             .args(["validate", "--engine", "torch", "--python"])
@@ -233,11 +243,11 @@ fn miopen_solver_lines_are_parsed_from_the_worker_stderr() {
     let (out, r) = run_engines(dir.path(), &wrapper, &["--config", cfg.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let c = &r.cases[0];
-    let log = c.miopen.as_ref().expect("miopen log");
+    let log = c.outcome.miopen.as_ref().expect("miopen log");
     assert_eq!(log.solvers["GemmFwdRest"], 2);
     assert_eq!(log.solvers["ConvBinWinogradRxSf2x3"], 1);
     assert_eq!(log.driver_commands, vec![DRIVER.to_string()]);
-    assert_eq!(c.env.get("MIOPEN_LOG_LEVEL").map(String::as_str), Some("5"));
+    assert_eq!(c.outcome.env.get("MIOPEN_LOG_LEVEL").map(String::as_str), Some("5"));
 }
 
 #[test]
@@ -281,10 +291,10 @@ fn a_fresh_miopen_folder_is_set_empty_then_removed() {
         ]
     );
     let fresh = &r.cases[0];
-    let db = fresh.env.get("MIOPEN_USER_DB_PATH").expect("fresh folder set");
-    assert_eq!(fresh.env.get("MIOPEN_CUSTOM_CACHE_DIR"), Some(db));
+    let db = fresh.outcome.env.get("MIOPEN_USER_DB_PATH").expect("fresh folder set");
+    assert_eq!(fresh.outcome.env.get("MIOPEN_CUSTOM_CACHE_DIR"), Some(db));
     assert!(!Path::new(db).exists(), "{db} must be removed after the case");
-    assert!(!r.cases[1].env.contains_key("MIOPEN_USER_DB_PATH"));
+    assert!(!r.cases[1].outcome.env.contains_key("MIOPEN_USER_DB_PATH"));
     let lines = std::fs::read_to_string(&seen).unwrap();
     let lines: Vec<&str> = lines.lines().collect();
     assert_eq!(lines[0], format!("db={db} cache={db} exists=yes entries=0"));
@@ -310,7 +320,7 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     let out = bench()
         .args(["run", "--quiet", "--keep-outputs", "--weights", "synthetic", "--config"])
         .arg(&cfg)
-        .arg("--python")
+        .args(["--torch-precision", "cast", "--python"])
         .arg(&wrapper)
         .arg("--output")
         .arg(dir.path().join("r.json"))
@@ -324,6 +334,10 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     let spec: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&spec_file).unwrap()).unwrap();
     assert_eq!(spec["weights"], "synthetic");
     assert_eq!(spec["engine"], "torch");
+    assert_eq!(
+        spec["torch_precision"], "cast",
+        "a mode the torch engine lists reaches it"
+    );
     let weights = PathBuf::from(spec["weights_path"].as_str().unwrap());
     let input = PathBuf::from(spec["input_path"].as_str().unwrap());
     assert!(weights.starts_with(&kept) && input.starts_with(&kept), "{spec}");
@@ -331,7 +345,7 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     assert_eq!(w.len(), 194, "the real layout, original key names");
     assert!(w.contains_key("encoder.conv1.weight") && w.contains_key("decoder.head.2.weight"));
     let clip = candle_core::safetensors::load(&input, &candle_core::Device::Cpu).unwrap();
-    let want = wan_vae_bench::bench::clip::structured_clip(5, 16, 8, &candle_core::Device::Cpu).unwrap();
+    let want = wan_vae_bench::engine::clip::structured_clip(5, 16, 8, &candle_core::Device::Cpu).unwrap();
     let diff = (&clip["video"] - &want).unwrap().abs().unwrap().sum_all().unwrap();
     assert_eq!(
         diff.to_scalar::<f32>().unwrap(),
@@ -373,7 +387,7 @@ fn a_python_engine_fails_a_case_whose_outputs_are_not_finite() {
     let r = load(&path);
     assert_eq!(r.cases.len(), 1);
     let c = &r.cases[0];
-    assert_eq!(c.status, CaseStatus::Failed, "{}", c.id);
-    let e = c.error.as_deref().unwrap_or("");
+    assert_eq!(c.outcome.status, CaseStatus::Failed, "{}", c.id);
+    let e = c.outcome.error.as_deref().unwrap_or("");
     assert!(e.contains("encode produced") && e.contains("non-finite"), "{e}");
 }

@@ -233,7 +233,7 @@ fn one_run_prints_no_spread_and_sub_second_timeouts_say_so() {
     let (out, report) = run(dir.path(), &["--config", config.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = crate::util::cli::load(&report);
-    let e = r.cases[0].error.as_deref().unwrap();
+    let e = r.cases[0].outcome.error.as_deref().unwrap();
     assert!(e.starts_with("timed out after 500.0 ms"), "{e}");
 }
 

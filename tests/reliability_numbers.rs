@@ -48,8 +48,8 @@ fn nan_outputs_fail_the_case_naming_pass_and_count() {
     let r = load(&report);
     assert_eq!(r.cases.len(), 2);
     for c in &r.cases {
-        assert_eq!(c.status.name(), "failed", "{}", c.id);
-        let e = c.error.as_deref().unwrap_or("");
+        assert_eq!(c.outcome.status.name(), "failed", "{}", c.id);
+        let e = c.outcome.error.as_deref().unwrap_or("");
         assert!(e.contains("encode produced") && e.contains("non-finite"), "{e}");
         assert!(c.quality.is_none(), "{}: quality of a NaN output", c.id);
     }

@@ -133,7 +133,7 @@ fn decode_only_from_a_latent_file_matches_validate() {
     let c = &r.cases[0];
     // Frames and size come from the file: 4 latent frames of 4x6 -> 13 frames at 48x32.
     assert_eq!(c.id, LATENT0_ID);
-    assert!(c.encode.is_none() && c.decode.is_some(), "{c:?}");
+    assert!(c.outcome.encode.is_none() && c.outcome.decode.is_some(), "{c:?}");
     let i = r.run.input.as_ref().unwrap();
     assert_eq!(
         (i.tensor.as_str(), i.shape.as_slice(), i.dtype.as_str()),
@@ -229,9 +229,9 @@ fn passes_decode_never_times_an_encode() {
         ]
     );
     for c in &r.cases {
-        assert_eq!(c.status, CaseStatus::Ok);
-        assert!(c.encode.is_none(), "{}: encode timed", c.id);
-        assert_eq!(c.decode.as_ref().unwrap().samples_s.len(), 1);
+        assert_eq!(c.outcome.status, CaseStatus::Ok);
+        assert!(c.outcome.encode.is_none(), "{}: encode timed", c.id);
+        assert_eq!(c.outcome.decode.as_ref().unwrap().samples_s.len(), 1);
     }
     // Both decoded the same prepared latent: bf16 is compared with fp32 on the video only.
     let q = r.cases[0].quality.as_ref().unwrap();
@@ -482,7 +482,7 @@ fn a_video_input_is_encoded_and_round_tripped() {
     assert_eq!(r.run.input.as_ref().unwrap().kind, "video");
     let c = &r.cases[0];
     assert_eq!(c.id, "fp32-chunk1-untiled-5x32x32-baseline");
-    assert!(c.encode.is_some() && c.decode.is_some());
+    assert!(c.outcome.encode.is_some() && c.outcome.decode.is_some());
     assert!(
         c.quality.as_ref().unwrap().roundtrip_psnr_db.is_some(),
         "{:?}",

@@ -185,7 +185,7 @@ fn check_limits(what: &str, l: &Limits) -> anyhow::Result<()> {
 /// Every limit that applies to `rec` (global first, then matching entries in file order),
 /// checked against what the case measured; empty for cases that are not `ok`.
 pub fn check(budgets: &Budgets, rec: &CaseRecord) -> Vec<BudgetCheck> {
-    if rec.status != CaseStatus::Ok {
+    if rec.outcome.status != CaseStatus::Ok {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -195,15 +195,19 @@ pub fn check(budgets: &Budgets, rec: &CaseRecord) -> Vec<BudgetCheck> {
             (
                 "encode_median_s",
                 l.encode_median_s,
-                rec.encode.as_ref().map(|p| p.median_s),
+                rec.outcome.encode.as_ref().map(|p| p.median_s),
             ),
             (
                 "decode_median_s",
                 l.decode_median_s,
-                rec.decode.as_ref().map(|p| p.median_s),
+                rec.outcome.decode.as_ref().map(|p| p.median_s),
             ),
-            ("peak_rss_gb", l.peak_rss_gb, gb(rec.peak_rss_bytes)),
-            ("device_memory_gb", l.device_memory_gb, gb(rec.device_memory_bytes)),
+            ("peak_rss_gb", l.peak_rss_gb, gb(rec.outcome.peak_rss_bytes)),
+            (
+                "device_memory_gb",
+                l.device_memory_gb,
+                gb(rec.outcome.device_memory_bytes),
+            ),
         ];
         for (name, limit, value) in at_most {
             let Some(limit) = limit else { continue };
@@ -287,7 +291,7 @@ pub fn render(cases: &[CaseRecord]) -> String {
 pub fn broken(cases: &[CaseRecord]) -> Vec<String> {
     cases
         .iter()
-        .filter(|c| c.status == CaseStatus::Ok)
+        .filter(|c| c.outcome.status == CaseStatus::Ok)
         .flat_map(|c| {
             c.budgets
                 .iter()
@@ -328,7 +332,7 @@ mod tests {
             "peak_rss_bytes": rss, "device_memory_bytes": null, "quality": null
         }))
         .unwrap();
-        r.decode = Some(crate::report::PassStats::from_samples(
+        r.outcome.decode = Some(crate::report::PassStats::from_samples(
             vec![decode_s],
             vec![],
             frames,

@@ -1,6 +1,6 @@
-//! Spawning one worker process per case: for candle this binary's hidden `worker`
-//! subcommand, for torch and diffusers the Python worker ([`super::python`]) under the
-//! chosen interpreter; started in its own process group with the variant's variables (plus
+//! Spawning one worker process per case, as the case's engine says
+//! ([`crate::engine::WorkerKind`]): this binary's hidden `worker` subcommand, or the Python
+//! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group with the variant's variables (plus
 //! a random-length padding variable, as hyperfine does) added to the environment, and with
 //! `miopen_db = fresh` an empty per-case MIOpen database folder, removed afterwards. The
 //! executor enforces the per-case timeout (killing the whole group), keeps the tail of
@@ -22,9 +22,11 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 
 use super::miopen::MiopenParser;
-use super::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
+use crate::engine::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
+use crate::engine::python::{interpreter_problem, PythonWorker};
+use crate::engine::WorkerKind;
 use crate::lock::FolderMark;
-use crate::report::CaseStatus;
+use crate::report::{CaseStatus, MiopenLog};
 use crate::values::MiopenDb;
 
 /// Lines of worker stderr kept for the report.
@@ -35,15 +37,6 @@ pub const PADDING_VAR: &str = "WAN_VAE_BENCH_ENV_PADDING";
 
 /// The variables a `miopen_db = fresh` case points at its empty folder.
 pub const MIOPEN_DB_VARS: [&str; 2] = ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"];
-
-/// The Python worker as written into the scratch directory, and its interpreter.
-#[derive(Debug, Clone)]
-pub struct PythonWorker {
-    /// The interpreter as given (a path or a name on `PATH`).
-    pub interpreter: String,
-    /// `wan_worker.py` in the scratch directory.
-    pub script: PathBuf,
-}
 
 /// Runs cases in worker processes.
 pub struct Executor {
@@ -60,7 +53,8 @@ pub struct Executor {
     dir: Option<tempfile::TempDir>,
     /// Our locked marker in the scratch folder, held while we run.
     _mark: FolderMark,
-    /// The Python worker, once [`Executor::prepare_python`] wrote it.
+    /// The Python worker (in the scratch directory), once [`Executor::prepare_python`]
+    /// wrote it.
     pub python: Option<PythonWorker>,
 }
 
@@ -103,8 +97,7 @@ impl Executor {
 
     /// Write the Python worker into the scratch directory (once per run) for `interpreter`.
     pub fn prepare_python(&mut self, interpreter: String) -> anyhow::Result<()> {
-        let script = super::python::write_worker(&self.scratch.join("python"))?;
-        self.python = Some(PythonWorker { interpreter, script });
+        self.python = Some(PythonWorker::write(&self.scratch.join("python"), interpreter)?);
         Ok(())
     }
 
@@ -126,94 +119,99 @@ impl Executor {
         if let Some(outputs) = &spec.outputs {
             let _ = std::fs::remove_file(outputs);
         }
-        let spec_json = serde_json::to_string(spec).expect("spec serializes");
-        let padding = "X".repeat((crate::shuffle::fresh_u64() % 4096) as usize);
         let mut vars = vars.clone();
-        let fresh_db = match spec.settings.knobs.miopen_db {
-            MiopenDb::Fresh => match FreshDir::new(&self.scratch, &spec.id) {
-                Ok(d) => Some(d),
-                Err(e) => {
-                    let msg = format!("cannot create the fresh MIOpen database folder: {e:#}");
-                    return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
-                }
-            },
-            _ => None,
+        // The fresh MIOpen folder lives as long as the case (removed when dropped).
+        let _fresh_db = match self.fresh_db(spec, &mut vars) {
+            Ok(d) => d,
+            Err(msg) => return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars),
         };
-        if let Some(d) = &fresh_db {
-            for name in MIOPEN_DB_VARS {
-                vars.insert(name.to_string(), d.0.display().to_string());
-            }
-        }
-        let vars = &vars;
-        let (mut cmd, program) = if spec.settings.engine.is_python() {
-            let Some(py) = &self.python else {
-                let msg = format!("engine {}: the Python worker was not prepared", spec.settings.engine);
-                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
-            };
-            if let Some(problem) = super::python::interpreter_problem(&py.interpreter) {
-                let msg = format!("engine {} needs Python: {problem}", spec.settings.engine);
-                return WorkerResult::empty(CaseStatus::Unsupported, Some(msg), vars.clone());
-            }
-            (
-                super::python::command(&py.interpreter, &py.script),
-                py.interpreter.clone(),
-            )
-        } else {
-            (Command::new(&self.exe), self.exe.display().to_string())
+        let launch = match self.launch(spec) {
+            Ok(l) => l,
+            Err((status, msg)) => return WorkerResult::empty(status, Some(msg), vars),
         };
+        let spec_json = serde_json::to_string(spec).expect("spec serializes");
+        let Launch {
+            mut cmd,
+            cannot_start,
+            spawn_failure,
+        } = launch;
         cmd.arg("worker")
             .arg("--case-json")
             .arg(&spec_json)
             .arg("--result")
             .arg(&result_path)
-            .envs(vars)
-            .env(PADDING_VAR, padding)
+            .envs(&vars)
+            .env(PADDING_VAR, "X".repeat((crate::shuffle::fresh_u64() % 4096) as usize))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         isolate(&mut cmd);
-        let mut child = match cmd.spawn() {
+        let child = match cmd.spawn() {
             Ok(c) => c,
-            Err(e) if spec.settings.engine.is_python() => {
-                // The interpreter looked runnable but is not (a broken venv link, a bad `#!`).
-                let msg = format!(
-                    "engine {}: cannot run the Python interpreter {program}: {e}",
-                    spec.settings.engine
-                );
-                return WorkerResult::empty(CaseStatus::Unsupported, Some(msg), vars.clone());
-            }
-            Err(e) => {
-                let msg = format!("cannot start worker {program}: {e}");
-                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
-            }
+            Err(e) => return WorkerResult::empty(spawn_failure, Some(format!("{cannot_start}: {e}")), vars),
         };
+        let Some(watched) = self.watch(child, on_phase) else {
+            let msg = "interrupted: the run received a signal and stopped this worker".to_string();
+            return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+        };
+        let tail_text = watched.tail.join("\n");
+        let mut result = self.outcome(watched.timed_out, watched.status, &result_path, &tail_text, &vars);
+        result.outcome.miopen = watched.miopen;
+        result
+    }
+
+    /// With `miopen_db = fresh`, the case's empty MIOpen database folder, with the variables
+    /// pointing at it added to `vars`.
+    fn fresh_db(&self, spec: &WorkerSpec, vars: &mut BTreeMap<String, String>) -> Result<Option<FreshDir>, String> {
+        if spec.settings.knobs.miopen_db != MiopenDb::Fresh {
+            return Ok(None);
+        }
+        let d = FreshDir::new(&self.scratch, &spec.id)
+            .map_err(|e| format!("cannot create the fresh MIOpen database folder: {e:#}"))?;
+        for name in MIOPEN_DB_VARS {
+            vars.insert(name.to_string(), d.0.display().to_string());
+        }
+        Ok(Some(d))
+    }
+
+    /// How the worker of the case's engine starts, or why it cannot.
+    fn launch(&self, spec: &WorkerSpec) -> Result<Launch, (CaseStatus, String)> {
+        let engine = spec.settings.engine;
+        match crate::engine::spec(engine).worker {
+            WorkerKind::ThisBinary => Ok(Launch {
+                cmd: Command::new(&self.exe),
+                cannot_start: format!("cannot start worker {}", self.exe.display()),
+                spawn_failure: CaseStatus::Failed,
+            }),
+            WorkerKind::Python { .. } => {
+                let Some(py) = &self.python else {
+                    let msg = format!("engine {engine}: the Python worker was not prepared");
+                    return Err((CaseStatus::Failed, msg));
+                };
+                if let Some(problem) = interpreter_problem(&py.interpreter) {
+                    return Err((
+                        CaseStatus::Unsupported,
+                        format!("engine {engine} needs Python: {problem}"),
+                    ));
+                }
+                // A runnable-looking interpreter that does not start (a broken venv link, a
+                // bad `#!`) is `unsupported` too.
+                Ok(Launch {
+                    cmd: py.command(),
+                    cannot_start: format!("engine {engine}: cannot run the Python interpreter {}", py.interpreter),
+                    spawn_failure: CaseStatus::Unsupported,
+                })
+            }
+        }
+    }
+
+    /// Wait for the worker: forward its phase markers, keep its stderr tail and MIOpen log
+    /// lines, kill its group at the timeout. `None` when a signal stopped the run (the
+    /// worker is killed).
+    fn watch(&self, mut child: std::process::Child, on_phase: &mut dyn FnMut(&str)) -> Option<Watched> {
         let stderr = child.stderr.take().expect("stderr piped");
         let (tx, rx) = mpsc::channel::<String>();
-        let reader = std::thread::spawn(move || {
-            let mut tail = VecDeque::new();
-            let mut miopen = MiopenParser::default();
-            let mut lines = std::io::BufReader::new(stderr);
-            let mut buf = Vec::new();
-            while matches!(lines.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-                let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                buf.clear();
-                if let Some(p) = line.strip_prefix(PHASE_MARKER) {
-                    let _ = tx.send(p.to_string());
-                    continue;
-                }
-                // Solver and command lines go to the report, not the tail (MIOpen logs a
-                // lot at level 5, which would push the real error out of the tail).
-                if miopen.line(&line) {
-                    continue;
-                }
-                if tail.len() == STDERR_TAIL_LINES {
-                    tail.pop_front();
-                }
-                tail.push_back(line);
-            }
-            (tail.into_iter().collect::<Vec<_>>(), miopen.finish())
-        });
-
+        let reader = std::thread::spawn(move || read_stderr(stderr, &tx));
         let deadline = Instant::now() + self.timeout;
         let mut timed_out = false;
         let status = loop {
@@ -230,8 +228,7 @@ impl Executor {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = reader.join();
-                let msg = "interrupted: the run received a signal and stopped this worker".to_string();
-                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
+                return None;
             }
             if Instant::now() >= deadline {
                 timed_out = true;
@@ -242,11 +239,12 @@ impl Executor {
             std::thread::sleep(Duration::from_millis(25));
         };
         let (tail, miopen) = reader.join().unwrap_or_default();
-        let tail_text = tail.join("\n");
-        drop(fresh_db); // the fresh MIOpen folder goes with the case
-        let mut result = self.outcome(timed_out, status, &result_path, &tail_text, vars);
-        result.miopen = miopen;
-        result
+        Some(Watched {
+            timed_out,
+            status,
+            tail,
+            miopen,
+        })
     }
 
     /// The case's result: the worker's file, or what its death says.
@@ -269,9 +267,10 @@ impl Executor {
         match read_result(result_path) {
             Some(Ok(mut result)) => {
                 let _ = std::fs::remove_file(result_path);
-                if result.status != CaseStatus::Ok && !tail_text.is_empty() {
-                    let base = result.error.take().unwrap_or_default();
-                    result.error = Some(format!("{base}{}", stderr_suffix(tail_text)));
+                let o = &mut result.outcome;
+                if o.status != CaseStatus::Ok && !tail_text.is_empty() {
+                    let base = o.error.take().unwrap_or_default();
+                    o.error = Some(format!("{base}{}", stderr_suffix(tail_text)));
                 }
                 result
             }
@@ -289,6 +288,51 @@ impl Executor {
             }
         }
     }
+}
+
+/// How a case's worker starts: its command, and what a failure to start it says and is
+/// recorded as.
+struct Launch {
+    cmd: Command,
+    /// The error's start, naming the program (`cannot start worker PATH`).
+    cannot_start: String,
+    spawn_failure: CaseStatus,
+}
+
+/// What watching a worker to its end gave.
+struct Watched {
+    timed_out: bool,
+    status: Option<ExitStatus>,
+    /// The last [`STDERR_TAIL_LINES`] lines of stderr that were neither phase markers nor
+    /// MIOpen log lines.
+    tail: Vec<String>,
+    miopen: Option<MiopenLog>,
+}
+
+/// Read a worker's stderr to its end: phase markers go to `phases`, MIOpen's solver and
+/// command lines to the log (not the tail: MIOpen logs a lot at level 5, which would push
+/// the real error out of the tail), the rest to the tail.
+fn read_stderr(stderr: impl std::io::Read, phases: &mpsc::Sender<String>) -> (Vec<String>, Option<MiopenLog>) {
+    let mut tail = VecDeque::new();
+    let mut miopen = MiopenParser::default();
+    let mut lines = std::io::BufReader::new(stderr);
+    let mut buf = Vec::new();
+    while matches!(lines.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+        let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+        buf.clear();
+        if let Some(p) = line.strip_prefix(PHASE_MARKER) {
+            let _ = phases.send(p.to_string());
+            continue;
+        }
+        if miopen.line(&line) {
+            continue;
+        }
+        if tail.len() == STDERR_TAIL_LINES {
+            tail.pop_front();
+        }
+        tail.push_back(line);
+    }
+    (tail.into_iter().collect(), miopen.finish())
 }
 
 /// A case's empty MIOpen database folder, removed when dropped.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::options::BenchOptions;
 use crate::axes::{Axis, AXES};
-use crate::settings::{CaseSettings, Knobs};
+use crate::settings::CaseSettings;
 
 /// One point of the matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,7 +63,7 @@ pub fn add_references(cases: &mut Vec<Case>) {
 }
 
 /// All cases in matrix order ([`AXES`] order, the last axis varying fastest). Knobs that
-/// do not act (candle, or the CPU: [`Knobs::apply_to`]) become `n/a`, and the duplicates
+/// do not act (candle, or the CPU: [`crate::engine::EngineSpec::run_as`]) become `n/a`, and the duplicates
 /// this makes are dropped, so they are not measured twice.
 pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let mut all = vec![CaseSettings::defaults()];
@@ -72,12 +72,7 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     }
     let mut seen = std::collections::BTreeSet::new();
     all.into_iter()
-        .map(|mut s| {
-            if !Knobs::apply_to(s.engine, &opts.device) {
-                s.knobs = Knobs::default();
-            }
-            s
-        })
+        .map(|s| crate::engine::spec(s.engine).run_as(&s, &opts.device))
         .filter(|s| seen.insert(s.id()))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
@@ -173,7 +168,7 @@ mod tests {
         gpu.device = "cuda:0".into();
         let cases = expand(&gpu);
         assert_eq!(cases.len(), 1 + 8, "candle once, torch 2 x 2 x 2");
-        assert_eq!(cases[0].settings.knobs, Knobs::default());
+        assert_eq!(cases[0].settings.knobs, crate::settings::Knobs::default());
         assert!(cases
             .iter()
             .any(|c| c.id == "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"));

@@ -1,53 +1,51 @@
 //! The benchmark run: `run` (matrix -> shuffled cases -> one worker process per case ->
-//! report rewritten after every case -> summary table) and the hidden `worker` command.
-//! `docs/architecture.md` draws the data flow.
+//! report rewritten after every case -> summary table). `docs/architecture.md` draws the
+//! data flow.
 //!
 //! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run`
-//! flags (one per axis of `axes::AXES`), [`config`] the TOML matrix file,
-//! [`input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their verdicts,
-//! [`matrix`] case expansion, [`scheduler`] order and the run loop, [`executor`] worker
-//! processes ([`python`] the shipped Python worker of the torch and diffusers engines,
-//! [`miopen`] MIOpen's log lines), [`protocol`] the parent <-> worker wire format,
-//! [`inputs`] the weights and clips the parent writes once, [`worker`] the in-process
-//! measurement (with [`clip`] its input, [`fault`] the testing hook, [`memory`] process
-//! memory), [`outputs`] the outputs file and quality against references, [`progress`] the
-//! progress bar. The end-of-run table and the exports are [`crate::export`]'s.
+//! flags (one per axis of `axes::AXES`), [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
+//! [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their
+//! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
+//! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
+//! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
+//! outputs files and quality against references, [`progress`] the progress bar,
+//! [`interrupt`] SIGINT/SIGTERM. The engines, their workers and the wire format are
+//! [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
 //!
-//! Must not: hold model code or render exports (those are `model` and `export`).
-use std::path::PathBuf;
+//! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or
+//! render exports (those are `model`, `engine` and `export`).
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 
+use crate::engine::protocol::RunSpec;
+use crate::engine::shared_files;
+use crate::engine::EngineDirs;
 use crate::error::UserError;
-use crate::report::{CaseStatus, Report, RunSettings};
+use crate::model::Config;
+use crate::report::{CaseStatus, ModelInfo, Report, RunSettings};
 use crate::weights::WeightsSource;
 
 pub mod budgets;
-pub mod clip;
 pub mod config;
 pub mod executor;
-pub mod fault;
 pub mod flags;
-pub mod input;
-pub mod inputs;
 pub mod interrupt;
 pub mod matrix;
-pub mod memory;
 pub mod miopen;
 pub mod options;
 pub mod outputs;
 pub mod plan;
 pub mod progress;
-pub mod protocol;
-pub mod python;
 pub mod run_files;
 pub mod scheduler;
-pub mod worker;
+pub mod user_input;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
 use crate::export::{ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
 use flags::MatrixFlags;
+use matrix::Case;
 use options::BenchOptions;
 pub use scheduler::RECORD_ENV_VAR;
 use scheduler::{RunWide, Scheduler};
@@ -77,17 +75,9 @@ pub struct RunArgs {
     /// Largest matrix accepted (default 10000): a bigger one is refused before it is built.
     #[arg(long = "max-cases", value_name = "N")]
     pub max_cases: Option<u64>,
-}
-
-/// Arguments of the hidden `worker` command.
-#[derive(Debug, clap::Args)]
-pub struct WorkerArgs {
-    /// The case to run, as [`protocol::WorkerSpec`] JSON.
-    #[arg(long = "case-json")]
-    pub case_json: String,
-    /// Where to write the [`protocol::WorkerResult`] JSON.
-    #[arg(long)]
-    pub result: PathBuf,
+    /// The folders of engines that run the user's own install (one flag per such engine).
+    #[command(flatten)]
+    pub engine_dirs: EngineDirs,
 }
 
 /// The matrix file (or the smoke matrix) with the flags applied.
@@ -134,19 +124,79 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
+    args.engine_dirs.check(opts.axes.engines())?;
     let system = crate::system::collect();
     let output = opts
         .output
         .clone()
         .unwrap_or_else(|| default_output(system.hostname.as_deref()));
-    // Every output is checked before the first case, not after an hour of measuring.
+    check_outputs(&opts, &args, &output)?;
+    let _lock = crate::lock::OutputLock::acquire(&output)?;
+    let model = ResolvedModel::resolve(&opts)?;
+    // Read and checked once, in the parent, against the model's config; the workers get
+    // the checked tensor as a file.
+    let input = match opts.input.clone() {
+        None => None,
+        Some(path) => {
+            let file = user_input::load(&path, opts.input_tensor.as_deref(), &model.cfg)?;
+            apply_input(&mut opts, &args.flags, &file)?;
+            if let Some(code) = check_plan(&opts, &args)? {
+                return Ok(code);
+            }
+            Some(file)
+        }
+    };
+    let (cases, seed) = plan_cases(&opts, &model.cfg)?;
+    let mut report = new_report(&opts, system, model.info.clone(), &cases, seed, input.as_ref());
+    report
+        .save_atomic(&output)
+        .with_context(|| format!("cannot write the report {}", output.display()))?;
+    interrupt::install()?;
+    let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
+    let progress = progress::Progress::new(cases.len(), opts.quiet);
+    let total = cases.len();
+    let added = cases.iter().filter(|c| c.added_as_reference).count();
+    let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
+    let added_note = match added {
+        0 => String::new(),
+        n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
+    };
+    match seed {
+        Some(s) => scheduler.println(&format!("{total} cases{added_note}, shuffled with seed {s}")),
+        None if added > 0 => scheduler.println(&format!("{total} cases{added_note}")),
+        None => {}
+    }
+    let signal = scheduler.run(&mut report, &output)?;
+    let scratch = args.keep_outputs.then(|| scheduler.executor.scratch.clone());
+    let ended = Ended {
+        signal,
+        total,
+        kept_scratch: scratch,
+    };
+    finish(&opts, &args, &mut report, &output, ended)
+}
+
+/// How the scheduler's run ended.
+struct Ended {
+    /// The signal that stopped it, if one did.
+    signal: Option<i32>,
+    /// The cases it was to run.
+    total: usize,
+    /// The scratch folder, when `--keep-outputs` keeps it.
+    kept_scratch: Option<PathBuf>,
+}
+
+/// Every output (report and exports) is checked before the first case, not after an hour
+/// of measuring.
+fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::Result<()> {
+    // No output may be one of the run's inputs or another output.
     run_files::check(
-        &opts,
-        &output,
+        opts,
+        report,
         args.export_markdown.as_deref(),
         args.export_svg.as_deref(),
     )?;
-    crate::files::check_output(&output, "report")?;
+    crate::files::check_output(report, "report")?;
     for (flag, path) in [
         ("--export-markdown", &args.export_markdown),
         ("--export-svg", &args.export_svg),
@@ -155,48 +205,76 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             crate::files::check_output(p, &format!("{flag} file"))?;
         }
     }
-    let _lock = crate::lock::OutputLock::acquire(&output)?;
-    // Resolved once, in the parent (a hub download happens here, not in every worker).
-    let resolved = crate::weights::source::resolve(&opts.weights)?;
-    let mut model = resolved.info;
-    if let WeightsSource::File(path) = &resolved.source {
-        // Header, key layout and shapes, once, without loading the data.
-        let header = crate::weights::header::check_file(path)?;
-        model.params = header.checked.params;
-        model.dim = header.checked.config.dim;
-        model.z_dim = header.checked.config.z_dim;
-        model.on_disk_dtype = dtype_names(&header.checked.on_disk_dtypes);
-    }
-    // The model (from the file's shapes, or --model for synthetic weights) decides the size
-    // and tile rules: check every case before starting any.
-    let model_cfg = crate::weights::resolve_config(&resolved.source, opts.model)?;
-    // Read and checked once, in the parent, against the model's config; the workers get
-    // the checked tensor as a file.
-    let input = match &opts.input {
-        None => None,
-        Some(path) => {
-            let file = input::load(path, opts.input_tensor.as_deref(), &model_cfg)?;
-            apply_input(&mut opts, &args.flags, &file)?;
-            if let Some(code) = check_plan(&opts, &args)? {
-                return Ok(code);
-            }
-            Some(file)
+    Ok(())
+}
+
+/// The weights, resolved once in the parent (a hub download happens here, not in every
+/// worker), with the report's model facts and the model's config.
+struct ResolvedModel {
+    source: WeightsSource,
+    info: ModelInfo,
+    cfg: Config,
+}
+
+impl ResolvedModel {
+    fn resolve(opts: &BenchOptions) -> anyhow::Result<ResolvedModel> {
+        let resolved = crate::weights::source::resolve(&opts.weights)?;
+        let mut info = resolved.info;
+        if let WeightsSource::File(path) = &resolved.source {
+            // Header, key layout and shapes, once, without loading the data.
+            let header = crate::weights::header::check_file(path)?;
+            info.params = header.checked.params;
+            info.dim = header.checked.config.dim;
+            info.z_dim = header.checked.config.z_dim;
+            info.on_disk_dtype = dtype_names(&header.checked.on_disk_dtypes);
         }
-    };
-    let mut cases = matrix::expand(&opts);
+        // The model (from the file's shapes, or --model for synthetic weights) decides the
+        // size and tile rules.
+        let cfg = crate::weights::resolve_config(&resolved.source, opts.model)?;
+        Ok(ResolvedModel {
+            source: resolved.source,
+            info,
+            cfg,
+        })
+    }
+}
+
+/// The cases to run: the matrix, every case checked against the model before any starts,
+/// the quality references it lacks, in run order; and the shuffle seed.
+fn plan_cases(opts: &BenchOptions, cfg: &Config) -> anyhow::Result<(Vec<Case>, Option<u64>)> {
+    let mut cases = matrix::expand(opts);
     for case in &cases {
-        model_cfg.check_size(case.settings.width, case.settings.height)?;
+        cfg.check_size(case.settings.width, case.settings.height)?;
         if let Some(t) = &case.settings.tiling {
-            model_cfg.check_tiling(t)?;
+            cfg.check_tiling(t)?;
         }
     }
     matrix::add_references(&mut cases);
-    let added = cases.iter().filter(|c| c.added_as_reference).count();
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
+    Ok((cases, seed))
+}
+
+/// Whether any of `cases` runs in the Python worker (the run then needs an interpreter,
+/// and the files every engine reads).
+fn runs_python(cases: &[Case]) -> bool {
+    cases
+        .iter()
+        .any(|c| crate::engine::spec(c.settings.engine).runs_python())
+}
+
+/// The report before any case ran.
+fn new_report(
+    opts: &BenchOptions,
+    system: crate::system::SystemInfo,
+    model: ModelInfo,
+    cases: &[Case],
+    seed: Option<u64>,
+    input: Option<&user_input::InputFile>,
+) -> Report {
     let created_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    let mut report = Report {
+    Report {
         schema_version: crate::report::SCHEMA_VERSION,
         tool: crate::tool::this_tool(),
         created_at,
@@ -211,21 +289,25 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             shuffle_seed: seed,
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
             interrupted: None,
-            input: input.as_ref().map(|i| i.record.clone()),
-            python: cases
-                .iter()
-                .any(|c| c.settings.engine.is_python())
-                .then(|| opts.python()),
+            input: input.map(|i| i.record.clone()),
+            python: runs_python(cases).then(|| opts.python()),
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
         },
         cases: Vec::new(),
         engines: Default::default(),
-    };
-    report
-        .save_atomic(&output)
-        .with_context(|| format!("cannot write the report {}", output.display()))?;
+    }
+}
 
-    interrupt::install()?;
+/// The executor (the run's scratch folder) and what every worker spec shares: the user's
+/// input saved for the workers and, when the Python worker takes part, the worker's files
+/// and the weights and clips every engine reads, written once.
+fn start_workers(
+    opts: &BenchOptions,
+    args: &RunArgs,
+    model: ResolvedModel,
+    input: Option<user_input::InputFile>,
+    cases: &[Case],
+) -> anyhow::Result<(executor::Executor, RunWide)> {
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
     let worker_input = match &input {
@@ -233,46 +315,50 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         None => None,
     };
     drop(input);
-    let shared = if cases.iter().any(|c| c.settings.engine.is_python()) {
+    let kind = Some(model.cfg.kind());
+    let shared = if runs_python(cases) {
         executor.prepare_python(opts.python())?;
-        // Every engine reads the same weights and clips, written once here.
-        inputs::write_shared(&executor.scratch, &resolved.source, Some(model_cfg.kind()), &cases)?
+        let sizes = cases
+            .iter()
+            .map(|c| (c.settings.frames, c.settings.width, c.settings.height));
+        shared_files::write_shared(&executor.scratch, &model.source, kind, sizes)?
     } else {
-        inputs::Shared::default()
+        shared_files::Shared::default()
     };
-    let progress = progress::Progress::new(cases.len(), opts.quiet);
     let run_wide = RunWide {
-        weights: resolved.source,
-        model: Some(model_cfg.kind()),
-        device: opts.device.clone(),
-        warmup: opts.warmup,
-        runs: opts.runs,
+        spec: RunSpec {
+            weights: model.source,
+            model: kind,
+            device: opts.device.clone(),
+            warmup: opts.warmup,
+            runs: opts.runs,
+            weights_path: shared.weights_path,
+            torch_precision: opts.torch_precision,
+        },
         input: worker_input,
-        weights_path: shared.weights_path,
         inputs_dir: shared.inputs_dir,
-        torch_precision: opts.torch_precision,
+        engine_dirs: args.engine_dirs.clone(),
     };
-    let total = cases.len();
-    let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
-    let added_note = match added {
-        0 => String::new(),
-        n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
-    };
-    match seed {
-        Some(s) => scheduler.println(&format!("{total} cases{added_note}, shuffled with seed {s}")),
-        None if added > 0 => scheduler.println(&format!("{total} cases{added_note}")),
-        None => {}
-    }
-    let signal = scheduler.run(&mut report, &output)?;
-    // Budgets are checked once every case (and its quality) is known; cases added only
-    // as quality references are not the user's and get none.
+    Ok((executor, run_wide))
+}
+
+/// After the last case: check the budgets (once every case and its quality is known; cases
+/// added only as quality references are not the user's and get none), print the table,
+/// write the exports; the exit code.
+fn finish(
+    opts: &BenchOptions,
+    args: &RunArgs,
+    report: &mut Report,
+    output: &Path,
+    ended: Ended,
+) -> anyhow::Result<i32> {
     if !opts.budgets.is_empty() {
         for rec in report.cases.iter_mut().filter(|c| !c.added_as_reference) {
             rec.budgets = budgets::check(&opts.budgets, rec);
         }
-        report.save_atomic(&output)?;
+        report.save_atomic(output)?;
     }
-    print!("{}", TextTable.render(&report)?);
+    print!("{}", TextTable.render(report)?);
     print!("{}", budgets::render(&report.cases));
     let broken = budgets::broken(&report.cases);
     for line in &broken {
@@ -282,25 +368,26 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let mut exports = ExportManager::default();
     exports.add(MarkdownTable, args.export_markdown.as_deref());
     exports.add(SvgChart, args.export_svg.as_deref());
-    exports.write_all(&report)?;
-    if args.keep_outputs {
-        println!("outputs: {}", scheduler.executor.scratch.display());
+    exports.write_all(report)?;
+    if let Some(scratch) = &ended.kept_scratch {
+        println!("outputs: {}", scratch.display());
     }
-    if let Some(sig) = signal {
+    if let Some(sig) = ended.signal {
         eprintln!(
-            "interrupted by {}: {} of {total} case(s) measured; report finalized",
+            "interrupted by {}: {} of {} case(s) measured; report finalized",
             interrupt::name(sig),
-            report.cases.len()
+            report.cases.len(),
+            ended.total
         );
         return Ok(128 + sig);
     }
-    let all_ok = report.cases.iter().all(|c| c.status == CaseStatus::Ok);
+    let all_ok = report.cases.iter().all(|c| c.outcome.status == CaseStatus::Ok);
     Ok(if all_ok && broken.is_empty() { 0 } else { 1 })
 }
 
 /// Frames and size come from the input file: a `--frames`/`--size` that disagrees is an
 /// error naming both; a latent can only be decoded.
-fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &input::InputFile) -> anyhow::Result<()> {
+fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::InputFile) -> anyhow::Result<()> {
     let path = file.record.path.as_str();
     let what = format!(
         "--input {path} (tensor `{}` {:?}: {} frames at {}x{})",
@@ -380,13 +467,4 @@ fn list_config(
         ),
         Some(p) => (crate::weights::header::check_file(&p)?.checked.config, String::new()),
     })
-}
-
-/// `wan-vae-bench worker` (hidden): run one case, write its result JSON.
-pub fn worker_command(args: WorkerArgs) -> anyhow::Result<i32> {
-    let spec: protocol::WorkerSpec = serde_json::from_str(&args.case_json)
-        .map_err(|e| UserError::invalid("--case-json", &args.case_json, e.to_string()))?;
-    let result = worker::run(&spec);
-    crate::files::write_atomic(&args.result, serde_json::to_string_pretty(&result)?)?;
-    Ok(result.exit_code())
 }

@@ -41,6 +41,14 @@ impl Axes {
         &self.values[index(axis)].0
     }
 
+    /// The engines of the matrix (the `engine` axis' values, already checked by its parser).
+    pub fn engines(&self) -> Vec<values::Engine> {
+        self.get(&ENGINE)
+            .iter()
+            .filter_map(|e| values::Engine::parse("engine", e).ok())
+            .collect()
+    }
+
     /// Where the values of `axis` were written (`matrix.KEY` for a default).
     pub fn written_in(&self, axis: &Axis) -> &str {
         &self.values[index(axis)].1

@@ -1,6 +1,6 @@
-//! The outputs file and the quality measurement: workers save the outputs of their last
-//! timed pass with [`save_outputs`] (f32 safetensors, tensors [`LATENT`] and [`DECODED`]) in
-//! the run's scratch directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
+//! The outputs files and the quality measurement: workers save the outputs of their last
+//! timed pass (f32 safetensors, tensors [`LATENT`] and [`DECODED`]) in the run's scratch
+//! directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
 //! and env variant, see [`super::matrix::Case::reference`]) have both finished, [`QualityBook`]
 //! compares the two files with [`crate::quality::error_stats`] and fills the case's
 //! `quality`.
@@ -12,37 +12,23 @@
 //!   outputs are missing, e.g. the reference failed) and its `roundtrip_psnr_db`; `quality`
 //!   stays null when none of these is known;
 //! - a case that is not `ok` has no `quality`;
-//! - a Python engine's reference case whose candle twin (same settings, engine candle) also
-//!   ran gets `quality.cross_engine`: its decoded video against candle's.
+//! - a reference case whose engine names a `cross_check` engine
+//!   ([`crate::engine::EngineSpec::cross_check`]: candle for the Python engines) gets
+//!   `quality.cross_engine` when its twin (the same settings run by that engine) also ran:
+//!   its decoded video against the twin's.
 //!
 //! Must not: time anything; the worker saves, the parent compares.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 
 use super::matrix::Case;
 use crate::report::{CaseStatus, CrossEngine, ErrorStats, Quality, Report};
 use crate::values::Engine;
 
-pub use super::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
-
-/// Save `latent` and `decoded` (as f32, on the CPU) as a safetensors file, atomically; a
-/// pass the case did not run is left out (an encode-only case has no `decoded`, a
-/// decode-only case no `latent` of its own).
-pub fn save_outputs(path: &Path, latent: Option<&Tensor>, decoded: Option<&Tensor>) -> anyhow::Result<()> {
-    let cpu = |t: &Tensor| -> anyhow::Result<Tensor> { Ok(t.to_dtype(DType::F32)?.to_device(&Device::Cpu)?) };
-    let mut tensors = std::collections::HashMap::new();
-    for (name, t) in [(LATENT, latent), (DECODED, decoded)] {
-        if let Some(t) = t {
-            tensors.insert(name.to_string(), cpu(t)?);
-        }
-    }
-    crate::files::write_atomic_with(path, |tmp| {
-        candle_core::safetensors::save(&tensors, tmp).with_context(|| format!("cannot write {}", tmp.display()))
-    })
-}
+pub use crate::engine::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
 
 /// One output tensor, flattened to f32, with its shape.
 #[derive(Debug, Clone, PartialEq)]
@@ -118,23 +104,28 @@ struct Finished {
 #[derive(Debug, Default)]
 pub struct QualityBook {
     reference_of: BTreeMap<String, String>,
-    /// Python-engine reference case -> its candle twin (both in the run).
-    twin_of: BTreeMap<String, String>,
+    /// Reference case -> (its twin: the same settings run by its engine's `cross_check`
+    /// engine, that engine), both cases in the run.
+    twin_of: BTreeMap<String, (String, Engine)>,
     finished: BTreeMap<String, Finished>,
     done: BTreeSet<String>,
     cross_done: BTreeSet<String>,
 }
 
 impl QualityBook {
-    /// A book for these cases (references included).
-    pub fn new(cases: &[Case]) -> QualityBook {
+    /// A book for these cases (references included), run on `device`.
+    pub fn new(cases: &[Case], device: &str) -> QualityBook {
         let ids: BTreeSet<&str> = cases.iter().map(|c| c.id.as_str()).collect();
         let twin_of = cases
             .iter()
             // Cross-engine compares decoded videos: encode-only cases have none.
-            .filter(|c| c.settings.engine.is_python() && c.reference_id() == c.id && c.settings.passes.decodes())
-            .map(|c| (c.id.clone(), c.settings.with_engine(Engine::Candle).id()))
-            .filter(|(_, twin)| ids.contains(twin.as_str()))
+            .filter(|c| c.reference_id() == c.id && c.settings.passes.decodes())
+            .filter_map(|c| {
+                let other = crate::engine::spec(c.settings.engine).cross_check?;
+                let twin = crate::engine::spec(other).run_as(&c.settings, device).id();
+                Some((c.id.clone(), (twin, other)))
+            })
+            .filter(|(_, (twin, _))| ids.contains(twin.as_str()))
             .collect();
         QualityBook {
             reference_of: cases.iter().map(|c| (c.id.clone(), c.reference_id())).collect(),
@@ -153,7 +144,10 @@ impl QualityBook {
         roundtrip_psnr_db: Option<f64>,
         outputs: Option<PathBuf>,
     ) -> Vec<String> {
-        let ok = report.cases.iter().any(|c| c.id == id && c.status == CaseStatus::Ok);
+        let ok = report
+            .cases
+            .iter()
+            .any(|c| c.id == id && c.outcome.status == CaseStatus::Ok);
         self.finished.insert(
             id.to_string(),
             Finished {
@@ -214,9 +208,9 @@ impl QualityBook {
         warnings
     }
 
-    /// Fill `cross_engine` of each Python reference case whose candle twin has finished too.
+    /// Fill `cross_engine` of each reference case whose twin has finished too.
     fn cross_engines(&mut self, report: &mut Report, warnings: &mut Vec<String>) {
-        for (case, twin) in &self.twin_of {
+        for (case, (twin, engine)) in &self.twin_of {
             if self.cross_done.contains(case) || !self.done.contains(case) {
                 continue;
             }
@@ -227,7 +221,7 @@ impl QualityBook {
             let (Some(cp), Some(tp)) = (&c.outputs, &t.outputs) else {
                 continue; // one side failed or saved nothing
             };
-            match cross_engine(tp, cp, Engine::Candle, twin) {
+            match cross_engine(tp, cp, *engine, twin) {
                 Ok(x) => {
                     if let Some(q) = report
                         .cases
@@ -247,7 +241,9 @@ impl QualityBook {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::candle::worker::save_outputs;
     use crate::report::CaseRecord;
+    use candle_core::Tensor;
 
     fn save(path: &Path, latent: &[f32], decoded: &[f32]) {
         let t = |v: &[f32]| Tensor::from_slice(v, (1, 1, v.len()), &Device::Cpu).unwrap();
@@ -276,7 +272,7 @@ mod tests {
 
     #[test]
     fn outputs_round_trip_through_safetensors() {
-        use super::super::clip::structured_clip;
+        use crate::engine::clip::structured_clip;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("case.outputs.safetensors");
         let latent = structured_clip(1, 8, 8, &Device::Cpu)
@@ -332,7 +328,7 @@ mod tests {
         save(&cp, &[0.0, 0.5], &[0.27, -0.23]);
         let cases = cases();
         assert_eq!(cases.len(), 2);
-        let mut book = QualityBook::new(&cases);
+        let mut book = QualityBook::new(&cases, "cpu");
         let mut report = crate::report::Report {
             schema_version: 1,
             tool: Default::default(),
@@ -363,7 +359,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cp = dir.path().join("c.safetensors");
         save(&cp, &[0.0], &[0.0]);
-        let mut book = QualityBook::new(&cases());
+        let mut book = QualityBook::new(&cases(), "cpu");
         let mut report = crate::report::Report {
             schema_version: 1,
             tool: Default::default(),
@@ -378,7 +374,7 @@ mod tests {
         book.finished(&mut report, CASE, None, Some(cp.clone()));
         assert!(report.cases.iter().all(|c| c.quality.is_none()));
         // With a round trip (real weights) the case still reports it.
-        let mut book = QualityBook::new(&cases());
+        let mut book = QualityBook::new(&cases(), "cpu");
         book.finished(&mut report, REF, None, None);
         book.finished(&mut report, CASE, Some(18.5), Some(cp));
         let q = report.cases[1].quality.clone().unwrap();

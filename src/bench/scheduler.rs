@@ -1,21 +1,23 @@
 //! The scheduler: case order (shuffled with a recorded seed, the default, so slow drift of
 //! the machine does not line up with one axis of the matrix, or as written), and
-//! [`Scheduler::run`], which runs each case through the executor, records it in the report,
-//! fills quality as references finish, and rewrites the report after every case.
+//! [`Scheduler::run`], which runs each case through the executor (a case its engine cannot
+//! run, [`crate::engine::EngineSpec::unsupported`], is recorded without starting a worker),
+//! records it in the report, fills quality as references finish, and rewrites the report
+//! after every case.
 //!
 //! Must not: parse options, spawn processes itself (the executor does) or render tables.
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::executor::Executor;
 use super::matrix::Case;
 use super::outputs::QualityBook;
 use super::progress::Progress;
-use super::protocol::{InputKind, WorkerInput, WorkerResult, WorkerSpec};
+use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, WorkerSpec};
+use crate::engine::EngineDirs;
 use crate::report::{CaseRecord, CaseStatus, Report};
 use crate::settings::CaseSettings;
-use crate::values::{Order, Passes, TorchPrecision};
-use crate::weights::WeightsSource;
+use crate::values::{Order, Passes};
 
 /// Order `items`; returns the seed used (`None` when not shuffled). A `None` seed draws one.
 pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u64> {
@@ -34,33 +36,26 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
 /// (comma-separated), e.g. the variable `scripts/sweep_env.sh` sweeps.
 pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";
 
-/// The run-wide part of every worker spec.
+/// What every case of the run shares.
 #[derive(Debug, Clone)]
 pub struct RunWide {
-    /// Weights resolved by the parent (a local file or synthetic).
-    pub weights: WeightsSource,
-    /// The model the weights must hold (from the file, or `--model` for synthetic weights).
-    pub model: Option<crate::model::ModelKind>,
-    pub device: String,
-    pub warmup: usize,
-    pub runs: usize,
+    /// The run-wide part of every worker spec (weights, model, device, warmup, runs, the
+    /// shared weights file, the torch precision mode).
+    pub spec: RunSpec,
     /// The user's input as the parent saved it for the workers (`--input`), if any.
     pub input: Option<WorkerInput>,
-    /// The weights file every engine reads (synthetic weights written once by the parent
-    /// when a Python engine runs); `None`: each worker loads `weights` itself.
-    pub weights_path: Option<std::path::PathBuf>,
     /// The folder holding the input clips the parent wrote (one per frames x size), when
-    /// a Python engine runs; `None`: each worker builds its own clip.
+    /// an engine that reads files only runs; `None`: each worker builds its own clip.
     pub inputs_dir: Option<std::path::PathBuf>,
-    /// `cast` or `autocast` for the Python engines' 16-bit cases (`None`: their default).
-    pub torch_precision: Option<TorchPrecision>,
+    /// The folders given for the engines that need one.
+    pub engine_dirs: EngineDirs,
 }
 
 impl RunWide {
     /// The input clip file of a case, when the parent wrote the clips.
-    fn input_path(&self, s: &crate::settings::CaseSettings) -> Option<std::path::PathBuf> {
+    fn input_path(&self, s: &CaseSettings) -> Option<std::path::PathBuf> {
         let dir = self.inputs_dir.as_ref()?;
-        Some(super::protocol::input_path(dir, s.frames, s.width, s.height))
+        Some(crate::engine::protocol::input_path(dir, s.frames, s.width, s.height))
     }
 }
 
@@ -80,7 +75,7 @@ pub struct Scheduler {
 impl Scheduler {
     /// A scheduler over `cases` (already ordered, references included).
     pub fn new(cases: Vec<Case>, run_wide: RunWide, executor: Executor, progress: Progress) -> Scheduler {
-        let book = QualityBook::new(&cases);
+        let book = QualityBook::new(&cases, &run_wide.spec.device);
         Scheduler {
             cases,
             run_wide,
@@ -122,22 +117,22 @@ impl Scheduler {
             id,
             input_path: self.run_wide.input_path(&settings),
             settings,
-            weights: self.run_wide.weights.clone(),
-            model: self.run_wide.model,
-            device: self.run_wide.device.clone(),
-            warmup: 0,
-            runs: 1,
+            run: RunSpec {
+                warmup: 0,
+                runs: 1,
+                torch_precision: None,
+                ..self.run_wide.spec.clone()
+            },
             variant_vars: Vec::new(),
             outputs: Some(path.clone()),
             input: user,
-            weights_path: self.run_wide.weights_path.clone(),
-            torch_precision: None,
+            engine_dir: None,
         };
         let progress = &self.progress;
         let r = self.executor.run(&spec, &BTreeMap::new(), &mut |p| {
             progress.phase(&format!("prepare latent: {p}"))
         });
-        let prepared = match (r.status, r.error) {
+        let prepared = match (r.outcome.status, r.outcome.error) {
             (CaseStatus::Ok, _) if path.is_file() => Ok(WorkerInput {
                 path,
                 kind: InputKind::Latent,
@@ -162,80 +157,96 @@ impl Scheduler {
     /// case in flight. A SIGINT/SIGTERM stops the loop: the case in flight is dropped, the
     /// report says `run.interrupted`, and the signal is returned.
     pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<Option<i32>> {
-        // The parent already read the model facts from the checkpoint's header.
-        let mut model_known = report.model.params > 0;
         let recorded = recorded_vars();
         let total = self.cases.len();
         for case in self.cases.clone() {
-            let case = &case;
             if let Some(sig) = super::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
             self.progress.start_case(&case.id);
-            let input = self.input_for(&case.settings);
-            let spec = WorkerSpec {
-                id: case.id.clone(),
-                settings: case.settings.clone(),
-                weights: self.run_wide.weights.clone(),
-                model: self.run_wide.model,
-                device: self.run_wide.device.clone(),
-                warmup: self.run_wide.warmup,
-                runs: self.run_wide.runs,
-                variant_vars: case.env_vars.keys().cloned().chain(recorded.iter().cloned()).collect(),
-                outputs: Some(self.executor.outputs_path(&case.id)),
-                input: input.clone().unwrap_or_default(),
-                weights_path: self.run_wide.weights_path.clone(),
-                input_path: self.run_wide.input_path(&case.settings),
-                torch_precision: self
-                    .run_wide
-                    .torch_precision
-                    .filter(|_| case.settings.engine.is_python()),
-            };
-            let progress = &self.progress;
-            let result = match input {
-                Ok(_) => self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p)),
-                Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
-            };
+            let (result, outputs) = self.run_case(&case, &recorded);
             if let Some(sig) = super::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
-            if let (false, Some(m)) = (model_known, &result.model) {
-                report.model.on_disk_dtype = m.on_disk_dtype.clone();
-                report.model.params = m.params;
-                report.model.dim = m.dim;
-                report.model.z_dim = m.z_dim;
-                model_known = true;
-            }
-            if let Some(ctx) = &result.engine_context {
-                let engine = case.settings.engine.name().to_string();
-                report.engines.entry(engine).or_insert_with(|| ctx.clone());
-            }
-            let roundtrip = result.roundtrip_psnr_db;
-            if let Some(e) = &result.outputs_error {
-                self.progress.println(&format!(
-                    "  warning: {} could not save its outputs (no quality): {e}",
-                    case.id
-                ));
-            }
-            let record = to_record(case, result);
-            self.progress.finish_case(&case_line(&record));
-            for (name, pass) in [("encode", &record.encode), ("decode", &record.decode)] {
-                if let Some(p) = pass.as_ref().filter(|p| p.outliers > 0) {
-                    self.progress.println(&format!(
-                        "  warning: {} statistical outlier(s) in {name} of {} (hyperfine's MAD rule); \
-                         consider more --warmup or --runs, or a quieter machine",
-                        p.outliers, record.id
-                    ));
-                }
-            }
-            report.cases.push(record);
-            for w in self.book.finished(report, &case.id, roundtrip, spec.outputs.clone()) {
-                self.progress.println(&format!("  warning: {w}"));
-            }
+            self.record(report, &case, result, outputs);
             report.save_atomic(output)?;
         }
         self.progress.finish();
         Ok(None)
+    }
+
+    /// The case's result and where its worker saved its outputs: `unsupported` without a
+    /// worker when its engine cannot run it, `failed` when its input could not be prepared.
+    fn run_case(&mut self, case: &Case, recorded: &[String]) -> (WorkerResult, Option<PathBuf>) {
+        let engine = crate::engine::spec(case.settings.engine);
+        if let Some(why) = engine.unsupported(case.settings.chunk, &self.run_wide.spec.device) {
+            let env = case.env_vars.clone();
+            return (WorkerResult::empty(CaseStatus::Unsupported, Some(why), env), None);
+        }
+        let input = self.input_for(&case.settings);
+        let spec = self.spec_for(case, input.clone().unwrap_or_default(), recorded);
+        let progress = &self.progress;
+        let result = match input {
+            Ok(_) => self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p)),
+            Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
+        };
+        (result, spec.outputs)
+    }
+
+    /// The worker spec of `case`: the run-wide part (with the torch precision mode only
+    /// where the engine has it), the variables to report, where to save the outputs.
+    fn spec_for(&self, case: &Case, input: Option<WorkerInput>, recorded: &[String]) -> WorkerSpec {
+        let engine = crate::engine::spec(case.settings.engine);
+        let mut run = self.run_wide.spec.clone();
+        run.torch_precision = run.torch_precision.filter(|p| engine.has_precision_mode(p.name()));
+        WorkerSpec {
+            id: case.id.clone(),
+            settings: case.settings.clone(),
+            run,
+            variant_vars: case.env_vars.keys().cloned().chain(recorded.iter().cloned()).collect(),
+            outputs: Some(self.executor.outputs_path(&case.id)),
+            input,
+            input_path: self.run_wide.input_path(&case.settings),
+            engine_dir: self.run_wide.engine_dirs.get(case.settings.engine).cloned(),
+        }
+    }
+
+    /// Record a finished case: the model facts and the engine's context the first time they
+    /// are known, the case's record and line, warnings, and the quality it makes computable.
+    fn record(&mut self, report: &mut Report, case: &Case, result: WorkerResult, outputs: Option<PathBuf>) {
+        // The parent may already have read the model facts from the checkpoint's header.
+        if let (0, Some(m)) = (report.model.params, &result.model) {
+            report.model.on_disk_dtype = m.on_disk_dtype.clone();
+            report.model.params = m.params;
+            report.model.dim = m.dim;
+            report.model.z_dim = m.z_dim;
+        }
+        if let Some(ctx) = &result.engine_context {
+            let engine = case.settings.engine.name().to_string();
+            report.engines.entry(engine).or_insert_with(|| ctx.clone());
+        }
+        if let Some(e) = &result.outputs_error {
+            self.progress.println(&format!(
+                "  warning: {} could not save its outputs (no quality): {e}",
+                case.id
+            ));
+        }
+        let roundtrip = result.roundtrip_psnr_db;
+        let record = to_record(case, result);
+        self.progress.finish_case(&case_line(&record));
+        for (name, pass) in [("encode", &record.outcome.encode), ("decode", &record.outcome.decode)] {
+            if let Some(p) = pass.as_ref().filter(|p| p.outliers > 0) {
+                self.progress.println(&format!(
+                    "  warning: {} statistical outlier(s) in {name} of {} (hyperfine's MAD rule); \
+                     consider more --warmup or --runs, or a quieter machine",
+                    p.outliers, record.id
+                ));
+            }
+        }
+        report.cases.push(record);
+        for w in self.book.finished(report, &case.id, roundtrip, outputs) {
+            self.progress.println(&format!("  warning: {w}"));
+        }
     }
 
     fn interrupted(&self, report: &mut Report, output: &Path, sig: i32, total: usize) -> anyhow::Result<Option<i32>> {
@@ -261,24 +272,14 @@ fn recorded_vars() -> Vec<String> {
         .collect()
 }
 
+/// The report's record of a case: its settings and what its worker measured.
 fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
     CaseRecord {
         id: case.id.clone(),
         added_as_reference: case.added_as_reference,
         settings: case.settings.clone(),
         frames_used: crate::model::frames_used(case.settings.frames).ok(),
-        compute_dtype: r.compute_dtype,
-        env: r.env,
-        status: r.status,
-        error: r.error,
-        encode: r.encode,
-        decode: r.decode,
-        load_s: r.load_s,
-        peak_rss_bytes: r.peak_rss_bytes,
-        device_memory_bytes: r.device_memory_bytes,
-        device_peak_allocated_bytes: r.device_peak_allocated_bytes,
-        device_peak_reserved_bytes: r.device_peak_reserved_bytes,
-        miopen: r.miopen,
+        outcome: r.outcome,
         quality: None,
         system: None,
         budgets: Vec::new(),
@@ -290,10 +291,11 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
 /// error's first line.
 fn case_line(c: &CaseRecord) -> String {
     use crate::format::median_spread;
-    match c.status {
+    let o = &c.outcome;
+    match o.status {
         CaseStatus::Ok => {
             let mut line = format!("ok       {}", c.id);
-            for (name, p) in [("encode", &c.encode), ("decode", &c.decode)] {
+            for (name, p) in [("encode", &o.encode), ("decode", &o.decode)] {
                 if let Some(p) = p {
                     line.push_str(&format!(
                         "  {name} {}",
@@ -304,8 +306,8 @@ fn case_line(c: &CaseRecord) -> String {
             line
         }
         _ => {
-            let first = c.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
-            format!("{:<8} {}  {first}", c.status.name(), c.id)
+            let first = o.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
+            format!("{:<8} {}  {first}", o.status.name(), c.id)
         }
     }
 }

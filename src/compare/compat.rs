@@ -61,7 +61,7 @@ pub fn check_cases(report: &Report, path: &Path) -> Result<(), UserError> {
                 ),
             ));
         }
-        for (pass, stats) in [("encode", &case.encode), ("decode", &case.decode)] {
+        for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
             if let Some(bad) = stats.as_ref().and_then(bad_timing) {
                 return Err(UserError::file(
                     path,

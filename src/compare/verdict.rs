@@ -181,25 +181,29 @@ pub fn compare(baseline: &Report, current: &Report, rules: Rules) -> Comparison 
 
 fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison {
     let mut notes = Vec::new();
-    let status_regression = b.status == CaseStatus::Ok && c.status != CaseStatus::Ok;
+    let status_regression = b.outcome.status == CaseStatus::Ok && c.outcome.status != CaseStatus::Ok;
     if status_regression {
         let why = c
+            .outcome
             .error
             .as_deref()
             .and_then(|e| e.lines().next())
             .unwrap_or("no error message");
-        notes.push(format!("status ok -> {}: {why}", c.status.name()));
-    } else if b.status != CaseStatus::Ok && c.status == CaseStatus::Ok {
-        notes.push(format!("fixed: was {} in the baseline", b.status.name()));
-    } else if b.status != CaseStatus::Ok {
+        notes.push(format!("status ok -> {}: {why}", c.outcome.status.name()));
+    } else if b.outcome.status != CaseStatus::Ok && c.outcome.status == CaseStatus::Ok {
+        notes.push(format!("fixed: was {} in the baseline", b.outcome.status.name()));
+    } else if b.outcome.status != CaseStatus::Ok {
         notes.push(format!(
             "not ok in either report ({} -> {})",
-            b.status.name(),
-            c.status.name()
+            b.outcome.status.name(),
+            c.outcome.status.name()
         ));
     }
     let mut passes = Vec::new();
-    for (name, bp, cp) in [("encode", &b.encode, &c.encode), ("decode", &b.decode, &c.decode)] {
+    for (name, bp, cp) in [
+        ("encode", &b.outcome.encode, &c.outcome.encode),
+        ("decode", &b.outcome.decode, &c.outcome.decode),
+    ] {
         match (bp, cp) {
             (Some(bp), Some(cp)) => passes.push(compare_pass(name, bp, cp, rules)),
             (Some(_), None) if !status_regression => notes.push(format!("{name}: measured in the baseline only")),
@@ -222,8 +226,8 @@ fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison
     let regression = status_regression || !slow.is_empty() || quality.iter().any(|q| q.regression);
     CaseComparison {
         id: c.id.clone(),
-        baseline_status: b.status,
-        current_status: c.status,
+        baseline_status: b.outcome.status,
+        current_status: c.outcome.status,
         status_regression,
         passes,
         quality,

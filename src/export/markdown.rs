@@ -29,7 +29,7 @@ fn gflops_cell(p: Option<&PassStats>) -> String {
 
 /// Sum of the measured passes' medians (None when nothing was measured or not ok).
 fn total(case: &CaseRecord) -> Option<f64> {
-    if case.status != CaseStatus::Ok {
+    if case.outcome.status != CaseStatus::Ok {
         return None;
     }
     let ps: Vec<f64> = super::passes(case)
@@ -97,7 +97,7 @@ pub fn markdown_table(report: &Report) -> String {
         let relative = total(case)
             .filter(|_| best > 0.0 && best.is_finite())
             .map_or("–".into(), |t| format!("{:.2}", t / best));
-        let mut status = case.status.name().to_string();
+        let mut status = case.outcome.status.name().to_string();
         if case.added_as_reference {
             status.push_str(" (added as reference)");
         }
@@ -105,10 +105,10 @@ pub fn markdown_table(report: &Report) -> String {
             o,
             "| `{}` | {} | {} | {} | {} | {} | {} |",
             md_cell(&case.id),
-            time_cell(case.encode.as_ref()),
-            time_cell(case.decode.as_ref()),
-            gflops_cell(case.encode.as_ref()),
-            gflops_cell(case.decode.as_ref()),
+            time_cell(case.outcome.encode.as_ref()),
+            time_cell(case.outcome.decode.as_ref()),
+            gflops_cell(case.outcome.encode.as_ref()),
+            gflops_cell(case.outcome.decode.as_ref()),
             relative,
             status
         );

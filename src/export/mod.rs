@@ -96,5 +96,8 @@ pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
 
 /// Encode and decode stats of a case that was measured.
 fn passes(case: &crate::report::CaseRecord) -> [(&'static str, Option<&PassStats>); 2] {
-    [("encode", case.encode.as_ref()), ("decode", case.decode.as_ref())]
+    [
+        ("encode", case.outcome.encode.as_ref()),
+        ("decode", case.outcome.decode.as_ref()),
+    ]
 }

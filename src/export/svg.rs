@@ -65,7 +65,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
         .unwrap_or(10);
     let label_px = (label_chars as u32 * 7 + 24).clamp(120, 900);
     let size = (label_px + PLOT_PX + 30, TOP_PX + BOTTOM_PX + n as u32 * ROW_PX);
-    let measured = || report.cases.iter().filter(|c| c.status == CaseStatus::Ok);
+    let measured = || report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok);
     let xmax = measured()
         .flat_map(|c| {
             super::passes(c)
@@ -120,9 +120,10 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
                 Row::Case(c) => {
                     root.draw(&Text::new(case_label(c), (lx - 8, ly), label_style.clone()))
                         .map_err(plot_err)?;
-                    let measured = c.status == CaseStatus::Ok && (c.encode.is_some() || c.decode.is_some());
+                    let measured = c.outcome.status == CaseStatus::Ok
+                        && (c.outcome.encode.is_some() || c.outcome.decode.is_some());
                     if !measured {
-                        let note = format!("not measured: {}", c.status.name());
+                        let note = format!("not measured: {}", c.outcome.status.name());
                         chart
                             .draw_series(std::iter::once(Text::new(
                                 note,

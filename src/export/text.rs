@@ -20,7 +20,7 @@ pub fn render_table(report: &Report) -> String {
         report
             .cases
             .iter()
-            .filter(|o| o.status == CaseStatus::Ok)
+            .filter(|o| o.outcome.status == CaseStatus::Ok)
             .filter(|o| (o.settings.frames, o.settings.width, o.settings.height) == (s.frames, s.width, s.height))
             .filter_map(pick)
             .map(|p| p.median_s)
@@ -38,9 +38,9 @@ pub fn render_table(report: &Report) -> String {
     ];
     let mut rows: Vec<[String; 7]> = vec![header.map(str::to_string)];
     for c in &report.cases {
-        let (e, er) = cell(c.encode.as_ref(), fastest(c, |c| c.encode.as_ref()));
-        let (d, dr) = cell(c.decode.as_ref(), fastest(c, |c| c.decode.as_ref()));
-        let status = c.status.name().to_string();
+        let (e, er) = cell(c.outcome.encode.as_ref(), fastest(c, |c| c.outcome.encode.as_ref()));
+        let (d, dr) = cell(c.outcome.decode.as_ref(), fastest(c, |c| c.outcome.decode.as_ref()));
+        let status = c.outcome.status.name().to_string();
         let id = if c.added_as_reference {
             format!("{} (added)", c.id)
         } else {

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use wan_vae_bench::model::Precision;
 use wan_vae_bench::report::{
-    CaseRecord, CaseStatus, ErrorStats, ModelInfo, PassStats, Quality, Report, RunSettings, SCHEMA_VERSION,
+    CaseRecord, CaseStatus, ErrorStats, ModelInfo, Outcome, PassStats, Quality, Report, RunSettings, SCHEMA_VERSION,
 };
 use wan_vae_bench::settings::CaseSettings;
 use wan_vae_bench::system::SystemInfo;
@@ -37,18 +37,14 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             knobs: Default::default(),
         },
         frames_used: Some(5),
-        compute_dtype: Some("f32".into()),
-        env: Default::default(),
-        status: CaseStatus::Ok,
-        error: None,
-        encode: Some(pass(encode)),
-        decode: Some(pass(decode)),
-        load_s: Some(0.1),
-        peak_rss_bytes: Some(1 << 20),
-        device_memory_bytes: None,
-        device_peak_allocated_bytes: None,
-        device_peak_reserved_bytes: None,
-        miopen: None,
+        outcome: Outcome {
+            compute_dtype: Some("f32".into()),
+            encode: Some(pass(encode)),
+            decode: Some(pass(decode)),
+            load_s: Some(0.1),
+            peak_rss_bytes: Some(1 << 20),
+            ..Outcome::new(CaseStatus::Ok, None, Default::default())
+        },
         quality: None,
         system: None,
         budgets: Vec::new(),
@@ -58,13 +54,17 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
 
 /// A case that did not run to completion.
 pub fn failed_case(id: &str, status: CaseStatus) -> CaseRecord {
+    let ok = case(id, &[1.0], &[1.0]);
     CaseRecord {
-        status,
-        error: Some("worker exited with signal 9\nmore stderr".into()),
-        encode: None,
-        decode: None,
-        compute_dtype: None,
-        ..case(id, &[1.0], &[1.0])
+        outcome: Outcome {
+            status,
+            error: Some("worker exited with signal 9\nmore stderr".into()),
+            encode: None,
+            decode: None,
+            compute_dtype: None,
+            ..ok.outcome
+        },
+        ..ok
     }
 }
 

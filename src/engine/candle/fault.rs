@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::protocol::{phase, WorkerResult, WorkerSpec};
+use crate::engine::protocol::{phase, WorkerResult, WorkerSpec};
 use crate::report::{CaseStatus, PassStats};
 
 /// Environment variable that injects a fault (testing hook).
@@ -53,12 +53,12 @@ fn fake(spec: &WorkerSpec) -> WorkerResult {
     let pass = |ms: u64, phase_name: &str| {
         let mut warm = Vec::new();
         let mut samples = Vec::new();
-        for i in 0..spec.warmup {
-            phase(&format!("warmup {phase_name} {}/{}", i + 1, spec.warmup));
+        for i in 0..spec.run.warmup {
+            phase(&format!("warmup {phase_name} {}/{}", i + 1, spec.run.warmup));
             warm.push(timed(|| std::thread::sleep(Duration::from_millis(2 * ms))));
         }
-        for i in 0..spec.runs {
-            phase(&format!("{phase_name} {}/{}", i + 1, spec.runs));
+        for i in 0..spec.run.runs {
+            phase(&format!("{phase_name} {}/{}", i + 1, spec.run.runs));
             samples.push(timed(|| std::thread::sleep(Duration::from_millis(ms))));
         }
         PassStats::from_samples(
@@ -70,13 +70,13 @@ fn fake(spec: &WorkerSpec) -> WorkerResult {
     };
     let encode = pass(5, "encode");
     let decode = pass(10, "decode");
-    WorkerResult {
-        compute_dtype: Some("fake".into()),
-        encode: Some(encode),
-        decode: Some(decode),
-        load_s: Some(0.0),
-        ..WorkerResult::empty(CaseStatus::Ok, None, BTreeMap::new())
-    }
+    let mut result = WorkerResult::empty(CaseStatus::Ok, None, BTreeMap::new());
+    let o = &mut result.outcome;
+    o.compute_dtype = Some("fake".into());
+    o.encode = Some(encode);
+    o.decode = Some(decode);
+    o.load_s = Some(0.0);
+    result
 }
 
 fn timed(f: impl FnOnce()) -> f64 {

@@ -1,7 +1,9 @@
-//! What the parent writes once per run into the scratch directory when a Python engine
-//! takes part, so that every engine reads bit-identical inputs: the synthetic weights (as
-//! safetensors, original key names) and one input clip per frames x size
-//! ([`super::clip::structured_clip`], f32 tensor [`INPUT_VIDEO`]).
+//! The files workers read besides their spec: what the parent writes once per run into the
+//! scratch directory when an engine that reads files only (the Python worker) takes part,
+//! so that every engine reads bit-identical inputs: the synthetic weights (as safetensors,
+//! original key names) and one input clip per frames x size
+//! ([`super::clip::structured_clip`], f32 tensor [`INPUT_VIDEO`]); and how the candle worker
+//! reads those clips and its given input (`bench::user_input` writes the user's) back.
 //!
 //! Must not: run workers or decide which engines run.
 use std::collections::{BTreeSet, HashMap};
@@ -10,7 +12,6 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use candle_core::{Device, Tensor};
 
-use super::matrix::Case;
 use super::protocol::{input_path, INPUT_VIDEO};
 use crate::weights::WeightsSource;
 
@@ -23,12 +24,13 @@ pub struct Shared {
     pub inputs_dir: Option<PathBuf>,
 }
 
-/// Write the synthetic weights (when `weights` is synthetic) and every clip the cases need.
+/// Write the synthetic weights (when `weights` is synthetic) and the clip of every
+/// `(frames, width, height)` of `sizes` (each once).
 pub fn write_shared(
     scratch: &Path,
     weights: &WeightsSource,
     model: Option<crate::model::ModelKind>,
-    cases: &[Case],
+    sizes: impl IntoIterator<Item = (usize, usize, usize)>,
 ) -> anyhow::Result<Shared> {
     let weights_path = match weights {
         WeightsSource::Synthetic { seed } => {
@@ -42,10 +44,7 @@ pub fn write_shared(
         }
         WeightsSource::File(_) => None,
     };
-    let sizes: BTreeSet<(usize, usize, usize)> = cases
-        .iter()
-        .map(|c| (c.settings.frames, c.settings.width, c.settings.height))
-        .collect();
+    let sizes: BTreeSet<(usize, usize, usize)> = sizes.into_iter().collect();
     for (f, w, h) in sizes {
         let clip = super::clip::structured_clip(f, w, h, &Device::Cpu)?;
         save_clip(&input_path(scratch, f, w, h), &clip)?;
@@ -81,19 +80,26 @@ pub fn load_clip(path: &Path, frames: usize, width: usize, height: usize, device
     Ok(video)
 }
 
+/// Read the tensor a worker was given: `latent` or `video`, as `bench::user_input` wrote it
+/// (or a case's outputs file, whose `latent` is the same normalized f32 latent).
+pub fn read_worker_input(path: &Path, name: &str, device: &Device) -> anyhow::Result<Tensor> {
+    let tensors = candle_core::safetensors::load(path, device)
+        .with_context(|| format!("cannot read the input {}", path.display()))?;
+    tensors
+        .get(name)
+        .cloned()
+        .with_context(|| format!("{} has no tensor `{name}`", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::settings::CaseSettings;
 
     #[test]
     fn clips_are_written_once_per_size_and_read_back_bit_identical() {
         let dir = tempfile::tempdir().unwrap();
-        let settings: CaseSettings = serde_json::from_value(serde_json::json!({"precision": "fp32", "chunk": 1,
-            "tile_px": null, "overlap_px": null, "frames": 5, "width": 16, "height": 8}))
-        .unwrap();
-        let cases = vec![Case::new(settings.clone(), Default::default())];
-        let shared = write_shared(dir.path(), &WeightsSource::File("x.pth".into()), None, &cases).unwrap();
+        let sizes = [(5, 16, 8), (5, 16, 8)];
+        let shared = write_shared(dir.path(), &WeightsSource::File("x.pth".into()), None, sizes).unwrap();
         assert_eq!(shared.weights_path, None);
         let path = input_path(dir.path(), 5, 16, 8);
         let back = load_clip(&path, 5, 16, 8, &Device::Cpu).unwrap();

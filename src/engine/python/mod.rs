@@ -1,7 +1,8 @@
-//! The Python worker of the `torch` and `diffusers` engines, shipped inside the binary:
-//! its files (`src/engines/python/*.py`, see `docs/worker-protocol.md`, section 9), written
-//! once into a folder (the run's scratch directory) and run with the chosen interpreter, and
-//! the checks that turn a missing interpreter into a clear `unsupported` message.
+//! The shipped Python worker (engines `torch` and `diffusers`): its files (the common ones
+//! here, beside this module, see `docs/worker-protocol.md`, section 9; each engine's own modules listed in its
+//! [`super::ENGINES`] entry), written once into a folder (the run's scratch directory) and run
+//! with the chosen interpreter, and the checks that turn a missing interpreter into a clear
+//! `unsupported` message.
 //!
 //! Must not: decide which interpreter to use (that is `values::python_interpreter`) or
 //! measure anything (the Python files do).
@@ -10,35 +11,80 @@ use std::process::Command;
 
 use anyhow::Context;
 
-/// Every file of the Python worker, by name; they must sit in one folder.
-pub const FILES: &[(&str, &str)] = &[
-    ("wan_worker.py", include_str!("../engines/python/wan_worker.py")),
-    ("wan_validate.py", include_str!("../engines/python/wan_validate.py")),
-    ("wan_runtime.py", include_str!("../engines/python/wan_runtime.py")),
-    ("wan_common.py", include_str!("../engines/python/wan_common.py")),
-    ("wan_torch.py", include_str!("../engines/python/wan_torch.py")),
-    ("wan21_torch.py", include_str!("../engines/python/wan21_torch.py")),
-    ("wan22_torch.py", include_str!("../engines/python/wan22_torch.py")),
-    (
-        "diffusers_engine.py",
-        include_str!("../engines/python/diffusers_engine.py"),
-    ),
-    ("wan_weights.py", include_str!("../engines/python/wan_weights.py")),
-    ("wan_flops.py", include_str!("../engines/python/wan_flops.py")),
-    ("wan_clip.py", include_str!("../engines/python/wan_clip.py")),
+/// One file of the Python worker: its name and text (shipped inside the binary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PyFile {
+    pub name: &'static str,
+    pub text: &'static str,
+}
+
+impl PyFile {
+    pub const fn new(name: &'static str, text: &'static str) -> PyFile {
+        PyFile { name, text }
+    }
+}
+
+/// The files every Python engine uses: the entry point, the validate mode, the runtime,
+/// the rules shared with candle, weights, FLOPs and the clip.
+pub const COMMON: &[PyFile] = &[
+    PyFile::new("wan_worker.py", include_str!("wan_worker.py")),
+    PyFile::new("wan_validate.py", include_str!("wan_validate.py")),
+    PyFile::new("wan_runtime.py", include_str!("wan_runtime.py")),
+    PyFile::new("wan_common.py", include_str!("wan_common.py")),
+    PyFile::new("wan_weights.py", include_str!("wan_weights.py")),
+    PyFile::new("wan_flops.py", include_str!("wan_flops.py")),
+    PyFile::new("wan_clip.py", include_str!("wan_clip.py")),
 ];
 
-/// The entry point among [`FILES`].
+/// Every file of the Python worker: [`COMMON`] and each Python engine's modules (each once);
+/// they must sit in one folder.
+pub fn files() -> Vec<PyFile> {
+    let mut files = COMMON.to_vec();
+    for spec in super::ENGINES {
+        if let super::WorkerKind::Python { modules } = spec.worker {
+            for m in modules {
+                if !files.iter().any(|f| f.name == m.name) {
+                    files.push(*m);
+                }
+            }
+        }
+    }
+    files
+}
+
+/// The entry point among [`files`].
 pub const ENTRY: &str = "wan_worker.py";
 
 /// Write the worker's files into `dir` (created if needed); returns the entry script's path.
 pub fn write_worker(dir: &Path) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (name, text) in FILES {
-        let path = dir.join(name);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    for f in files() {
+        let path = dir.join(f.name);
+        std::fs::write(&path, f.text).with_context(|| format!("cannot write {}", path.display()))?;
     }
     Ok(dir.join(ENTRY))
+}
+
+/// The Python worker as written into a folder, and its interpreter.
+#[derive(Debug, Clone)]
+pub struct PythonWorker {
+    /// The interpreter as given (a path or a name on `PATH`).
+    pub interpreter: String,
+    /// The entry script ([`ENTRY`]) in that folder.
+    pub script: PathBuf,
+}
+
+impl PythonWorker {
+    /// Write the worker's files into `dir` ([`write_worker`]), to run under `interpreter`.
+    pub fn write(dir: &Path, interpreter: String) -> anyhow::Result<PythonWorker> {
+        let script = write_worker(dir)?;
+        Ok(PythonWorker { interpreter, script })
+    }
+
+    /// A command running the worker ([`command`]).
+    pub fn command(&self) -> Command {
+        command(&self.interpreter, &self.script)
+    }
 }
 
 /// `interpreter SCRIPT ARGS...`: a command running the worker script.
@@ -116,13 +162,18 @@ mod tests {
 
     #[test]
     fn every_python_file_of_the_worker_ships() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engines/python");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
+        let files = files();
         for entry in std::fs::read_dir(dir).unwrap() {
             let name = entry.unwrap().file_name().into_string().unwrap();
             if name.ends_with(".py") {
-                assert!(FILES.iter().any(|(n, _)| *n == name), "{name} is not in python::FILES");
+                assert!(
+                    files.iter().any(|f| f.name == name),
+                    "{name} is neither in python::COMMON nor in an engine's modules"
+                );
             }
         }
+        assert!(files.iter().any(|f| f.name == ENTRY));
     }
 
     #[test]
@@ -130,8 +181,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let entry = write_worker(dir.path()).unwrap();
         assert_eq!(entry, dir.path().join(ENTRY));
-        for (name, text) in FILES {
-            assert_eq!(&std::fs::read_to_string(dir.path().join(name)).unwrap(), text);
+        for f in files() {
+            assert_eq!(std::fs::read_to_string(dir.path().join(f.name)).unwrap(), f.text);
         }
     }
 }

@@ -3,7 +3,8 @@
 //! the worker prints on stderr, the result file it writes (JSON), the statuses, the
 //! environment it reports and the file layout of the run's scratch directory.
 //! `docs/worker-protocol.md` describes the same wire format for implementers; keep the two
-//! in step.
+//! in step. The result shares its measured part with the report's case record
+//! ([`crate::report::Outcome`], flattened into both).
 //!
 //! Must not: measure anything, or spawn processes (that is the executor's job).
 use std::collections::BTreeMap;
@@ -11,8 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{CaseStatus, EngineContext, MiopenLog, PassStats};
+use crate::report::{CaseStatus, EngineContext, Outcome};
 use crate::settings::CaseSettings;
+use crate::values::TorchPrecision;
 use crate::weights::WeightsSource;
 
 /// Prefix of the stderr lines through which the worker tells the parent its current phase.
@@ -45,20 +47,15 @@ pub const REPORTED_ENV_PREFIXES: &[&str] = &[
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WorkerSpec {
     pub id: String,
-    /// The case's settings, flattened: `precision`, `chunk`, `tile_px`, `overlap_px`,
-    /// `frames`, `width`, `height`, `env_variant`.
+    /// The case's settings, flattened: `engine`, `precision`, `chunk`, `tile_px`,
+    /// `overlap_px`, `frames`, `width`, `height`, `env_variant`, `passes`, the temporal
+    /// tiling and the knobs.
     #[serde(flatten)]
     pub settings: CaseSettings,
-    /// The weights, already resolved by the parent: `"synthetic"` (seed 0),
-    /// `"synthetic:SEED"`, or a local file path.
-    #[serde(with = "weights_wire")]
-    pub weights: WeightsSource,
-    /// The model of synthetic weights (Wan 2.1 when absent); a file must agree with it.
-    #[serde(default)]
-    pub model: Option<crate::model::ModelKind>,
-    pub device: String,
-    pub warmup: usize,
-    pub runs: usize,
+    /// What every case of the run shares, flattened: `weights`, `model`, `device`,
+    /// `warmup`, `runs`, `weights_path`, `torch_precision`.
+    #[serde(flatten)]
+    pub run: RunSpec,
     /// Names of the variables the env variant set (always reported).
     pub variant_vars: Vec<String>,
     /// Where to save the last timed pass's outputs (safetensors, f32 tensors
@@ -70,19 +67,40 @@ pub struct WorkerSpec {
     /// or a video; absent = the built-in clip.
     #[serde(default)]
     pub input: Option<WorkerInput>,
+    /// Safetensors file with the input clip (f32 tensor [`INPUT_VIDEO`], `[1, 3, F, H, W]`)
+    /// that the parent wrote once, so every engine encodes the same bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_path: Option<PathBuf>,
+    /// The folder of the user's own install the engine runs (its `--<flag> DIR`, see
+    /// `engine::EngineFolder`); absent for engines that need none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_dir: Option<PathBuf>,
+}
+
+/// The part of a [`WorkerSpec`] every case of a run shares (the scheduler keeps one and
+/// copies it into each spec).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RunSpec {
+    /// The weights, already resolved by the parent: `"synthetic"` (seed 0),
+    /// `"synthetic:SEED"`, or a local file path.
+    #[serde(with = "weights_wire")]
+    pub weights: WeightsSource,
+    /// The model of synthetic weights (Wan 2.1 when absent); a file must agree with it.
+    #[serde(default)]
+    pub model: Option<crate::model::ModelKind>,
+    pub device: String,
+    pub warmup: usize,
+    pub runs: usize,
     /// The weights file to read instead of `weights`: with synthetic weights and a Python
     /// engine in the run, the parent writes them once (original key names) and every
     /// engine reads the same bits. `weights` stays the label.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights_path: Option<PathBuf>,
-    /// Safetensors file with the input clip (f32 tensor [`INPUT_VIDEO`], `[1, 3, F, H, W]`)
-    /// that the parent wrote once, so every engine encodes the same bits.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_path: Option<PathBuf>,
     /// How a Python engine applies bf16/fp16 (`cast` or `autocast`); absent: its default.
-    /// candle ignores it.
+    /// The parent sends it only to engines that list the mode
+    /// (`engine::EngineSpec::precision_modes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub torch_precision: Option<crate::values::TorchPrecision>,
+    pub torch_precision: Option<TorchPrecision>,
 }
 
 /// Where a worker finds its input: an f32 safetensors file holding tensor `latent`
@@ -127,15 +145,10 @@ pub struct WorkerModel {
 /// What a worker writes back (a JSON file at the path the parent gave).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WorkerResult {
-    pub status: CaseStatus,
-    pub error: Option<String>,
-    pub compute_dtype: Option<String>,
-    pub encode: Option<PassStats>,
-    pub decode: Option<PassStats>,
-    pub load_s: Option<f64>,
-    pub peak_rss_bytes: Option<u64>,
-    pub device_memory_bytes: Option<u64>,
-    pub env: BTreeMap<String, String>,
+    /// Status, error, timings, memory and environment: what the report's case record keeps
+    /// (flattened: the same keys in both).
+    #[serde(flatten)]
+    pub outcome: Outcome,
     pub model: Option<WorkerModel>,
     /// PSNR (dB) of the last timed pass's decode(encode(clip)), clamped to [-1, 1], against
     /// the clip; real weights only (null with synthetic weights, or when identical).
@@ -144,47 +157,27 @@ pub struct WorkerResult {
     /// Why the outputs could not be saved (the timings are still valid).
     #[serde(default)]
     pub outputs_error: Option<String>,
-    /// The Python worker's interpreter, torch and device context (the report keeps it per
-    /// engine). The Python worker writes it as `python`.
+    /// What the engine ran on (the report keeps it per engine, `engines.<name>`). The
+    /// Python worker writes it as `python`.
     #[serde(default, rename = "python", skip_serializing_if = "Option::is_none")]
     pub engine_context: Option<EngineContext>,
-    /// `torch.cuda.max_memory_allocated` at the end of the case, bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_peak_allocated_bytes: Option<u64>,
-    /// `torch.cuda.max_memory_reserved` at the end of the case, bytes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device_peak_reserved_bytes: Option<u64>,
-    /// Filled by the parent from the worker's stderr, not by the worker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub miopen: Option<MiopenLog>,
 }
 
 impl WorkerResult {
     /// A result with nothing measured.
     pub fn empty(status: CaseStatus, error: Option<String>, env: BTreeMap<String, String>) -> Self {
         WorkerResult {
-            status,
-            error,
-            compute_dtype: None,
-            encode: None,
-            decode: None,
-            load_s: None,
-            peak_rss_bytes: None,
-            device_memory_bytes: None,
-            env,
+            outcome: Outcome::new(status, error, env),
             model: None,
             roundtrip_psnr_db: None,
             outputs_error: None,
             engine_context: None,
-            device_peak_allocated_bytes: None,
-            device_peak_reserved_bytes: None,
-            miopen: None,
         }
     }
 
     /// The worker's exit code for this result: 0 when `ok`, 1 otherwise.
     pub fn exit_code(&self) -> i32 {
-        if self.status == CaseStatus::Ok {
+        if self.outcome.status == CaseStatus::Ok {
             0
         } else {
             1
@@ -292,17 +285,20 @@ mod tests {
                 engine: Default::default(),
                 knobs: Default::default(),
             },
-            weights: WeightsSource::Synthetic { seed: 0 },
-            model: None,
-            device: "cpu".into(),
-            warmup: 1,
-            runs: 2,
+            run: RunSpec {
+                weights: WeightsSource::Synthetic { seed: 0 },
+                model: None,
+                device: "cpu".into(),
+                warmup: 1,
+                runs: 2,
+                weights_path: None,
+                torch_precision: None,
+            },
             variant_vars: vec![],
             outputs: None,
             input: None,
-            weights_path: None,
             input_path: None,
-            torch_precision: None,
+            engine_dir: None,
         };
         let v = serde_json::to_value(&spec).unwrap();
         assert_eq!(v["weights"], "synthetic");
@@ -312,11 +308,62 @@ mod tests {
         let mut file = v;
         file["weights"] = "/models/wan.safetensors".into();
         let back: WorkerSpec = serde_json::from_value(file).unwrap();
-        assert_eq!(back.weights, WeightsSource::File("/models/wan.safetensors".into()));
+        assert_eq!(back.run.weights, WeightsSource::File("/models/wan.safetensors".into()));
         let mut with_input = serde_json::to_value(&spec).unwrap();
         with_input["input"] = serde_json::json!({"path": "/s/input.safetensors", "kind": "latent"});
         let back: WorkerSpec = serde_json::from_value(with_input).unwrap();
         assert_eq!(back.input.unwrap().kind.tensor(), "latent");
+    }
+
+    #[test]
+    fn result_wire_format_is_flat_and_keeps_the_engine_context_as_reported() {
+        // As the Python worker writes it: extra keys (`engine`, `knobs`) are ignored.
+        let json = serde_json::json!({"status": "ok", "error": null, "compute_dtype": "f32",
+            "encode": null, "decode": null, "load_s": 0.5, "peak_rss_bytes": 1024,
+            "device_memory_bytes": null, "env": {"OMP_NUM_THREADS": "2"}, "model": null,
+            "roundtrip_psnr_db": null, "outputs_error": null, "engine": "torch",
+            "knobs": {"cudnn": "on"}, "device_peak_allocated_bytes": 7,
+            "python": {"python": "3.11.7", "torch": "2.5.1", "hip": null, "threads": 2}});
+        let r: WorkerResult = serde_json::from_value(json).unwrap();
+        let o = &r.outcome;
+        assert_eq!(
+            (o.status, o.load_s, o.peak_rss_bytes),
+            (CaseStatus::Ok, Some(0.5), Some(1024))
+        );
+        assert_eq!(
+            (o.device_peak_allocated_bytes, o.device_peak_reserved_bytes),
+            (Some(7), None)
+        );
+        assert_eq!(o.env["OMP_NUM_THREADS"], "2");
+        let ctx = r.engine_context.as_ref().unwrap();
+        assert_eq!((ctx.text("torch"), ctx.get("hip")), (Some("2.5.1"), None));
+        assert_eq!(ctx.0.len(), 4, "null values are kept as reported");
+        let v = serde_json::to_value(&r).unwrap();
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "compute_dtype",
+                "decode",
+                "device_memory_bytes",
+                "device_peak_allocated_bytes",
+                "encode",
+                "env",
+                "error",
+                "load_s",
+                "model",
+                "outputs_error",
+                "peak_rss_bytes",
+                "python",
+                "roundtrip_psnr_db",
+                "status"
+            ]
+        );
+        assert_eq!(serde_json::from_value::<WorkerResult>(v).unwrap(), r);
+        // A candle result (no context) reads back too.
+        let empty = WorkerResult::empty(CaseStatus::Timeout, Some("t".into()), BTreeMap::new());
+        let back: WorkerResult = serde_json::from_str(&serde_json::to_string(&empty).unwrap()).unwrap();
+        assert_eq!(back, empty);
     }
 
     #[test]

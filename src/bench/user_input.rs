@@ -22,7 +22,7 @@ use std::path::Path;
 use anyhow::Context;
 use candle_core::{DType, Device, Tensor};
 
-use super::protocol::{InputKind, WorkerInput};
+use crate::engine::protocol::{InputKind, WorkerInput};
 use crate::error::UserError;
 use crate::model::Config;
 use crate::report::InputRecord;
@@ -75,73 +75,38 @@ pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile
     } else {
         read_safetensors(path, &bytes, tensor)?
     };
-    let what = format!("tensor `{name}` {shape:?} ({dtype})");
-    if element_count(path, &name, &shape)? != values.len() {
-        return Err(err(
-            path,
-            format!("{what} holds {} values, not the product of its shape", values.len()),
-        ));
-    }
-    check_finite(path, &what, &shape, &values)?;
-    let (sc, tc) = (cfg.spatial_compression(), cfg.temporal_compression());
     let z = cfg.z_dim;
-    let valid = format!(
-        "a latent [1,{z},t,h,w] or [{z},t,h,w] (this model's z_dim is {z}), or a video [1,3,T,H,W] in [-1, 1] \
-         with H and W multiples of {sc}"
-    );
-    let dims5: Vec<usize> = match shape.len() {
-        4 => [&[1usize][..], &shape[..]].concat(),
-        5 => shape.clone(),
-        n => return Err(err(path, format!("{what} has {n} dimensions; expected {valid}"))),
+    let sc = cfg.spatial_compression();
+    let check = Check {
+        path,
+        what: format!("tensor `{name}` {shape:?} ({dtype})"),
+        valid: format!(
+            "a latent [1,{z},t,h,w] or [{z},t,h,w] (this model's z_dim is {z}), or a video [1,3,T,H,W] in \
+             [-1, 1] with H and W multiples of {sc}"
+        ),
     };
-    if dims5[0] != 1 {
+    if element_count(path, &name, &shape)? != values.len() {
+        let n = values.len();
         return Err(err(
             path,
-            format!("{what} has batch {}; expected batch 1: {valid}", dims5[0]),
+            format!("{} holds {n} values, not the product of its shape", check.what),
         ));
     }
-    if dims5.contains(&0) {
-        return Err(err(path, format!("{what} has an empty dimension; expected {valid}")));
-    }
+    check_finite(path, &check.what, &shape, &values)?;
+    let dims5 = check.five_dims(&shape)?;
     let is_video = shape.len() == 5 && dims5[1] == 3 && z != 3 && comfy.is_none();
     let tensor = Tensor::from_vec(values, dims5.as_slice(), &Device::Cpu).map_err(|e| err(path, e.to_string()))?;
-    let (c, t, h, w) = (dims5[1], dims5[2], dims5[3], dims5[4]);
-    let (tensor, frames, width, height, normalization) = if is_video {
-        if h % sc != 0 || w % sc != 0 {
-            return Err(err(
-                path,
-                format!("{what}: a video's height and width must be multiples of {sc}; expected {valid}"),
-            ));
-        }
-        let (lo, hi) = min_max(&tensor).map_err(|e| err(path, e.to_string()))?;
-        if lo < -1.0 - 1e-3 || hi > 1.0 + 1e-3 || lo.is_nan() || hi.is_nan() {
-            return Err(err(
-                path,
-                format!("{what} looks like a video but its values span [{lo}, {hi}]; expected {valid}"),
-            ));
-        }
-        (tensor, t, w, h, "video")
+    let read = if is_video {
+        check.video(tensor, &dims5, sc)?
     } else {
-        if c != z {
-            return Err(err(
-                path,
-                format!("{what} has {c} latent channels but this model's z_dim is {z}; expected {valid}"),
-            ));
-        }
-        let tensor = match comfy {
-            Some(scale) => normalize_comfyui(&tensor, cfg, scale).map_err(|e| err(path, e.to_string()))?,
-            None => tensor,
-        };
-        let frames = 1 + tc * (t - 1);
-        let kind = if comfy.is_some() { "comfyui" } else { "normalized" };
-        (tensor, frames, sc * w, sc * h, kind)
+        check.latent(tensor, &dims5, cfg, comfy)?
     };
     Ok(InputFile {
-        tensor,
+        tensor: read.tensor,
         is_latent: !is_video,
-        frames,
-        width,
-        height,
+        frames: read.frames,
+        width: read.width,
+        height: read.height,
         record: InputRecord {
             path: path.display().to_string(),
             tensor: name,
@@ -149,7 +114,7 @@ pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile
             dtype,
             sha256,
             kind: if is_video { "video" } else { "latent" }.to_string(),
-            normalization: normalization.to_string(),
+            normalization: read.normalization.to_string(),
         },
     })
 }
@@ -191,6 +156,93 @@ fn check_finite(path: &Path, what: &str, shape: &[usize], values: &[f32]) -> Res
             values.len()
         ),
     ))
+}
+
+/// The checks of one input tensor, with what its errors say: the file, the tensor
+/// (`what`) and what would be valid.
+struct Check<'a> {
+    path: &'a Path,
+    what: String,
+    valid: String,
+}
+
+/// A checked tensor and the video it stands for.
+struct Checked {
+    tensor: Tensor,
+    frames: usize,
+    width: usize,
+    height: usize,
+    /// `video`, `normalized` or `comfyui` (the report's `run.input.normalization`).
+    normalization: &'static str,
+}
+
+impl Check<'_> {
+    fn fail(&self, problem: String) -> UserError {
+        err(self.path, format!("{problem}; expected {}", self.valid))
+    }
+
+    /// The shape as 5 dimensions (a 4-D latent gets batch 1): batch 1, none empty.
+    fn five_dims(&self, shape: &[usize]) -> Result<Vec<usize>, UserError> {
+        let what = &self.what;
+        let dims5: Vec<usize> = match shape.len() {
+            4 => [&[1usize][..], shape].concat(),
+            5 => shape.to_vec(),
+            n => return Err(self.fail(format!("{what} has {n} dimensions"))),
+        };
+        if dims5[0] != 1 {
+            let batch = format!("{what} has batch {}; expected batch 1: {}", dims5[0], self.valid);
+            return Err(err(self.path, batch));
+        }
+        if dims5.contains(&0) {
+            return Err(self.fail(format!("{what} has an empty dimension")));
+        }
+        Ok(dims5)
+    }
+
+    /// A video: height and width multiples of the spatial compression, values in [-1, 1].
+    fn video(&self, tensor: Tensor, dims5: &[usize], sc: usize) -> Result<Checked, UserError> {
+        let (t, h, w) = (dims5[2], dims5[3], dims5[4]);
+        let what = &self.what;
+        if h % sc != 0 || w % sc != 0 {
+            return Err(self.fail(format!("{what}: a video's height and width must be multiples of {sc}")));
+        }
+        let (lo, hi) = min_max(&tensor).map_err(|e| err(self.path, e.to_string()))?;
+        if lo < -1.0 - 1e-3 || hi > 1.0 + 1e-3 || lo.is_nan() || hi.is_nan() {
+            return Err(self.fail(format!("{what} looks like a video but its values span [{lo}, {hi}]")));
+        }
+        Ok(Checked {
+            tensor,
+            frames: t,
+            width: w,
+            height: h,
+            normalization: "video",
+        })
+    }
+
+    /// A latent: the model's `z_dim` channels; a ComfyUI latent (`comfy` = its scale) is
+    /// normalized with the model's mean/std.
+    fn latent(&self, tensor: Tensor, dims5: &[usize], cfg: &Config, comfy: Option<f64>) -> Result<Checked, UserError> {
+        let (c, t, h, w) = (dims5[1], dims5[2], dims5[3], dims5[4]);
+        let z = cfg.z_dim;
+        if c != z {
+            return Err(self.fail(format!(
+                "{} has {c} latent channels but this model's z_dim is {z}",
+                self.what
+            )));
+        }
+        let tensor = match comfy {
+            Some(scale) => normalize_comfyui(&tensor, cfg, scale).map_err(|e| err(self.path, e.to_string()))?,
+            None => tensor,
+        };
+        let sc = cfg.spatial_compression();
+        Ok(Checked {
+            tensor,
+            frames: 1 + cfg.temporal_compression() * (t - 1),
+            width: sc * w,
+            height: sc * h,
+            normalization: if comfy.is_some() { "comfyui" } else { "normalized" },
+        })
+    }
 }
 
 /// ComfyUI's raw latent (times `scale`, its `LoadLatent` rule) -> `(mu - mean) / std`.
@@ -344,15 +396,4 @@ impl InputFile {
             },
         })
     }
-}
-
-/// Read the tensor a worker was given: `latent` or `video`, as written by [`InputFile::save`]
-/// (or a case's outputs file, whose `latent` is the same normalized f32 latent).
-pub fn read_worker_input(path: &Path, name: &str, device: &Device) -> anyhow::Result<Tensor> {
-    let tensors = candle_core::safetensors::load(path, device)
-        .with_context(|| format!("cannot read the input {}", path.display()))?;
-    tensors
-        .get(name)
-        .cloned()
-        .with_context(|| format!("{} has no tensor `{name}`", path.display()))
 }

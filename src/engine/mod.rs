@@ -1,0 +1,418 @@
+//! The engines: one description per engine ([`EngineSpec`], listed in [`ENGINES`]) that the
+//! rest of the code queries instead of naming engines: how its worker starts, which knobs
+//! and axis values it supports, how its context is recorded in the report, and which engine
+//! its outputs are cross-checked against. Also owns what every worker shares: the parent <->
+//! worker wire format ([`protocol`], `docs/worker-protocol.md`), the input clip ([`clip`])
+//! and the files the parent writes once for every engine ([`shared_files`]); and the two
+//! workers: this binary's ([`candle`]) and the shipped Python worker ([`python`]).
+//!
+//! Adding an engine is one entry in [`ENGINES`] (and its name in `settings::Engine`); a
+//! Python engine also adds its `.py` module(s) to `python/`, listed in its entry
+//! (`docs/architecture.md` has the recipe).
+//!
+//! Must not: schedule or spawn cases (that is `bench`) or write the report.
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use crate::error::UserError;
+use crate::settings::{CaseSettings, Knobs};
+use crate::values::Engine;
+
+pub mod candle;
+pub mod clip;
+pub mod protocol;
+pub mod python;
+pub mod shared_files;
+
+/// Everything the rest of the program knows about one engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineSpec {
+    /// The engine (its `name()` is the flag, TOML, JSON and case-id spelling).
+    pub engine: Engine,
+    /// How its worker process starts.
+    pub worker: WorkerKind,
+    /// Whether the PyTorch knobs (`cudnn`, `cudnn_benchmark`, `miopen_db`) act in it; they
+    /// act on a GPU (`cuda:N`) only, and are `n/a` (not multiplied into cases) elsewhere.
+    pub knobs: bool,
+    /// Whether it runs chunks other than 1 (latent frames per decoder call); a case with
+    /// another chunk is `unsupported` without starting a worker.
+    pub any_chunk: bool,
+    /// The `--torch-precision` modes it understands, its default first; the run-wide mode
+    /// reaches its workers only when listed here (empty: the flag does not apply).
+    pub precision_modes: &'static [&'static str],
+    /// Device kinds it runs on (`cpu`, `cuda`, `metal`); a case on another is
+    /// `unsupported` without starting a worker.
+    pub devices: &'static [&'static str],
+    /// The keys of `engines.<name>` in the report: the context its worker reports (the
+    /// result's `python` object) with its first case; empty: it reports none.
+    pub context: &'static [&'static str],
+    /// The engine whose decoded video its reference cases are compared with
+    /// (`quality.cross_engine`) when that engine ran the same settings.
+    pub cross_check: Option<Engine>,
+    /// A folder of the user's own install that it runs (given by a flag of its own).
+    pub folder: Option<EngineFolder>,
+}
+
+/// How an engine's worker process starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerKind {
+    /// This binary's hidden `worker` command ([`candle`]): it builds synthetic weights and
+    /// the input clip itself.
+    ThisBinary,
+    /// The shipped Python worker ([`python`]) under the run's interpreter, which imports
+    /// the engine's own `modules` (shipped beside the common files). It reads weights and
+    /// clips from files only ([`shared_files`]).
+    Python { modules: &'static [python::PyFile] },
+}
+
+/// A folder the user gives for an engine that runs code of their own install, with the flag
+/// `--<flag> DIR` of `run` and `validate`; it reaches the worker as the spec's `engine_dir`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineFolder {
+    /// The flag's name without dashes (`comfyui` for `--comfyui DIR`).
+    pub flag: &'static str,
+    /// What the folder holds, for `--help` and errors (e.g. `a ComfyUI checkout`).
+    pub holds: &'static str,
+}
+
+/// The context keys the Python worker reports for a PyTorch engine.
+const TORCH_CONTEXT: &[&str] = &[
+    "python",
+    "python_executable",
+    "torch",
+    "hip",
+    "cuda",
+    "cudnn_version",
+    "diffusers",
+    "threads",
+    "device_name",
+    "gcn_arch_name",
+    "total_memory_bytes",
+];
+
+/// Every engine, in the order tables list them.
+pub const ENGINES: &[EngineSpec] = &[
+    EngineSpec {
+        engine: Engine::Candle,
+        worker: WorkerKind::ThisBinary,
+        knobs: false,
+        any_chunk: true,
+        precision_modes: &[],
+        devices: &["cpu", "cuda", "metal"],
+        context: &[],
+        cross_check: None,
+        folder: None,
+    },
+    EngineSpec {
+        engine: Engine::Torch,
+        worker: WorkerKind::Python {
+            modules: &[
+                python::PyFile::new("wan_torch.py", include_str!("python/wan_torch.py")),
+                python::PyFile::new("wan21_torch.py", include_str!("python/wan21_torch.py")),
+                python::PyFile::new("wan22_torch.py", include_str!("python/wan22_torch.py")),
+            ],
+        },
+        knobs: true,
+        any_chunk: true,
+        precision_modes: &["autocast", "cast"],
+        devices: &["cpu", "cuda"],
+        context: TORCH_CONTEXT,
+        cross_check: Some(Engine::Candle),
+        folder: None,
+    },
+    EngineSpec {
+        engine: Engine::Diffusers,
+        worker: WorkerKind::Python {
+            modules: &[python::PyFile::new(
+                "diffusers_engine.py",
+                include_str!("python/diffusers_engine.py"),
+            )],
+        },
+        knobs: true,
+        // AutoencoderKLWan always decodes one latent frame per call.
+        any_chunk: false,
+        precision_modes: &["cast", "autocast"],
+        devices: &["cpu", "cuda"],
+        context: TORCH_CONTEXT,
+        cross_check: Some(Engine::Candle),
+        folder: None,
+    },
+];
+
+/// The description of `engine`.
+pub fn spec(engine: Engine) -> &'static EngineSpec {
+    ENGINES
+        .iter()
+        .find(|s| s.engine == engine)
+        .expect("every settings::Engine has an entry in ENGINES (checked by a test)")
+}
+
+/// Whether the PyTorch knobs act for `engine` on `device` (see [`EngineSpec::knobs`]).
+pub fn knobs_apply(engine: Engine, device: &str) -> bool {
+    spec(engine).knobs_act_on(device)
+}
+
+/// The device kind of a device string: `cuda` for `cuda:1`.
+fn device_kind(device: &str) -> String {
+    let d = device.trim().to_ascii_lowercase();
+    d.split(':').next().unwrap_or_default().to_string()
+}
+
+impl EngineSpec {
+    /// The engine's name (`candle`, `torch`, ...).
+    pub fn name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// Whether its worker is the Python worker (the run then needs an interpreter and the
+    /// shared files).
+    pub fn runs_python(&self) -> bool {
+        matches!(self.worker, WorkerKind::Python { .. })
+    }
+
+    /// Whether the PyTorch knobs act in this engine on `device`.
+    pub fn knobs_act_on(&self, device: &str) -> bool {
+        self.knobs && device_kind(device) == "cuda"
+    }
+
+    /// `settings` as this engine runs them on `device`: the same case with this engine,
+    /// and the knobs `n/a` where they do not act (so they are neither multiplied into cases
+    /// nor part of the id).
+    pub fn run_as(&self, settings: &CaseSettings, device: &str) -> CaseSettings {
+        CaseSettings {
+            engine: self.engine,
+            knobs: if self.knobs_act_on(device) {
+                settings.knobs
+            } else {
+                Knobs::default()
+            },
+            ..settings.clone()
+        }
+    }
+
+    /// Why this engine cannot run a case of `chunk` on `device` (the case is then
+    /// `unsupported` without starting a worker); `None` when it can.
+    pub fn unsupported(&self, chunk: usize, device: &str) -> Option<String> {
+        let kind = device_kind(device);
+        if !self.devices.contains(&kind.as_str()) {
+            return Some(format!(
+                "device {device} is not supported by the {} engine (it runs on {})",
+                self.name(),
+                self.devices.join(", ")
+            ));
+        }
+        if chunk != 1 && !self.any_chunk {
+            return Some(format!(
+                "chunk {chunk} is not supported by the {} engine: it decodes one latent frame per call \
+                 (4 frames per encoder call after the first), i.e. chunk 1",
+                self.name()
+            ));
+        }
+        None
+    }
+
+    /// Whether the `--torch-precision` mode `name` is one of this engine's (it then reaches
+    /// its workers; otherwise they use their default).
+    pub fn has_precision_mode(&self, name: &str) -> bool {
+        self.precision_modes.contains(&name)
+    }
+}
+
+/// The engine folders given on the command line (`--<flag> DIR` for each engine with an
+/// [`EngineFolder`]); the flags are made from [`ENGINES`], so an engine that needs a folder
+/// brings its flag with its entry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EngineDirs(pub BTreeMap<Engine, PathBuf>);
+
+impl EngineDirs {
+    /// The folder given for `engine`, if any.
+    pub fn get(&self, engine: Engine) -> Option<&PathBuf> {
+        self.0.get(&engine)
+    }
+
+    /// Every engine of `engines` that needs a folder has one, and it is a folder: checked
+    /// before anything runs, naming the flag.
+    pub fn check(&self, engines: impl IntoIterator<Item = Engine>) -> Result<(), UserError> {
+        check_dirs(ENGINES, &self.0, engines)
+    }
+}
+
+fn check_dirs(
+    table: &[EngineSpec],
+    dirs: &BTreeMap<Engine, PathBuf>,
+    engines: impl IntoIterator<Item = Engine>,
+) -> Result<(), UserError> {
+    for e in engines {
+        let Some(folder) = table.iter().find(|s| s.engine == e).and_then(|s| s.folder) else {
+            continue;
+        };
+        let flag = format!("--{}", folder.flag);
+        match dirs.get(&e) {
+            None => {
+                return Err(UserError::Other(format!(
+                    "engine {e} needs {} ({flag} DIR)",
+                    folder.holds
+                )))
+            }
+            Some(dir) if !dir.is_dir() => {
+                return Err(UserError::invalid(
+                    flag,
+                    dir.display().to_string(),
+                    format!("an existing folder: {}", folder.holds),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// One `--<flag> DIR` argument per engine of `table` with a folder.
+fn folder_args(cmd: clap::Command, table: &'static [EngineSpec]) -> clap::Command {
+    table
+        .iter()
+        .filter_map(|s| s.folder.map(|f| (s, f)))
+        .fold(cmd, |cmd, (s, f)| {
+            cmd.arg(
+                clap::Arg::new(f.flag)
+                    .long(f.flag)
+                    .value_name("DIR")
+                    .value_parser(clap::value_parser!(PathBuf))
+                    .help(format!("{} for the {} engine", f.holds, s.name())),
+            )
+        })
+}
+
+fn dirs_from(table: &[EngineSpec], m: &clap::ArgMatches) -> BTreeMap<Engine, PathBuf> {
+    table
+        .iter()
+        .filter_map(|s| Some((s.engine, m.get_one::<PathBuf>(s.folder?.flag)?.clone())))
+        .collect()
+}
+
+impl clap::FromArgMatches for EngineDirs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(EngineDirs(dirs_from(ENGINES, m)))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.extend(dirs_from(ENGINES, m));
+        Ok(())
+    }
+}
+
+impl clap::Args for EngineDirs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        folder_args(cmd, ENGINES)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        folder_args(cmd, ENGINES)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_engine_has_exactly_one_entry() {
+        for e in Engine::ALL {
+            assert_eq!(ENGINES.iter().filter(|s| s.engine == e).count(), 1, "{e}");
+            assert_eq!(spec(e).name(), e.name());
+        }
+        assert_eq!(ENGINES.len(), Engine::ALL.len());
+        for s in ENGINES {
+            if let Some(x) = s.cross_check {
+                assert_ne!(x, s.engine, "{} is cross-checked against itself", s.name());
+            }
+            assert!(!s.devices.is_empty(), "{}", s.name());
+        }
+    }
+
+    fn settings(engine: Engine, chunk: usize) -> CaseSettings {
+        let mut s: CaseSettings = serde_json::from_value(serde_json::json!({"precision": "fp32", "chunk": chunk,
+            "tile_px": null, "overlap_px": null, "frames": 5, "width": 16, "height": 8}))
+        .unwrap();
+        s.engine = engine;
+        s
+    }
+
+    #[test]
+    fn support_comes_from_the_entry() {
+        let (candle, torch, diffusers) = (spec(Engine::Candle), spec(Engine::Torch), spec(Engine::Diffusers));
+        assert!(!candle.runs_python() && torch.runs_python() && diffusers.runs_python());
+        assert!(torch.knobs_act_on("cuda:0") && torch.knobs_act_on("CUDA"));
+        assert!(!torch.knobs_act_on("cpu") && !candle.knobs_act_on("cuda:0"));
+        assert!(knobs_apply(Engine::Diffusers, "cuda:1"));
+        assert_eq!(diffusers.unsupported(1, "cpu"), None);
+        let m = diffusers.unsupported(2, "cpu").unwrap();
+        assert!(m.contains("chunk 2") && m.contains("diffusers"), "{m}");
+        assert_eq!(torch.unsupported(2, "cuda:0"), None);
+        let m = torch.unsupported(1, "metal").unwrap();
+        assert!(m.contains("metal") && m.contains("cpu, cuda"), "{m}");
+        assert_eq!(candle.unsupported(3, "metal:0"), None);
+        assert!(torch.has_precision_mode("cast") && diffusers.has_precision_mode("autocast"));
+        assert!(!candle.has_precision_mode("cast") && !torch.has_precision_mode("auto"));
+    }
+
+    #[test]
+    fn run_as_drops_knobs_where_they_do_not_act() {
+        use crate::values::{MiopenDb, Switch};
+        let mut s = settings(Engine::Torch, 1);
+        s.knobs = Knobs {
+            cudnn: Switch::Off,
+            cudnn_benchmark: Switch::On,
+            miopen_db: MiopenDb::Fresh,
+        };
+        assert_eq!(spec(Engine::Torch).run_as(&s, "cuda:0"), s);
+        let on_cpu = spec(Engine::Torch).run_as(&s, "cpu");
+        assert_eq!(on_cpu.knobs, Knobs::default());
+        let twin = spec(Engine::Candle).run_as(&s, "cuda:0");
+        assert_eq!((twin.engine, twin.knobs), (Engine::Candle, Knobs::default()));
+        assert_eq!(twin.id(), "fp32-chunk1-untiled-5x16x8-baseline");
+    }
+
+    const WITH_FOLDER: &[EngineSpec] = &[EngineSpec {
+        engine: Engine::Torch,
+        worker: WorkerKind::ThisBinary,
+        knobs: false,
+        any_chunk: true,
+        precision_modes: &[],
+        devices: &["cpu"],
+        context: &[],
+        cross_check: None,
+        folder: Some(EngineFolder {
+            flag: "torch-home",
+            holds: "a folder of torch code",
+        }),
+    }];
+
+    #[test]
+    fn an_engine_folder_brings_its_flag_and_is_checked() {
+        let cmd = folder_args(clap::Command::new("t"), WITH_FOLDER);
+        let dir = tempfile::tempdir().unwrap();
+        let m = cmd
+            .clone()
+            .try_get_matches_from(["t", "--torch-home", dir.path().to_str().unwrap()])
+            .unwrap();
+        let dirs = dirs_from(WITH_FOLDER, &m);
+        assert_eq!(dirs.get(&Engine::Torch), Some(&dir.path().to_path_buf()));
+        check_dirs(WITH_FOLDER, &dirs, [Engine::Torch, Engine::Candle]).unwrap();
+        let e = check_dirs(WITH_FOLDER, &BTreeMap::new(), [Engine::Torch])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--torch-home DIR") && e.contains("a folder of torch code"),
+            "{e}"
+        );
+        let missing = BTreeMap::from([(Engine::Torch, dir.path().join("nope"))]);
+        let e = check_dirs(WITH_FOLDER, &missing, [Engine::Torch])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--torch-home") && e.contains("nope"), "{e}");
+        // The real table has no engine with a folder yet: no flag is added.
+        let plain = folder_args(clap::Command::new("t"), ENGINES);
+        assert_eq!(plain.get_arguments().count(), 0);
+    }
+}
