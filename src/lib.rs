@@ -11,12 +11,15 @@
 //! - [`files`], [`format`]: writing files (create parent, temp + rename) and rendering
 //!   seconds and PSNR, each in one place; [`lock`]: output locks and process marks.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
-//!   merging reports, Markdown/SVG exports.
+//!   merging reports, Markdown/CSV/SVG exports; [`answer`]: what to set, from a finished run.
+//! - [`cli`], [`completions`]: the command line and its shell completions.
 //!
 //! Must not: hold logic of its own; it only declares the modules.
+pub mod answer;
 pub mod bench;
 pub mod cli;
 pub mod compare;
+pub mod completions;
 pub mod device;
 pub mod error;
 pub mod export;

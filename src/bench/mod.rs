@@ -42,7 +42,7 @@ pub mod python;
 pub mod scheduler;
 pub mod worker;
 
-use crate::export::{ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
+use crate::export::{CsvTable, ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
 use options::{BenchOptions, MatrixFlags};
 pub use scheduler::RECORD_ENV_VAR;
 use scheduler::{RunWide, Scheduler};
@@ -62,6 +62,16 @@ pub struct RunArgs {
     /// Also write a bar chart of the results as SVG to FILE (at the end of the run).
     #[arg(long = "export-svg", value_name = "FILE")]
     pub export_svg: Option<PathBuf>,
+    /// Also write one CSV row per case to FILE (at the end of the run).
+    #[arg(long = "export-csv", value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the JSON report to FILE: the same as -o/--output.
+    #[arg(long = "export-json", value_name = "FILE", conflicts_with = "output")]
+    pub export_json: Option<PathBuf>,
+    /// The answer's quality floor: the PSNR against the fp32 untiled reference a case needs
+    /// to be recommended, dB [default: 40].
+    #[arg(long = "min-psnr", value_name = "DB", value_parser = crate::answer::min_psnr_flag)]
+    pub min_psnr: Option<f64>,
     /// Keep the run's scratch directory with every case's outputs (`<case id>.outputs.safetensors`,
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
@@ -92,6 +102,7 @@ pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
         None => config::smoke(),
     };
     opts.apply(&args.flags)?;
+    opts.output = args.export_json.clone().or(opts.output);
     Ok(opts)
 }
 
@@ -139,6 +150,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     for (flag, path) in [
         ("--export-markdown", &args.export_markdown),
         ("--export-svg", &args.export_svg),
+        ("--export-csv", &args.export_csv),
     ] {
         if let Some(p) = path {
             crate::files::check_output(p, &format!("{flag} file"))?;
@@ -209,6 +221,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         },
         cases: Vec::new(),
         engines: Default::default(),
+        summary: None,
     };
     report
         .save_atomic(&output)
@@ -261,6 +274,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         }
         report.save_atomic(&output)?;
     }
+    crate::answer::attach(&mut report, &output, args.min_psnr)?;
     print!("{}", TextTable.render(&report)?);
     print!("{}", budgets::render(&report.cases));
     let broken = budgets::broken(&report.cases);
@@ -271,6 +285,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let mut exports = ExportManager::default();
     exports.add(MarkdownTable, args.export_markdown.as_deref());
     exports.add(SvgChart, args.export_svg.as_deref());
+    exports.add(CsvTable, args.export_csv.as_deref());
     exports.write_all(&report)?;
     if args.keep_outputs {
         println!("outputs: {}", scheduler.executor.scratch.display());

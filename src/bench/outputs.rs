@@ -341,6 +341,7 @@ mod tests {
             model: Default::default(),
             run: Default::default(),
             engines: Default::default(),
+            summary: None,
             cases: vec![record(CASE, CaseStatus::Ok)],
         };
         // The case first: nothing to compare with yet.
@@ -372,6 +373,7 @@ mod tests {
             model: Default::default(),
             run: Default::default(),
             engines: Default::default(),
+            summary: None,
             cases: vec![record(REF, CaseStatus::Failed), record(CASE, CaseStatus::Ok)],
         };
         book.finished(&mut report, REF, None, None);
