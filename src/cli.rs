@@ -2,7 +2,7 @@
 //! Each subcommand's typed arguments live in the module that owns the command.
 //!
 //! Must not: hold command logic; each command lives in its own module.
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -34,6 +34,8 @@ pub enum Command {
     Merge(crate::merge::MergeArgs),
     /// Plot a report as an SVG bar chart.
     Plot(crate::export::PlotArgs),
+    /// Print the shell completion script (bash, zsh, fish) on stdout.
+    Completions(crate::completions::CompletionsArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -48,6 +50,7 @@ pub fn main() -> i32 {
         Command::Compare(a) => crate::compare::command(a),
         Command::Merge(a) => crate::merge::command(a),
         Command::Plot(a) => crate::export::plot_command(a),
+        Command::Completions(a) => crate::completions::command(a, Cli::command()),
     };
     match result {
         Ok(code) => code,

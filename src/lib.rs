@@ -19,13 +19,16 @@
 //!   the user's files with a bound; [`lock`]: output locks and folder ownership
 //!   (kernel file locks); [`shuffle`]: the seeded case order.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
-//!   merging reports, Markdown/SVG exports.
+//!   merging reports, Markdown/CSV/SVG exports; [`answer`]: what to set, from a finished run.
+//! - [`cli`], [`completions`]: the command line and its shell completions.
 //!
 //! Must not: hold logic of its own; it only declares the modules.
+pub mod answer;
 pub mod axes;
 pub mod bench;
 pub mod cli;
 pub mod compare;
+pub mod completions;
 pub mod device;
 pub mod engine;
 pub mod env_limits;

@@ -45,6 +45,8 @@ pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
     let (_, first) = iter.next().expect("merge needs at least one report");
     let mut merged = Report {
         cases: Vec::new(),
+        // The answer belongs to one run; merged cases come from several.
+        summary: None,
         ..first.clone()
     };
     let mut taken = BTreeSet::new();

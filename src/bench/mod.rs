@@ -43,7 +43,7 @@ pub mod scheduler;
 pub mod user_input;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
-use crate::export::{ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
+use crate::export::{CsvTable, ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
 use flags::MatrixFlags;
 use matrix::Case;
 use options::BenchOptions;
@@ -65,6 +65,16 @@ pub struct RunArgs {
     /// Also write a bar chart of the results as SVG to FILE (at the end of the run).
     #[arg(long = "export-svg", value_name = "FILE")]
     pub export_svg: Option<PathBuf>,
+    /// Also write one CSV row per case to FILE (at the end of the run).
+    #[arg(long = "export-csv", value_name = "FILE")]
+    pub export_csv: Option<PathBuf>,
+    /// Write the JSON report to FILE: the same as -o/--output.
+    #[arg(long = "export-json", value_name = "FILE", conflicts_with = "output")]
+    pub export_json: Option<PathBuf>,
+    /// The answer's quality floor: the PSNR against the fp32 untiled reference a case needs
+    /// to be recommended, dB [default: 40].
+    #[arg(long = "min-psnr", value_name = "DB", value_parser = crate::answer::min_psnr_flag)]
+    pub min_psnr: Option<f64>,
     /// Keep the run's scratch directory with every case's outputs (`<case id>.outputs.safetensors`,
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
@@ -87,6 +97,7 @@ pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
         None => config::smoke(),
     };
     opts.apply(&args.flags)?;
+    opts.output = args.export_json.clone().or(opts.output);
     Ok(opts)
 }
 
@@ -190,17 +201,14 @@ struct Ended {
 /// of measuring.
 fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::Result<()> {
     // No output may be one of the run's inputs or another output.
-    run_files::check(
-        opts,
-        report,
-        args.export_markdown.as_deref(),
-        args.export_svg.as_deref(),
-    )?;
+    let exports = [
+        ("--export-markdown", args.export_markdown.as_deref()),
+        ("--export-svg", args.export_svg.as_deref()),
+        ("--export-csv", args.export_csv.as_deref()),
+    ];
+    run_files::check(opts, report, &exports)?;
     crate::files::check_output(report, "report")?;
-    for (flag, path) in [
-        ("--export-markdown", &args.export_markdown),
-        ("--export-svg", &args.export_svg),
-    ] {
+    for (flag, path) in exports {
         if let Some(p) = path {
             crate::files::check_output(p, &format!("{flag} file"))?;
         }
@@ -295,6 +303,7 @@ fn new_report(
         },
         cases: Vec::new(),
         engines: Default::default(),
+        summary: None,
     }
 }
 
@@ -358,6 +367,7 @@ fn finish(
         }
         report.save_atomic(output)?;
     }
+    crate::answer::attach(report, output, args.min_psnr)?;
     print!("{}", TextTable.render(report)?);
     print!("{}", budgets::render(&report.cases));
     let broken = budgets::broken(&report.cases);
@@ -368,6 +378,7 @@ fn finish(
     let mut exports = ExportManager::default();
     exports.add(MarkdownTable, args.export_markdown.as_deref());
     exports.add(SvgChart, args.export_svg.as_deref());
+    exports.add(CsvTable, args.export_csv.as_deref());
     exports.write_all(report)?;
     if let Some(scratch) = &ended.kept_scratch {
         println!("outputs: {}", scratch.display());

@@ -337,6 +337,7 @@ mod tests {
             model: Default::default(),
             run: Default::default(),
             engines: Default::default(),
+            summary: None,
             cases: vec![record(CASE, CaseStatus::Ok)],
         };
         // The case first: nothing to compare with yet.
@@ -368,6 +369,7 @@ mod tests {
             model: Default::default(),
             run: Default::default(),
             engines: Default::default(),
+            summary: None,
             cases: vec![record(REF, CaseStatus::Failed), record(CASE, CaseStatus::Ok)],
         };
         book.finished(&mut report, REF, None, None);

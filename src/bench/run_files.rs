@@ -10,7 +10,7 @@ use crate::error::UserError;
 
 /// Refuse (exit 2) a report or export path that is one of the run's inputs or another of
 /// its outputs.
-pub fn check(opts: &BenchOptions, report: &Path, markdown: Option<&Path>, svg: Option<&Path>) -> Result<(), UserError> {
+pub fn check(opts: &BenchOptions, report: &Path, exports: &[(&str, Option<&Path>)]) -> Result<(), UserError> {
     let weights = crate::weights::source::local_file(&opts.weights);
     crate::files::check_distinct(
         &[
@@ -18,10 +18,6 @@ pub fn check(opts: &BenchOptions, report: &Path, markdown: Option<&Path>, svg: O
             ("--input", opts.input.as_deref()),
             ("--config", opts.config_path.as_deref()),
         ],
-        &[
-            ("-o", Some(report)),
-            ("--export-markdown", markdown),
-            ("--export-svg", svg),
-        ],
+        &[&[("-o", Some(report))], exports].concat(),
     )
 }

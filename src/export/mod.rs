@@ -1,7 +1,8 @@
 //! Exporters of a finished report, each behind the one [`Exporter`] trait (as hyperfine's
-//! `export/` module): the terminal table ([`text`]), the Markdown table ([`markdown`]) and
-//! the SVG bar chart ([`svg`]); [`ExportManager`] writes the ones a run asked for. Also the
-//! `plot REPORT.json -o FILE.svg` command.
+//! `export/` module): the terminal table ([`text`]), the Markdown table ([`markdown`]), both
+//! followed by the answer block ([`answer`]) when the report has a `summary`, the CSV rows
+//! ([`csv_table`]) and the SVG bar chart ([`svg`]); [`ExportManager`] writes the ones a run
+//! asked for. Also the `plot REPORT.json -o FILE.svg` command.
 //!
 //! A new export format is one module here with an [`Exporter`] impl, plus its flag in
 //! `bench::RunArgs` feeding [`ExportManager::add`].
@@ -9,6 +10,8 @@
 //! Must not: read workers' results or change the report; exporters only render it.
 use std::path::{Path, PathBuf};
 
+pub mod answer;
+pub mod csv_table;
 pub mod markdown;
 pub mod svg;
 pub mod text;
@@ -24,21 +27,32 @@ pub trait Exporter {
     fn render(&self, report: &Report) -> anyhow::Result<String>;
 }
 
-/// Plain-text, column-aligned table for the terminal ([`text`]).
+/// Plain-text, column-aligned table for the terminal ([`text`]), then the answer block.
 pub struct TextTable;
 
 impl Exporter for TextTable {
     fn render(&self, report: &Report) -> anyhow::Result<String> {
-        Ok(text::render_table(report))
+        let block = report.summary.as_ref().map(answer::text).unwrap_or_default();
+        Ok(text::render_table(report) + &block)
     }
 }
 
-/// Markdown table ([`markdown`]).
+/// Markdown table ([`markdown`]), then the answer section.
 pub struct MarkdownTable;
 
 impl Exporter for MarkdownTable {
     fn render(&self, report: &Report) -> anyhow::Result<String> {
-        Ok(markdown_table(report))
+        let block = report.summary.as_ref().map(answer::markdown).unwrap_or_default();
+        Ok(markdown_table(report) + &block)
+    }
+}
+
+/// One CSV row per case ([`csv_table`]).
+pub struct CsvTable;
+
+impl Exporter for CsvTable {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        csv_table::csv_rows(report)
     }
 }
 

@@ -113,6 +113,7 @@ pub fn report(host: &str, cases: Vec<CaseRecord>) -> Report {
         },
         cases,
         engines: Default::default(),
+        summary: None,
     }
 }
 

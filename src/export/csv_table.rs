@@ -1,0 +1,156 @@
+//! The cases as CSV (`run --export-csv FILE`), one row per case, for spreadsheets: `id`,
+//! every axis (the case settings' report keys, so a new axis gets its column without an
+//! edit here), `added_as_reference`, `status`, `compute_dtype`, per pass the median,
+//! stddev and min in seconds, runs and GFLOP/s, the peak memories in bytes, the decoded and
+//! latent PSNR against the reference in dB (empty when unknown, with `*_identical` telling
+//! identical outputs apart), the reference's id, and the first line of the error.
+//!
+//! Numbers are plain (full precision, `.` decimal point); unknown values are empty cells.
+//!
+//! Must not: write files (the [`super::ExportManager`] does).
+use crate::report::{CaseRecord, ErrorStats, PassStats, Report};
+
+/// Axis columns in this order first; any other settings key follows, sorted.
+const AXIS_ORDER: [&str; 16] = [
+    "engine",
+    "precision",
+    "chunk",
+    "tile_px",
+    "overlap_px",
+    "temporal_tile_frames",
+    "temporal_overlap_frames",
+    "frames",
+    "width",
+    "height",
+    "passes",
+    "env_variant",
+    "cudnn",
+    "cudnn_benchmark",
+    "miopen_db",
+    "frames_used",
+];
+
+/// The columns after the axes.
+const RESULT_COLUMNS: [&str; 23] = [
+    "added_as_reference",
+    "status",
+    "compute_dtype",
+    "encode_median_s",
+    "encode_stddev_s",
+    "encode_min_s",
+    "encode_runs",
+    "encode_gflop_per_s",
+    "decode_median_s",
+    "decode_stddev_s",
+    "decode_min_s",
+    "decode_runs",
+    "decode_gflop_per_s",
+    "load_s",
+    "peak_rss_bytes",
+    "device_memory_bytes",
+    "device_peak_allocated_bytes",
+    "device_peak_reserved_bytes",
+    "reference_id",
+    "decoded_psnr_db",
+    "decoded_identical",
+    "latent_psnr_db",
+    "latent_identical",
+];
+
+/// A settings value as a cell: strings bare, null empty.
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn pass_cells(p: Option<&PassStats>) -> [String; 5] {
+    match p {
+        None => Default::default(),
+        Some(p) => [
+            p.median_s.to_string(),
+            p.stddev_s.to_string(),
+            p.min_s.to_string(),
+            p.samples_s.len().to_string(),
+            p.gflop_per_s.to_string(),
+        ],
+    }
+}
+
+fn error_cells(e: Option<&ErrorStats>) -> [String; 2] {
+    match e {
+        None => Default::default(),
+        Some(e) => [opt(e.psnr_db), e.identical.to_string()],
+    }
+}
+
+/// The axis keys of the report's cases: [`AXIS_ORDER`]'s, then any other, sorted.
+fn axis_keys(settings: &[serde_json::Map<String, serde_json::Value>]) -> Vec<String> {
+    let mut extra: Vec<String> = settings
+        .iter()
+        .flat_map(|m| m.keys())
+        .filter(|k| !AXIS_ORDER.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    extra.sort();
+    extra.dedup();
+    AXIS_ORDER.iter().map(|k| k.to_string()).chain(extra).collect()
+}
+
+/// The settings of `c` as report keys, with `frames_used`.
+fn settings_map(c: &CaseRecord) -> anyhow::Result<serde_json::Map<String, serde_json::Value>> {
+    let mut m = match serde_json::to_value(&c.settings)? {
+        serde_json::Value::Object(m) => m,
+        other => anyhow::bail!("case settings serialized as {other}, not an object"),
+    };
+    m.insert("frames_used".into(), serde_json::json!(c.frames_used));
+    Ok(m)
+}
+
+fn result_cells(c: &CaseRecord) -> Vec<String> {
+    let q = c.quality.as_ref();
+    let mut row = vec![
+        c.added_as_reference.to_string(),
+        c.outcome.status.name().to_string(),
+        opt(c.outcome.compute_dtype.as_deref()),
+    ];
+    row.extend(pass_cells(c.outcome.encode.as_ref()));
+    row.extend(pass_cells(c.outcome.decode.as_ref()));
+    row.extend([
+        opt(c.outcome.load_s),
+        opt(c.outcome.peak_rss_bytes),
+        opt(c.outcome.device_memory_bytes),
+        opt(c.outcome.device_peak_allocated_bytes),
+        opt(c.outcome.device_peak_reserved_bytes),
+        opt(q.map(|q| q.reference_id.as_str())),
+    ]);
+    row.extend(error_cells(q.and_then(|q| q.decoded.as_ref())));
+    row.extend(error_cells(q.and_then(|q| q.latent.as_ref())));
+    row
+}
+
+/// The report's cases as CSV text (header row first).
+pub fn csv_rows(report: &Report) -> anyhow::Result<String> {
+    let settings: Vec<_> = report.cases.iter().map(settings_map).collect::<anyhow::Result<_>>()?;
+    let axes = axis_keys(&settings);
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let header = std::iter::once("id")
+        .chain(axes.iter().map(String::as_str))
+        .chain(RESULT_COLUMNS)
+        .chain(std::iter::once("error"));
+    w.write_record(header)?;
+    for (c, m) in report.cases.iter().zip(&settings) {
+        let mut row = vec![c.id.clone()];
+        row.extend(axes.iter().map(|k| m.get(k).map(cell).unwrap_or_default()));
+        row.extend(result_cells(c));
+        row.push(opt(c.outcome.error.as_deref().and_then(|e| e.lines().next())));
+        w.write_record(&row)?;
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
