@@ -7,6 +7,7 @@ mod bench_quality;
 mod bench_system;
 mod compare_cli;
 mod engines;
+mod gpu_check;
 mod hub;
 mod hub_cli;
 mod merge_plot_cli;
