@@ -78,6 +78,21 @@ if [[ -z $bin ]]; then
 fi
 [[ -n $bin && -x $bin ]] || die "no wan-vae-bench binary: set WAN_VAE_BENCH, or build it (cargo build --release)"
 
+# A `--features cuda` build links libcuda, libcublas, libcudart, libcurand: look for the
+# missing ones among the CUDA libraries of torch's pip wheels (site-packages/nvidia/*/lib)
+# and /usr/local/cuda/lib64 (docs/gpu.md, "candle's CUDA build").
+missing_libs() { ldd "$bin" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' '; }
+if [[ -n $(missing_libs) ]]; then
+    py=${python:-${WAN_VAE_BENCH_PYTHON:-python3}}
+    dirs=$("$py" -c 'import glob, os, nvidia
+print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "*", "lib", "lib*.so*"))})))' \
+        2>/dev/null || true)
+    [[ -d /usr/local/cuda/lib64 ]] && dirs="${dirs:+$dirs:}/usr/local/cuda/lib64"
+    echo "== $bin needs $(missing_libs)- looking in ${dirs:-(nothing found)}" >&2
+    export LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    [[ -z $(missing_libs) ]] || die "$bin cannot start: $(missing_libs)not found; add their folder to LD_LIBRARY_PATH or use the build without CUDA"
+fi
+
 if [[ -z $configs ]]; then
     configs="$root/configs/gpu-check-wan21.toml,$root/configs/gpu-check-wan21-decode-320.toml,$root/configs/gpu-check-wan21-decode-81.toml,$root/configs/gpu-check-wan22.toml,$root/configs/gpu-check-oom.toml"
 fi
