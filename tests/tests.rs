@@ -10,6 +10,7 @@ mod bounded_reads;
 mod budgets;
 mod compare_cli;
 mod engines;
+mod gpu_check;
 mod hub;
 mod hub_cli;
 mod merge_plot_cli;

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""Verdict lines of scripts/gpu-check.sh: reads what `wan-vae-bench` wrote (system JSON,
+validate JSON and exit code, run reports) and prints one line per check:
+
+    PASS|FAIL|UNSUPPORTED|SKIP|INFO  <check>: <detail>
+
+Standard library only (users' machines have python3, not jq). Never raises on a bad or
+missing file: that is a FAIL line naming it. Exit status 0 always; gpu-check.sh counts
+the lines.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+GIB = float(1 << 30)
+FP32_CROSS_ENGINE_TOL = 1e-4  # cross_engine: max_abs_error <= 1e-4 x max(1, max_abs_reference)
+
+
+def line(verdict, check, detail):
+    print(f"{verdict:<11} {check}: {detail}", flush=True)
+
+
+def first_line(text, limit=300):
+    """The first non-empty line of an error text (the worker's stderr tail follows it)."""
+    for raw in (text or "").splitlines():
+        s = raw.strip()
+        if s:
+            return s if len(s) <= limit else s[: limit - 3] + "..."
+    return "(no message)"
+
+
+def error_line(path):
+    """The `error: ...` line of a stderr file, else its last non-empty line."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = [l.strip() for l in f if l.strip()]
+    except OSError as e:
+        return f"(cannot read {path}: {e})"
+    for l in lines:
+        if l.startswith("error:"):
+            return first_line(l)
+    return first_line(lines[-1]) if lines else "(no message)"
+
+
+def load_json(path, check):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        line("FAIL", check, f"cannot read {path}: {e}")
+        return None
+
+
+def on_gpu(device):
+    return not device.strip().lower().startswith("cpu")
+
+
+def gib(b):
+    return "?" if b is None else f"{b / GIB:.1f} GiB"
+
+
+# ---------------------------------------------------------------- system
+
+
+def cmd_system(a):
+    info = load_json(a.json, "system")
+    if info is None:
+        return
+    feats = ",".join(info.get("cargo_features") or []) or "none"
+    line("INFO", "system", f"build features: {feats}; tool {info.get('tool_version')} ({info.get('git_commit')})")
+    gpus = info.get("gpus") or []
+    for i, g in enumerate(gpus):
+        what = g.get("name") or g.get("gfx_target") or "unknown"
+        line(
+            "INFO",
+            "system",
+            f"gpu {i}: {g.get('vendor')} {what}, {gib(g.get('vram_total_bytes'))}, driver {g.get('driver_version')}",
+        )
+    if not on_gpu(a.device):
+        line("SKIP", "system gpu", f"device {a.device}: no GPU needed")
+    elif gpus:
+        line("PASS", "system gpu", f"{len(gpus)} GPU(s) found for device {a.device}")
+    else:
+        line("FAIL", "system gpu", "no GPU found (AMD via /sys/class/kfd, NVIDIA via nvidia-smi)")
+
+
+# ---------------------------------------------------------------- validate
+
+
+def cmd_validate(a):
+    check = f"validate {a.name}"
+    if a.rc == 2:
+        # The Python worker says why in its JSON (`status`, `error`); the binary on stderr.
+        try:
+            with open(a.stdout, encoding="utf-8") as f:
+                why = json.load(f).get("error")
+        except (OSError, ValueError, AttributeError):
+            why = None
+        line("UNSUPPORTED", check, first_line(why) if why else error_line(a.stderr))
+        return
+    if a.rc not in (0, 1):
+        line("FAIL", check, f"exit {a.rc} (crash?): {error_line(a.stderr)}")
+        return
+    rep = load_json(a.stdout, check)
+    if rep is None:
+        return
+    rule = rep.get("tolerance_rule") or "max_abs_error"
+    metric = rule.split()[0]
+    worst = None  # (ratio, case, output, measured, tolerance, pass)
+    for case in rep.get("cases", []):
+        for o in case.get("outputs", []):
+            measured, tol, ok = o.get(metric), o.get("tolerance") or 0.0, o.get("pass") is True
+            ratio = measured / tol if (measured is not None and tol > 0) else math.inf
+            if not ok:
+                ratio = math.inf
+            if worst is None or ratio > worst[0]:
+                worst = (ratio, case.get("case"), o.get("output"), measured, tol, ok)
+    detail = ""
+    if worst is not None:
+        _, case, output, measured, tol, ok = worst
+        shown = "?" if measured is None else f"{measured:.3e}"
+        detail = f"worst {case}.{output} {metric} {shown} (tolerance {tol:.3e}){'' if ok else ' FAILS'}"
+    pass_ = rep.get("pass") is True and a.rc == 0
+    line("PASS" if pass_ else "FAIL", check, f"{rep.get('compute_dtype', '')}; {detail}".strip("; "))
+
+
+# ---------------------------------------------------------------- run reports
+
+
+def case_label(c):
+    return c.get("id", "?")
+
+
+def timing(c):
+    parts = []
+    for p in ("encode", "decode"):
+        s = c.get(p)
+        if s and s.get("median_s") is not None:
+            parts.append(f"{p} {s['median_s']:.3f} s")
+    return ", ".join(parts) or "no timings"
+
+
+def bad_timings(c):
+    """Why the timings of an ok case are not believable, or None."""
+    passes = c.get("passes", "both")
+    wanted = {"both": ("encode", "decode"), "encode": ("encode",), "decode": ("decode",)}.get(passes, ())
+    for p in wanted:
+        s = c.get(p)
+        if not s:
+            return f"no {p} timings"
+        m = s.get("median_s")
+        if m is None or not math.isfinite(m) or m <= 0:
+            return f"{p} median {m!r}"
+    return None
+
+
+def device_memory(c, device):
+    """(detail, problem): the device peak memory of a case on a GPU."""
+    if not on_gpu(device):
+        rss = c.get("peak_rss_bytes")
+        return (f"peak RSS {gib(rss)}", None)
+    alloc = c.get("device_peak_allocated_bytes")
+    if c.get("engine", "candle") != "candle":
+        if alloc is None:
+            return ("", "no device_peak_allocated_bytes (torch.cuda.max_memory_allocated)")
+        return (f"device peak {gib(alloc)} allocated, {gib(c.get('device_peak_reserved_bytes'))} reserved", None)
+    held = c.get("device_memory_bytes")
+    return (f"device memory {gib(held)} (nvidia-smi)", None)
+
+
+def check_case(name, c, device):
+    check = f"run {name} {case_label(c)}"
+    status = c.get("status")
+    if status == "ok":
+        bad = bad_timings(c)
+        mem, problem = device_memory(c, device)
+        if bad or problem:
+            line("FAIL", check, f"ok but {bad or problem}")
+            return
+        line("PASS", check, f"{timing(c)}; {mem}; computes {c.get('compute_dtype')}")
+    elif status == "unsupported":
+        line("UNSUPPORTED", check, first_line(c.get("error")))
+    else:
+        line("FAIL", check, f"{status}: {first_line(c.get('error'))}")
+    for b in c.get("budgets") or []:
+        verdict = {"ok": "PASS", "broken": "FAIL"}.get(b.get("verdict"), "SKIP")
+        line(
+            verdict,
+            f"budget {name} {case_label(c)}",
+            f"{b.get('budget')} {b.get('value')} vs limit {b.get('limit')} ({b.get('scope')}): {b.get('verdict')}",
+        )
+    cross = (c.get("quality") or {}).get("cross_engine")
+    if cross:
+        err = cross.get("max_abs_error")
+        bound = FP32_CROSS_ENGINE_TOL * max(1.0, cross.get("max_abs_reference") or 0.0)
+        detail = f"vs {cross.get('reference_engine')} {cross.get('reference_id')}: max_abs {err:.3e}"
+        if c.get("precision") == "fp32":
+            ok = err is not None and err <= bound
+            line("PASS" if ok else "FAIL", f"cross_engine {name} {case_label(c)}", f"{detail} (fp32 bound {bound:.3e})")
+        else:
+            line("INFO", f"cross_engine {name} {case_label(c)}", detail)
+
+
+def check_context(name, rep, device):
+    if not on_gpu(device):
+        return
+    for engine, ctx in sorted((rep.get("engines") or {}).items()):
+        check = f"context {name} {engine}"
+        dev, mem = ctx.get("device_name"), ctx.get("total_memory_bytes")
+        runtime = ", ".join(
+            f"{k} {ctx[k]}" for k in ("torch", "cuda", "hip", "cudnn_version", "diffusers") if ctx.get(k) is not None
+        )
+        if dev and mem:
+            line("PASS", check, f"{dev}{' ' + ctx['gcn_arch_name'] if ctx.get('gcn_arch_name') else ''}, {gib(mem)}; {runtime}")
+        else:
+            line("FAIL", check, f"device name {dev!r} / total memory {mem!r} missing from the report; {runtime}")
+
+
+def cmd_run(a):
+    check = f"run {a.name}"
+    if not os.path.isfile(a.report):
+        line("FAIL", check, f"no report (exit {a.rc}): {error_line(a.log)}")
+        return
+    rep = load_json(a.report, check)
+    if rep is None:
+        return
+    cases = rep.get("cases") or []
+    if rep.get("run", {}).get("interrupted"):
+        line("FAIL", check, f"interrupted: {rep['run']['interrupted']}")
+    if not cases:
+        line("FAIL", check, f"no case in the report (exit {a.rc}): {error_line(a.log)}")
+        return
+    if a.oom:
+        check_oom(a.name, cases)
+        return
+    check_context(a.name, rep, rep.get("run", {}).get("device", a.device))
+    for c in cases:
+        check_case(a.name, c, rep.get("run", {}).get("device", a.device))
+
+
+def size_of(c):
+    return f"{c.get('width')}x{c.get('height')}"
+
+
+def check_oom(name, cases):
+    """The first case (largest size) must be `oom` naming its size; the next must be ok."""
+    ordered = sorted(cases, key=lambda c: -(c.get("width", 0) * c.get("height", 0)))
+    big, rest = ordered[0], ordered[1:]
+    check = f"oom {name} {case_label(big)}"
+    status, err = big.get("status"), big.get("error") or ""
+    if status == "ok":
+        line("SKIP", check, f"did not run out of memory ({timing(big)}): the GPU has more memory than this size needs")
+    elif status == "oom":
+        w, h = big.get("width"), big.get("height")
+        named = any(s in err for s in (f"{w}x{h}", f"{h}x{w}", f"{h}, {w}"))
+        line(
+            "PASS" if named else "FAIL",
+            check,
+            f"status oom, {'the message names the size' if named else 'the message does not name the size ' + size_of(big)}: "
+            + first_line(err),
+        )
+    else:
+        line("FAIL", check, f"expected status oom, got {status}: {first_line(err)}")
+    for c in rest:
+        ok = c.get("status") == "ok"
+        line(
+            "PASS" if ok else "FAIL",
+            f"oom {name} next case {case_label(c)}",
+            (timing(c) if ok else f"{c.get('status')}: {first_line(c.get('error'))}"),
+        )
+
+
+# ---------------------------------------------------------------- times grow with work
+
+
+def cmd_growth(a):
+    """Decode medians of the same engine/precision/tiling/knobs must grow with the work:
+    frames x width x height (a decode-only case and a both-passes case decode the same)."""
+    by_key = {}
+    for path in a.reports:
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path, encoding="utf-8") as f:
+                rep = json.load(f)
+        except (OSError, ValueError):
+            continue
+        model = rep.get("model", {}).get("z_dim"), rep.get("model", {}).get("dim"), rep.get("model", {}).get("params")
+        for c in rep.get("cases") or []:
+            d = c.get("decode") or {}
+            if c.get("status") != "ok" or d.get("median_s") is None:
+                continue
+            key = (
+                model,
+                c.get("engine", "candle"),
+                c.get("precision"),
+                c.get("tile_px"),
+                c.get("overlap_px"),
+                c.get("cudnn"),
+                c.get("cudnn_benchmark"),
+            )
+            work = (c.get("frames_used") or c.get("frames")) * c["width"] * c["height"]
+            by_key.setdefault(key, {})[work] = (d["median_s"], c.get("id"))
+    compared, wrong = 0, []
+    for points in by_key.values():
+        ordered = sorted(points.items())
+        for (w0, (t0, id0)), (w1, (t1, id1)) in zip(ordered, ordered[1:]):
+            compared += 1
+            if not t1 > t0:
+                wrong.append(f"{id1} {t1:.3f} s <= {id0} {t0:.3f} s")
+    if compared == 0:
+        line("SKIP", "times grow with work", "no two decode sizes with the same settings finished ok")
+    elif wrong:
+        line("FAIL", "times grow with work", f"{len(wrong)} of {compared} pairs do not: " + "; ".join(wrong[:5]))
+    else:
+        line("PASS", "times grow with work", f"decode median grows with frames x pixels in all {compared} pairs")
+
+
+def main(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("system")
+    s.add_argument("--device", required=True)
+    s.add_argument("json")
+    v = sub.add_parser("validate")
+    v.add_argument("--name", required=True)
+    v.add_argument("--rc", type=int, required=True)
+    v.add_argument("--stdout", required=True)
+    v.add_argument("--stderr", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--name", required=True)
+    r.add_argument("--device", required=True)
+    r.add_argument("--rc", type=int, required=True)
+    r.add_argument("--log", required=True)
+    r.add_argument("--oom", action="store_true")
+    r.add_argument("report")
+    g = sub.add_parser("growth")
+    g.add_argument("reports", nargs="*")
+    a = p.parse_args(argv)
+    {"system": cmd_system, "validate": cmd_validate, "run": cmd_run, "growth": cmd_growth}[a.cmd](a)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

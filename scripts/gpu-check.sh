@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Run the GPU checks of issue 20 on this machine and say what passed (docs/gpu.md):
+#
+#   scripts/gpu-check.sh                      # cuda:0 (also ROCm builds of torch: AMD GPUs)
+#   scripts/gpu-check.sh --quick              # default knobs only, one timed run per case
+#   scripts/gpu-check.sh --smoke              # the same plumbing on the CPU, tiny clips (minutes)
+#
+# Steps (--steps picks some, comma-separated):
+#   system     `wan-vae-bench system`: is a GPU visible
+#   validate   `validate --device DEV` per engine, per model (the tiny golden fixtures), fp32 and bf16
+#   wan21      configs/gpu-check-wan21.toml            21 frames 832x480, encode + decode
+#   decode-320 configs/gpu-check-wan21-decode-320.toml 17 frames 320x320, decode only, under 10 s
+#   decode-81  configs/gpu-check-wan21-decode-81.toml  81 frames 832x480, decode only
+#   wan22      configs/gpu-check-wan22.toml            Wan 2.2, 21 frames 1280x704, encode + decode
+#   oom        configs/gpu-check-oom.toml              a size that does not fit: `oom`, then the next case runs
+# and after the matrices: decode times must grow with frames x pixels.
+#
+# Options:
+#   --device DEV       default cuda:0
+#   --engines LIST     default candle,torch,diffusers when the binary was built with
+#                      `--features cuda`, else torch,diffusers (candle then runs on the CPU only)
+#   --python PY        interpreter of the torch and diffusers engines (default $WAN_VAE_BENCH_PYTHON, python3)
+#   --weights21 REF    Wan 2.1 weights (default synthetic: the real layout, random values);
+#   --weights22 REF    e.g. a path to wan_2.1_vae.safetensors / Wan2.2_VAE.pth, or wan2.1 / wan2.2 (hub cache)
+#   --fixtures DIR     golden cases (default tests/fixtures beside this script's folder)
+#   --configs LIST     run these matrix files instead of the five gpu-check-*.toml (step name: file stem)
+#   --steps LIST       the steps above to run (default all)
+#   --out DIR          where reports and logs go (default results/gpu-check-<UTC time>)
+#   --quick            --runs 1 --cudnn on --cudnn-benchmark off (8 cases per matrix instead of 32)
+#   --smoke            --device cpu, 5 frames of 64x64 untiled, no warmup, one run; no oom step
+#   -- ARGS            passed to every `wan-vae-bench run`
+#
+# The binary: $WAN_VAE_BENCH, else ./wan-vae-bench beside scripts/ (a copied bundle), else
+# target/release/wan-vae-bench, else wan-vae-bench on PATH. Needs python3 (standard library).
+# Prints one line per check: PASS, FAIL, UNSUPPORTED (this build or machine cannot run it,
+# with the reason), SKIP or INFO; then a summary. Exit 0 when nothing FAILed, 1 otherwise,
+# 2 on a usage error.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
+die() { echo "gpu-check: $*" >&2; exit 2; }
+
+device=cuda:0 engines="" python="" w21=synthetic w22=synthetic fixtures="$root/tests/fixtures"
+configs="" steps="" out="" quick=0 smoke=0 device_given=0
+extra=()
+while [[ $# -gt 0 ]]; do
+    case $1 in
+        --device) device=${2:?}; device_given=1; shift 2 ;;
+        --engines) engines=${2:?}; shift 2 ;;
+        --python) python=${2:?}; shift 2 ;;
+        --weights21) w21=${2:?}; shift 2 ;;
+        --weights22) w22=${2:?}; shift 2 ;;
+        --fixtures) fixtures=${2:?}; shift 2 ;;
+        --configs) configs=${2:?}; shift 2 ;;
+        --steps) steps=${2:?}; shift 2 ;;
+        --out) out=${2:?}; shift 2 ;;
+        --quick) quick=1; shift ;;
+        --smoke) smoke=1; shift ;;
+        -h|--help) usage ;;
+        --) shift; extra=("$@"); break ;;
+        *) echo "gpu-check: unknown argument: $1" >&2; usage ;;
+    esac
+done
+if [[ $smoke == 1 ]]; then
+    [[ $device_given == 1 && $device != cpu ]] && die "--smoke runs on the CPU; drop --device $device"
+    device=cpu
+fi
+command -v python3 >/dev/null || die "python3 is needed to read the reports"
+
+bin=${WAN_VAE_BENCH:-}
+if [[ -z $bin ]]; then
+    for b in "$root/wan-vae-bench" "$root/target/release/wan-vae-bench"; do
+        [[ -x $b ]] && { bin=$b; break; }
+    done
+    [[ -z $bin ]] && bin=$(command -v wan-vae-bench || true)
+fi
+[[ -n $bin && -x $bin ]] || die "no wan-vae-bench binary: set WAN_VAE_BENCH, or build it (cargo build --release)"
+
+# A `--features cuda` build links libcuda, libcublas, libcudart, libcurand: look for the
+# missing ones among the CUDA libraries of torch's pip wheels (site-packages/nvidia/*/lib)
+# and /usr/local/cuda/lib64 (docs/gpu.md, "candle's CUDA build").
+missing_libs() { ldd "$bin" 2>/dev/null | awk '/not found/ {print $1}' | tr '\n' ' '; }
+if [[ -n $(missing_libs) ]]; then
+    py=${python:-${WAN_VAE_BENCH_PYTHON:-python3}}
+    dirs=$("$py" -c 'import glob, os, nvidia
+print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "*", "lib", "lib*.so*"))})))' \
+        2>/dev/null || true)
+    [[ -d /usr/local/cuda/lib64 ]] && dirs="${dirs:+$dirs:}/usr/local/cuda/lib64"
+    echo "== $bin needs $(missing_libs)- looking in ${dirs:-(nothing found)}" >&2
+    export LD_LIBRARY_PATH="$dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    [[ -z $(missing_libs) ]] || die "$bin cannot start: $(missing_libs)not found; add their folder to LD_LIBRARY_PATH or use the build without CUDA"
+fi
+
+if [[ -z $configs ]]; then
+    configs="$root/configs/gpu-check-wan21.toml,$root/configs/gpu-check-wan21-decode-320.toml,$root/configs/gpu-check-wan21-decode-81.toml,$root/configs/gpu-check-wan22.toml,$root/configs/gpu-check-oom.toml"
+fi
+IFS=, read -r -a config_list <<< "$configs"
+for c in "${config_list[@]}"; do [[ -f $c ]] || die "matrix file not found: $c"; done
+step_name() { local n; n=$(basename "$1" .toml); n=${n#gpu-check-}; echo "${n#wan21-}"; }
+known_steps=" system validate "
+for c in "${config_list[@]}"; do known_steps+="$(step_name "$c") "; done
+if [[ -n $steps ]]; then
+    IFS=, read -r -a wanted <<< "$steps"
+    for s in "${wanted[@]}"; do
+        [[ $known_steps == *" $s "* ]] || die "unknown step $s; known:$known_steps"
+    done
+    steps=" ${steps//,/ } "
+else
+    steps=$known_steps
+fi
+wants() { [[ $steps == *" $1 "* ]]; }
+
+out=${out:-results/gpu-check-$(date -u +%Y%m%dT%H%M%SZ)}
+mkdir -p "$out" || die "cannot create $out"
+checks="$out/checks.txt"
+: > "$checks"
+report() { python3 "$here/gpu-check-report.py" "$@" | tee -a "$checks"; }
+say() { echo "== $*" >&2; }
+
+say "binary $bin, device $device, results in $out"
+"$bin" system --json > "$out/system.json" 2> "$out/system.stderr" || true
+features=$(python3 -c 'import json,sys; print(",".join(json.load(open(sys.argv[1])).get("cargo_features") or []))' \
+    "$out/system.json" 2>/dev/null || true)
+has_cuda=0
+[[ ,$features, == *,cuda,* ]] && has_cuda=1
+if [[ -z $engines ]]; then
+    if [[ $has_cuda == 1 || $device == cpu ]]; then engines=candle,torch,diffusers; else engines=torch,diffusers; fi
+fi
+py_args=()
+[[ -n $python ]] && py_args=(--python "$python")
+
+if wants system; then
+    say "system"
+    report system --device "$device" "$out/system.json"
+fi
+
+if wants validate; then
+    IFS=, read -r -a engine_list <<< "$engines"
+    for engine in "${engine_list[@]}"; do
+        for model in wan21 wan22; do
+            for precision in fp32 bf16; do
+                name="$engine-$model-$precision"
+                say "validate $name"
+                vargs=(validate --engine "$engine" --device "$device" --precision "$precision" --json
+                    --weights "$fixtures/${model}_tiny.weights.safetensors"
+                    --cases "$fixtures/${model}_tiny.cases.safetensors")
+                [[ $engine != candle ]] && vargs+=("${py_args[@]}")
+                "$bin" "${vargs[@]}" > "$out/validate-$name.json" 2> "$out/validate-$name.stderr"
+                report validate --name "$name $device" --rc $? \
+                    --stdout "$out/validate-$name.json" --stderr "$out/validate-$name.stderr"
+            done
+        done
+    done
+fi
+
+common=(--device "$device" --engine "$engines" "${py_args[@]}")
+[[ $quick == 1 ]] && common+=(--runs 1 --cudnn on --cudnn-benchmark off)
+[[ $smoke == 1 ]] && common+=(--frames 5 --size 64x64 --tile none --warmup 0 --runs 1)
+
+# Decode-only cases decode the latent of an untimed fp32 encode by candle on the run's
+# device; a binary without CUDA cannot make it on a GPU, so encode it on the CPU here and
+# pass it as --input (same latent for every case of the matrix).
+prepare_latent() { # CONFIG NAME WEIGHTS -> prints the latent file, or nothing
+    local cfg=$1 name=$2 weights=$3 dir="$out/prepare-$name"
+    mkdir -p "$dir"
+    local pargs=(run --config "$cfg" --device cpu --engine candle --passes encode --precision fp32
+        --tile none --warmup 0 --runs 1 --keep-outputs --quiet --order as-written
+        --output "$dir/report.json" --weights "$weights")
+    [[ $smoke == 1 ]] && pargs+=(--frames 5 --size 64x64)
+    "$bin" "${pargs[@]}" > "$dir/stdout" 2> "$dir/stderr"
+    local rc=$? scratch
+    scratch=$(sed -n 's/^outputs: //p' "$dir/stdout" | head -1)
+    local id
+    id=$(python3 -c 'import json,sys; print(next(c["id"] for c in json.load(open(sys.argv[1]))["cases"] if c["status"] == "ok"))' \
+        "$dir/report.json" 2>/dev/null)
+    if [[ -n $id && -f $scratch/$id.outputs.safetensors ]]; then
+        mv "$scratch/$id.outputs.safetensors" "$dir/latent.safetensors"
+        echo "$dir/latent.safetensors"
+    else
+        echo "gpu-check: the CPU encode for $name failed (exit $rc): $(tail -n 3 "$dir/stderr")" >&2
+    fi
+    [[ -n $scratch && -d $scratch ]] && rm -rf -- "$scratch"
+}
+
+matrix_reports=()
+for cfg in "${config_list[@]}"; do
+    name=$(step_name "$cfg")
+    wants "$name" || continue
+    is_oom=0
+    [[ $(basename "$cfg") == gpu-check-oom.toml ]] && is_oom=1
+    if [[ $is_oom == 1 && $device == cpu ]]; then
+        echo "SKIP        oom $name: needs a GPU" | tee -a "$checks"
+        continue
+    fi
+    weights=$w21
+    grep -q '^model *= *"wan2.2"' "$cfg" && weights=$w22
+    args=(run --config "$cfg" --output "$out/$name.json" --weights "$weights" "${common[@]}")
+    if [[ $is_oom == 1 ]]; then
+        # One Python engine is enough to see the allocator fail.
+        first=$(tr ',' '\n' <<< "$engines" | grep -v '^candle$' | head -1)
+        [[ -n $first ]] || first=candle
+        args=(run --config "$cfg" --output "$out/$name.json" --device "$device" --engine "$first" "${py_args[@]}")
+    fi
+    if grep -q '^passes *= *\["decode"\]' "$cfg" && [[ $device != cpu && $has_cuda == 0 ]]; then
+        say "$name: encoding its latent on the CPU (this binary has no CUDA)"
+        latent=$(prepare_latent "$cfg" "$name" "$weights")
+        [[ -n $latent ]] && args+=(--input "$latent" --input-tensor latent)
+    fi
+    say "run $name: ${args[*]} ${extra[*]}"
+    "$bin" "${args[@]}" "${extra[@]}" 2>&1 | tee "$out/$name.log" >&2
+    rc=${PIPESTATUS[0]}
+    oom_flag=()
+    [[ $is_oom == 1 ]] && oom_flag=(--oom)
+    report run --name "$name" --device "$device" --rc "$rc" --log "$out/$name.log" "${oom_flag[@]}" "$out/$name.json"
+    [[ $is_oom == 0 ]] && matrix_reports+=("$out/$name.json")
+done
+if [[ ${#matrix_reports[@]} -gt 1 ]]; then
+    report growth "${matrix_reports[@]}"
+fi
+
+count() { grep -c "^$1 " "$checks" || true; }
+pass=$(count PASS) fail=$(count FAIL) unsup=$(count UNSUPPORTED) skip=$(count SKIP)
+echo "summary: $pass PASS, $fail FAIL, $unsup UNSUPPORTED, $skip SKIP (checks, reports and logs in $out)"
+[[ $fail == 0 ]]
