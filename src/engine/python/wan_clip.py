@@ -1,5 +1,5 @@
 """The benchmark clip when the parent did not write one (`input_path` absent): a torch copy
-of `structured_clip` in `src/bench/worker.rs` (smooth drifting gradients, a moving disc and
+of `structured_clip` in `src/engine/clip.rs` (smooth drifting gradients, a moving disc and
 square with 1.5 px anti-aliased edges), in f32. The formulas are the same but sin/cos may
 round differently from Rust's, so cross-engine comparisons need the parent-written file.
 """
