@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 use crate::settings::CaseSettings;
 use crate::system::SystemInfo;
 pub use crate::tool::ToolInfo;
+pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, Summary, Verdict};
+
+mod summary;
 
 /// Version of this report layout; bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -43,159 +46,6 @@ pub struct Report {
     /// the run is in progress, and in merged reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
-}
-
-/// What to set: the answer of a finished run (`summary`), see `docs/answer.md`.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Summary {
-    /// The quality floor: a case qualifies when its PSNR against its fp32 untiled reference
-    /// is at least this (`run --min-psnr`), dB.
-    pub min_psnr_db: f64,
-    /// Coverage of the speed-up interval, e.g. 0.95.
-    pub confidence: f64,
-    /// Bootstrap resamples per interval.
-    pub bootstrap_resamples: usize,
-    /// Seed of the bootstrap's generator (the same seed gives the same interval).
-    pub bootstrap_seed: u64,
-    /// One answer per workload (model, frames, size, passes) and engine, in that order.
-    pub answers: Vec<Answer>,
-}
-
-/// The answer for one workload on one engine.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Answer {
-    /// `wan2.1` or `wan2.2` (from `model.z_dim`), else `z_dim N`.
-    pub model: String,
-    /// The engine every case of this answer ran on.
-    pub engine: String,
-    /// Video frames of the workload.
-    pub frames: usize,
-    /// Width, pixels.
-    pub width_px: usize,
-    /// Height, pixels.
-    pub height_px: usize,
-    /// Timed passes: `encode`, `decode` or `both`.
-    pub passes: String,
-    /// The conclusion, see [`Verdict`].
-    pub verdict: Verdict,
-    /// The conclusion in one plain sentence.
-    pub sentence: String,
-    /// Cases of this workload and engine in the run (any status).
-    pub cases: usize,
-    /// Of those, the `ok` ones at or above the floor and within the memory budgets.
-    pub cases_qualified: usize,
-    /// The default: what changing nothing gives. Null when the run had no such case.
-    pub baseline: Option<AnswerCase>,
-    /// Whether the default itself qualifies (floor and memory budgets).
-    pub baseline_qualified: bool,
-    /// The fastest qualified case (null when none qualified).
-    pub fastest: Option<AnswerCase>,
-    /// Median time of the default over that of the fastest (above 1: faster); null
-    /// without both.
-    pub speedup_ratio: Option<f64>,
-    /// Lower end of the bootstrap interval of `speedup_ratio`; null with fewer than 2 runs
-    /// on either side.
-    pub speedup_ratio_low: Option<f64>,
-    /// Upper end of that interval.
-    pub speedup_ratio_high: Option<f64>,
-    /// How to apply the fastest case; null when the default is the answer or there is none.
-    pub apply: Option<Apply>,
-}
-
-/// The conclusion of an [`Answer`]. [`Verdict::name`] is its JSON spelling.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The fastest case is faster than the default beyond noise (interval above 1).
-    Faster,
-    /// The fastest case is slower than the default beyond noise (only when the default does
-    /// not qualify, e.g. it breaks a memory budget).
-    Slower,
-    /// The interval contains 1: no measured difference.
-    WithinNoise,
-    /// Fewer than 2 runs on a side: a ratio without an interval.
-    TooFewRuns,
-    /// The default is itself the fastest qualified case.
-    BaselineFastest,
-    /// The default was not measured `ok` (absent, failed, out of memory...): the fastest
-    /// qualified case is named without a ratio.
-    NoBaseline,
-    /// Only one case of this workload ran: nothing to compare.
-    OneCase,
-    /// No `ok` case reached the floor within the memory budgets.
-    NoneQualified,
-}
-
-impl Verdict {
-    /// The JSON spelling, e.g. `within_noise`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Verdict::Faster => "faster",
-            Verdict::Slower => "slower",
-            Verdict::WithinNoise => "within_noise",
-            Verdict::TooFewRuns => "too_few_runs",
-            Verdict::BaselineFastest => "baseline_fastest",
-            Verdict::NoBaseline => "no_baseline",
-            Verdict::OneCase => "one_case",
-            Verdict::NoneQualified => "none_qualified",
-        }
-    }
-}
-
-/// A case as an [`Answer`] cites it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct AnswerCase {
-    /// The case's `id` in `cases`.
-    pub id: String,
-    /// Its status.
-    pub status: CaseStatus,
-    /// Median over its runs of the run's time (the sum of its timed passes), seconds; null
-    /// unless `ok`.
-    pub median_s: Option<f64>,
-    /// Number of timed runs behind `median_s`.
-    pub runs: usize,
-    /// `reference` (it is its own fp32 untiled reference), `identical`, `psnr` or `unknown`.
-    pub quality: String,
-    /// PSNR against its reference (decoded video; the latent for encode-only), dB; set when
-    /// `quality` is `psnr`.
-    pub psnr_db: Option<f64>,
-    /// Peak resident memory of its worker, bytes.
-    pub peak_rss_bytes: Option<u64>,
-    /// Peak device memory reserved by torch, bytes (Python engines on a GPU).
-    pub device_peak_reserved_bytes: Option<u64>,
-}
-
-/// How to get the fastest case's speed outside this tool.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct Apply {
-    /// Engine it was measured on.
-    pub engine: String,
-    /// Variables to export: those of its env variant that differ from the `baseline`
-    /// variant's (as the workers recorded them).
-    pub env_set: BTreeMap<String, String>,
-    /// Variables the `baseline` variant had and its variant did not: unset them.
-    pub env_unset: Vec<String>,
-    /// For the `comfyui` engine: the node, its parameters and the launch switch.
-    pub comfyui: Option<ComfyuiApply>,
-    /// Every setting as a concrete step (precision, tiling, chunk, knobs), in words.
-    pub steps: Vec<String>,
-}
-
-/// The ComfyUI workflow and launch that reproduce a `comfyui` case.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-pub struct ComfyuiApply {
-    /// `VAEDecode`, or `VAEDecodeTiled` when tiled in space or time.
-    pub node: String,
-    /// `VAEDecodeTiled` `tile_size`, pixels (null with `VAEDecode`).
-    pub tile_size_px: Option<usize>,
-    /// `VAEDecodeTiled` `overlap`, pixels.
-    pub overlap_px: Option<usize>,
-    /// `VAEDecodeTiled` `temporal_size`, video frames.
-    pub temporal_size_frames: Option<usize>,
-    /// `VAEDecodeTiled` `temporal_overlap`, video frames.
-    pub temporal_overlap_frames: Option<usize>,
-    /// `--fp32-vae`, `--bf16-vae` or `--fp16-vae`; null for `auto` (ComfyUI's own choice).
-    pub launch_switch: Option<String>,
 }
 
 /// What an engine ran on, as its worker reported it with its first case, key by key (the
