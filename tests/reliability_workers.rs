@@ -289,3 +289,38 @@ fn a_signal_during_set_up_leaves_no_lock() {
         assert!(!report.exists());
     }
 }
+
+#[test]
+fn a_huge_python_engine_size_is_an_error_not_an_abort() {
+    let dir = scratch();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let py = fake_python(dir.path(), "exit 1");
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args([
+        "run",
+        "--engine",
+        "torch",
+        "--size",
+        "65536x65536",
+        "--frames",
+        "81",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+    ])
+    .args(["--python", py.to_str().unwrap(), "-o"])
+    .arg(&report)
+    .env("TMPDIR", &tmp);
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot allocate the input clip of 81 frames at 65536x65536"),
+        "{err}"
+    );
+    assert!(!report.exists() && !dir.path().join("r.json.lock").exists());
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "scratch left behind");
+}

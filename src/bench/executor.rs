@@ -3,8 +3,10 @@
 //! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group with the variant's variables (plus
 //! a random-length padding variable, as hyperfine does) added to the environment, and with
 //! `miopen_db = fresh` an empty per-case MIOpen database folder, removed afterwards. The
-//! executor enforces the per-case timeout (killing the whole group), keeps the tail of
-//! stderr, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
+//! executor enforces the per-case timeout, kills the worker's whole group at the end of
+//! every case (normal or not; a background child holding stderr open cannot hang the run:
+//! the wait for stderr to close is bounded), keeps a tail of stderr bounded in lines and
+//! bytes, checks every result against the spec, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
 //! classifies a worker that died without a result. It owns the run's scratch folder: a
 //! random name with our prefix, owner-only permissions (tempfile), a marker file held locked
 //! while we run ([`FolderMark`]), removed when the executor is dropped; folders of runs that
