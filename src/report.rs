@@ -77,6 +77,14 @@ pub struct MiopenLog {
     /// Distinct `MIOpenDriver` command lines, in the order first seen (to replay a slow
     /// convolution).
     pub driver_commands: Vec<String>,
+    /// Solver names and distinct commands not kept: past the caps of 200 distinct solvers and
+    /// 1000 distinct commands per case. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The model weights a report measured.
@@ -137,6 +145,10 @@ pub struct RunSettings {
     /// The user's input file (`--input`); null when the cases used the built-in clip.
     #[serde(default)]
     pub input: Option<InputRecord>,
+    /// True when the run let workers act on the `WAN_VAE_BENCH_FAULT` testing hook
+    /// (`run --fault-hooks`): its timings may be made up. Absent otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fault_hooks: bool,
 }
 
 /// The input file a run decoded or encoded (`run.input`).

@@ -30,7 +30,7 @@ fn env_variants_reach_the_worker_and_ok_cases_are_measured() {
     let cfg = write(dir.path(), "fake.toml", FAKE);
     let report_path = dir.path().join("report.json");
     let out = bench()
-        .args(["run", "--config"])
+        .args(["run", "--fault-hooks", "--config"])
         .arg(&cfg)
         .arg("--output")
         .arg(&report_path)
@@ -106,7 +106,7 @@ WAN_VAE_BENCH_FAULT = "unsupported"
 WAN_VAE_BENCH_FAULT = "oom"
 "#,
     );
-    let (out, report) = run(dir.path(), &["--config", cfg.to_str().unwrap()]);
+    let (out, report) = run(dir.path(), &["--fault-hooks", "--config", cfg.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = load(&report);
     let status = |variant: &str| {
@@ -244,7 +244,7 @@ WAN_VAE_BENCH_FAULT = "hang"
     );
     let report = dir.path().join("report.json");
     let mut parent = bench()
-        .args(["run", "--quiet", "--config"])
+        .args(["run", "--fault-hooks", "--quiet", "--config"])
         .arg(&cfg)
         .arg("--output")
         .arg(&report)

@@ -22,6 +22,7 @@ fn run_tiny(dir: &Path, tmp: &Path, args: &[&str]) -> (std::process::Output, Rep
     let out = bench()
         .args([
             "run",
+            "--fault-hooks",
             "--quiet",
             "--weights",
             FIXTURE,
@@ -169,7 +170,7 @@ WAN_VAE_BENCH_FAULT = "fail"
     let svg = dir.path().join("chart.svg");
     let report = dir.path().join("fake.json");
     let out = bench()
-        .args(["run", "--quiet", "--config"])
+        .args(["run", "--fault-hooks", "--quiet", "--config"])
         .arg(&cfg)
         .arg("--output")
         .arg(&report)

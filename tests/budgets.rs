@@ -55,6 +55,7 @@ fn filters_on_engine_cudnn_miopen_db_and_passes_pick_the_recorded_cases() {
     let (out, report) = run(
         dir.path(),
         &[
+            "--fault-hooks",
             "--config",
             cfg.to_str().unwrap(),
             "--weights",

@@ -39,6 +39,7 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 fn run_engines(dir: &Path, python: &Path, extra: &[&str]) -> (std::process::Output, Report) {
     let weights = fixture("wan21_tiny.weights.safetensors");
     let mut args = vec![
+        "--fault-hooks",
         "--weights",
         weights.to_str().unwrap(),
         "--python",
@@ -272,7 +273,7 @@ fn a_fresh_miopen_folder_is_set_empty_then_removed() {
     cmd.env_remove("MIOPEN_USER_DB_PATH")
         .env_remove("MIOPEN_CUSTOM_CACHE_DIR");
     let out = cmd
-        .args(["run", "--quiet", "--order", "as-written", "--config"])
+        .args(["run", "--fault-hooks", "--quiet", "--order", "as-written", "--config"])
         .arg(&cfg)
         .arg("--python")
         .arg(&wrapper)
@@ -318,7 +319,15 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
         "[matrix]\nengine = [\"torch\"]\nsize = [\"16x8\"]\nenv = [\"fake\"]\n[env.fake]\nWAN_VAE_BENCH_FAULT = \"fake\"\n",
     );
     let out = bench()
-        .args(["run", "--quiet", "--keep-outputs", "--weights", "synthetic", "--config"])
+        .args([
+            "run",
+            "--fault-hooks",
+            "--quiet",
+            "--keep-outputs",
+            "--weights",
+            "synthetic",
+            "--config",
+        ])
         .arg(&cfg)
         .args(["--torch-precision", "cast", "--python"])
         .arg(&wrapper)

@@ -67,6 +67,8 @@ fn gpu_check_gives_one_verdict_per_case_and_fails_on_a_failure() {
         cfg.to_str().unwrap(),
         "--out",
         out_dir.to_str().unwrap(),
+        "--",
+        "--fault-hooks",
     ]);
     let text = stdout(&out);
     assert_eq!(

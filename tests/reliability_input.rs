@@ -134,7 +134,7 @@ fn huge_matrix() -> Vec<String> {
 fn huge_matrices_are_refused_and_list_shows_the_plan() {
     let dir = scratch();
     let child = bench()
-        .arg("run")
+        .args(["run", "--fault-hooks"])
         .args(huge_matrix())
         .args(["--quiet", "-o", dir.path().join("r.json").to_str().unwrap()])
         .env("WAN_VAE_BENCH_FAULT", "fail")
@@ -230,7 +230,7 @@ fn one_run_prints_no_spread_and_sub_second_timeouts_say_so() {
         "[run]\nwarmup = 0\nruns = 1\ntimeout_s = 0.5\n[matrix]\nframes = [1]\nsize = [\"8x8\"]\nenv = [\"h\"]\n\
          [env.h]\nWAN_VAE_BENCH_FAULT = \"hang\"\n",
     );
-    let (out, report) = run(dir.path(), &["--config", config.to_str().unwrap()]);
+    let (out, report) = run(dir.path(), &["--fault-hooks", "--config", config.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = crate::util::cli::load(&report);
     let e = r.cases[0].outcome.error.as_deref().unwrap();

@@ -166,6 +166,7 @@ fn second_run_on_the_same_report_fails_and_sigint_cleans_up() {
     let mut first = bench()
         .args([
             "run",
+            "--fault-hooks",
             "--config",
             config.to_str().unwrap(),
             "--quiet",

@@ -3,8 +3,10 @@
 //! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group with the variant's variables (plus
 //! a random-length padding variable, as hyperfine does) added to the environment, and with
 //! `miopen_db = fresh` an empty per-case MIOpen database folder, removed afterwards. The
-//! executor enforces the per-case timeout (killing the whole group), keeps the tail of
-//! stderr, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
+//! executor enforces the per-case timeout, kills the worker's whole group at the end of
+//! every case (normal or not; a background child holding stderr open cannot hang the run:
+//! the wait for stderr to close is bounded), keeps a tail of stderr bounded in lines and
+//! bytes, checks every result against the spec, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
 //! classifies a worker that died without a result. It owns the run's scratch folder: a
 //! random name with our prefix, owner-only permissions (tempfile), a marker file held locked
 //! while we run ([`FolderMark`]), removed when the executor is dropped; folders of runs that
@@ -31,6 +33,11 @@ use crate::values::MiopenDb;
 
 /// Lines of worker stderr kept for the report.
 pub const STDERR_TAIL_LINES: usize = 40;
+/// Bytes kept of one stderr line (the rest of a longer line is dropped, marked `[...]`).
+pub const STDERR_LINE_BYTES: usize = 1024;
+/// How long the parent waits, once the worker's group is killed, for its stderr to close
+/// (a process that left the group may hold it open); then the tail read so far is used.
+const STDERR_CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Padding variable whose random length shifts the environment size between cases.
 pub const PADDING_VAR: &str = "WAN_VAE_BENCH_ENV_PADDING";
@@ -156,6 +163,10 @@ impl Executor {
         };
         let tail_text = watched.tail.join("\n");
         let mut result = self.outcome(watched.timed_out, watched.status, &result_path, &tail_text, &vars);
+        if let Err(why) = result.check(spec) {
+            let msg = format!("the worker's result is not valid: {why}{}", stderr_suffix(&tail_text));
+            result = WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+        }
         result.outcome.miopen = watched.miopen;
         result
     }
@@ -211,7 +222,10 @@ impl Executor {
     fn watch(&self, mut child: std::process::Child, on_phase: &mut dyn FnMut(&str)) -> Option<Watched> {
         let stderr = child.stderr.take().expect("stderr piped");
         let (tx, rx) = mpsc::channel::<String>();
-        let reader = std::thread::spawn(move || read_stderr(stderr, &tx));
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = done_tx.send(read_stderr(stderr, &tx));
+        });
         let deadline = Instant::now() + self.timeout;
         let mut timed_out = false;
         let status = loop {
@@ -227,7 +241,6 @@ impl Executor {
                 kill_group(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
-                let _ = reader.join();
                 return None;
             }
             if Instant::now() >= deadline {
@@ -238,7 +251,10 @@ impl Executor {
             }
             std::thread::sleep(Duration::from_millis(25));
         };
-        let (tail, miopen) = reader.join().unwrap_or_default();
+        // The case is over, however it ended: nothing the worker started outlives it (a
+        // background child holding stderr open would otherwise keep the reader waiting).
+        kill_group(child.id());
+        let (tail, miopen) = done_rx.recv_timeout(STDERR_CLOSE_WAIT).unwrap_or_default();
         Some(Watched {
             timed_out,
             status,
@@ -317,7 +333,7 @@ fn read_stderr(stderr: impl std::io::Read, phases: &mpsc::Sender<String>) -> (Ve
     let mut miopen = MiopenParser::default();
     let mut lines = std::io::BufReader::new(stderr);
     let mut buf = Vec::new();
-    while matches!(lines.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+    while matches!(read_line_capped(&mut lines, &mut buf, STDERR_LINE_BYTES), Ok(n) if n > 0) {
         let line = String::from_utf8_lossy(&buf).trim_end().to_string();
         buf.clear();
         if let Some(p) = line.strip_prefix(PHASE_MARKER) {
@@ -333,6 +349,32 @@ fn read_stderr(stderr: impl std::io::Read, phases: &mpsc::Sender<String>) -> (Ve
         tail.push_back(line);
     }
     (tail.into_iter().collect(), miopen.finish())
+}
+
+/// Read one line (through `\n`) into `buf`, keeping at most `cap` bytes of it (a longer
+/// line ends in `[...]`); the number of bytes consumed, 0 at the end.
+fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<usize> {
+    let mut consumed = 0;
+    loop {
+        let chunk = r.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(consumed);
+        }
+        let (take, end) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (chunk.len(), false),
+        };
+        let room = cap.saturating_sub(buf.len());
+        buf.extend_from_slice(&chunk[..take.min(room)]);
+        if take > room && !buf.ends_with(b"[...]") {
+            buf.extend_from_slice(b"[...]");
+        }
+        r.consume(take);
+        consumed += take;
+        if end {
+            return Ok(consumed);
+        }
+    }
 }
 
 /// A case's empty MIOpen database folder, removed when dropped.
@@ -414,10 +456,27 @@ fn stderr_suffix(tail: &str) -> String {
     }
 }
 
-/// `None` when there is no result file; `Some(Err)` when it is not a valid result.
+/// Largest result file read (a result is a few kilobytes).
+const RESULT_MAX_BYTES: u64 = 64 << 20;
+
+/// `None` when there is no result file; `Some(Err)` when it is not a valid result (too
+/// large, not UTF-8, not JSON, or JSON of another shape).
 fn read_result(path: &Path) -> Option<Result<WorkerResult, String>> {
-    let text = std::fs::read_to_string(path).ok()?;
-    Some(serde_json::from_str(&text).map_err(|e| e.to_string()))
+    let meta = std::fs::metadata(path).ok()?;
+    if meta.len() > RESULT_MAX_BYTES {
+        return Some(Err(format!(
+            "{} bytes, more than the {RESULT_MAX_BYTES} a result may be",
+            meta.len()
+        )));
+    }
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) => return Some(Err(format!("cannot read it: {e}"))),
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Some(Err("it is not valid UTF-8".into()));
+    };
+    Some(serde_json::from_str(&text).map_err(|e| format!("it is not a result in JSON: {e}")))
 }
 
 /// Status and message for a worker that exited without writing a result: out-of-memory

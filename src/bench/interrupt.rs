@@ -3,11 +3,60 @@
 //! report, removes its scratch folder and its lock, and exits with 128 + the signal number.
 //! A second signal of the same kind ends the process at once.
 //!
+//! Before that, during set-up (the output locked, the weights hashed, a FIFO input opened, a
+//! hub download), [`guard_setup`] makes SIGINT/SIGTERM remove the output's lock file and
+//! exit at once with 128 + the signal number: nothing else exists yet to clean up or keep.
+//!
 //! Must not: do anything else in the handler (setting an atomic is all that is safe there).
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 static RECEIVED: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+
+/// The lock file (a leaked C string) to remove when a signal comes during set-up; null once
+/// [`install`] took over.
+static SETUP_LOCK: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+static SETUP_HANDLERS: OnceLock<()> = OnceLock::new();
+
+/// From now until [`install`]: a SIGINT or SIGTERM removes `lock` (our output lock, already
+/// acquired) and ends the process with 128 + the signal number. The handler only calls
+/// `unlink` and `_exit`, both async-signal-safe.
+pub fn guard_setup(lock: &std::path::Path) -> anyhow::Result<SetupGuard> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(lock.as_os_str().as_bytes())?;
+    let old = SETUP_LOCK.swap(c.into_raw(), Ordering::SeqCst);
+    if !old.is_null() {
+        // SAFETY: `old` came from `CString::into_raw` above, and no handler reads it now
+        // that it is swapped out (set-up runs once per process; a handler racing this
+        // swap would at worst unlink the previous lock path, which is ours too).
+        drop(unsafe { std::ffi::CString::from_raw(old) });
+    }
+    if SETUP_HANDLERS.get().is_none() {
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // SAFETY: the action only loads an atomic and calls unlink and _exit.
+            unsafe {
+                signal_hook::low_level::register(sig, move || {
+                    let p = SETUP_LOCK.load(Ordering::SeqCst);
+                    if !p.is_null() {
+                        libc::unlink(p);
+                        libc::_exit(128 + sig);
+                    }
+                })?;
+            }
+        }
+        let _ = SETUP_HANDLERS.set(());
+    }
+    Ok(SetupGuard)
+}
+
+/// Disarms [`guard_setup`] when dropped (set-up returned early, e.g. `--list`, or an error).
+pub struct SetupGuard;
+
+impl Drop for SetupGuard {
+    fn drop(&mut self) {
+        SETUP_LOCK.store(std::ptr::null_mut(), Ordering::SeqCst);
+    }
+}
 
 /// Install the handlers (once per process; later calls do nothing).
 pub fn install() -> anyhow::Result<()> {
@@ -23,6 +72,9 @@ pub fn install() -> anyhow::Result<()> {
         signal_hook::flag::register_usize(sig, Arc::clone(&received), sig as usize)?;
     }
     let _ = RECEIVED.set(received);
+    // The run's own handling takes over from the set-up guard (the lock path stays leaked:
+    // a handler may still be reading it).
+    SETUP_LOCK.store(std::ptr::null_mut(), Ordering::SeqCst);
     Ok(())
 }
 

@@ -8,13 +8,25 @@
 //! MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 96 --in_d 6 -H 482 -W 834 -k 96 ...
 //! ```
 //!
+//! Linear in the log's length: commands are looked up in a hash set, and at most
+//! [`MAX_COMMANDS`] distinct commands (and [`MAX_SOLVERS`] distinct solver names) are kept;
+//! the rest are counted in `dropped`, recorded in the report.
+//!
 //! Must not: read processes; the executor feeds it lines.
+use std::collections::HashSet;
+
 use crate::report::MiopenLog;
+
+/// Distinct `MIOpenDriver` commands kept per case.
+pub const MAX_COMMANDS: usize = 1000;
+/// Distinct solver names counted per case.
+pub const MAX_SOLVERS: usize = 200;
 
 /// Collects what MIOpen logged, one stderr line at a time.
 #[derive(Debug, Default)]
 pub struct MiopenParser {
     log: MiopenLog,
+    seen: HashSet<String>,
 }
 
 impl MiopenParser {
@@ -24,16 +36,28 @@ impl MiopenParser {
             return false;
         };
         if let Some(solver) = chosen_solver(rest) {
-            *self.log.solvers.entry(solver.to_string()).or_insert(0) += 1;
+            let full = self.log.solvers.len() >= MAX_SOLVERS;
+            match self.log.solvers.get_mut(solver) {
+                Some(n) => *n += 1,
+                None if !full => {
+                    self.log.solvers.insert(solver.to_string(), 1);
+                }
+                None => self.log.dropped += 1,
+            }
             return true;
         }
         if rest.contains("[LogCmdConvolution]") {
             if let Some(at) = rest.find("MIOpenDriver") {
                 // Keep the `./bin/` (or any path) in front of the driver, as logged.
                 let start = rest[..at].rfind(' ').map_or(0, |s| s + 1);
-                let command = rest[start..].trim().to_string();
-                if !self.log.driver_commands.contains(&command) {
-                    self.log.driver_commands.push(command);
+                let command = rest[start..].trim();
+                if !self.seen.contains(command) {
+                    if self.seen.len() < MAX_COMMANDS {
+                        self.seen.insert(command.to_string());
+                        self.log.driver_commands.push(command.to_string());
+                    } else {
+                        self.log.dropped += 1;
+                    }
                 }
                 return true;
             }
@@ -88,5 +112,20 @@ mod tests {
         assert_eq!(log.solvers["ConvDirectNaiveConvFwd"], 1);
         assert_eq!(log.driver_commands, vec![cmd.to_string()]);
         assert_eq!(MiopenParser::default().finish(), None);
+    }
+
+    #[test]
+    fn distinct_commands_are_capped_and_the_rest_counted() {
+        let mut p = MiopenParser::default();
+        for i in 0..MAX_COMMANDS + 50 {
+            assert!(p.line(&format!(
+                "MIOpen(HIP): Command [LogCmdConvolution] MIOpenDriver conv -n {i}"
+            )));
+            // A repeat of a kept command is neither kept twice nor counted as dropped.
+            assert!(p.line("MIOpen(HIP): Command [LogCmdConvolution] MIOpenDriver conv -n 0"));
+        }
+        let log = p.finish().unwrap();
+        assert_eq!(log.driver_commands.len(), MAX_COMMANDS);
+        assert_eq!(log.dropped, 50);
     }
 }

@@ -33,6 +33,7 @@ pub mod executor;
 pub mod flags;
 pub mod interrupt;
 pub mod matrix;
+mod measured;
 pub mod miopen;
 pub mod options;
 pub mod outputs;
@@ -88,6 +89,10 @@ pub struct RunArgs {
     /// The folders of engines that run the user's own install (one flag per such engine).
     #[command(flatten)]
     pub engine_dirs: EngineDirs,
+    /// Testing only: let the workers act on `WAN_VAE_BENCH_FAULT` (recorded in the report's
+    /// `run.fault_hooks`); without it they ignore the variable.
+    #[arg(long = "fault-hooks", hide = true)]
+    pub fault_hooks: bool,
 }
 
 /// The matrix file (or the smoke matrix) with the flags applied.
@@ -143,6 +148,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         .unwrap_or_else(|| default_output(system.hostname.as_deref()));
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
+    let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
     let model = ResolvedModel::resolve(&opts)?;
     // Read and checked once, in the parent, against the model's config; the workers get
     // the checked tensor as a file.
@@ -158,12 +164,23 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let (cases, seed) = plan_cases(&opts, &model.cfg)?;
-    let mut report = new_report(&opts, system, model.info.clone(), &cases, seed, input.as_ref());
+    let kind = model.cfg.kind();
+    let mut report = new_report(
+        &opts,
+        system,
+        model.info.clone(),
+        &cases,
+        seed,
+        input.as_ref(),
+        args.fault_hooks,
+    );
+    interrupt::install()?;
+    let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
+    // Only now that the run can start (scratch folder, worker files) is the report touched:
+    // a failed set-up leaves an existing report as it was.
     report
         .save_atomic(&output)
         .with_context(|| format!("cannot write the report {}", output.display()))?;
-    interrupt::install()?;
-    let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
     let progress = progress::Progress::new(cases.len(), opts.quiet);
     let total = cases.len();
     let added = cases.iter().filter(|c| c.added_as_reference).count();
@@ -173,8 +190,11 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
     };
     match seed {
-        Some(s) => scheduler.println(&format!("{total} cases{added_note}, shuffled with seed {s}")),
-        None if added > 0 => scheduler.println(&format!("{total} cases{added_note}")),
+        Some(s) => scheduler.println(&format!(
+            "{}{added_note}, shuffled with seed {s}",
+            measured::cases(total)
+        )),
+        None if added > 0 => scheduler.println(&format!("{}{added_note}", measured::cases(total))),
         None => {}
     }
     let signal = scheduler.run(&mut report, &output)?;
@@ -183,6 +203,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         signal,
         total,
         kept_scratch: scratch,
+        model: kind,
     };
     finish(&opts, &args, &mut report, &output, ended)
 }
@@ -195,6 +216,8 @@ struct Ended {
     total: usize,
     /// The scratch folder, when `--keep-outputs` keeps it.
     kept_scratch: Option<PathBuf>,
+    /// The model measured.
+    model: crate::model::ModelKind,
 }
 
 /// Every output (report and exports) is checked before the first case, not after an hour
@@ -278,6 +301,7 @@ fn new_report(
     cases: &[Case],
     seed: Option<u64>,
     input: Option<&user_input::InputFile>,
+    fault_hooks: bool,
 ) -> Report {
     let created_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
@@ -300,6 +324,7 @@ fn new_report(
             input: input.map(|i| i.record.clone()),
             python: runs_python(cases).then(|| opts.python()),
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
+            fault_hooks,
         },
         cases: Vec::new(),
         engines: Default::default(),
@@ -343,6 +368,7 @@ fn start_workers(
             runs: opts.runs,
             weights_path: shared.weights_path,
             torch_precision: opts.torch_precision,
+            fault_hooks: args.fault_hooks,
         },
         input: worker_input,
         inputs_dir: shared.inputs_dir,
@@ -368,6 +394,7 @@ fn finish(
         report.save_atomic(output)?;
     }
     crate::answer::attach(report, output, args.min_psnr)?;
+    println!("{}", measured::line(report, ended.model));
     print!("{}", TextTable.render(report)?);
     print!("{}", budgets::render(&report.cases));
     let broken = budgets::broken(&report.cases);
@@ -455,21 +482,30 @@ fn dtype_names(dtypes: &[candle_core::DType]) -> String {
 }
 
 /// The model config `run --list` costs the cases with: the checkpoint's when it is local
-/// (or already in the Hub cache), else the Wan 2.1 VAE's, said in the returned note. Never
+/// (or already in the Hub cache), else that of `--model`, of the model the Hub reference
+/// names (Wan 2.2 for `wan2.2`), or the Wan 2.1 VAE's, said in the returned note. Never
 /// downloads.
 fn list_config(
     reference: &str,
     model: Option<crate::model::ModelKind>,
 ) -> anyhow::Result<(crate::model::Config, String)> {
     use crate::weights::source::{self, WeightsRef};
+    let mut named = None;
     let path = match source::parse(reference)? {
         WeightsRef::Synthetic => None,
         WeightsRef::Local(p) => Some(p),
-        WeightsRef::Hub(h) => source::hub::lookup_cache(&source::HubSettings::from_env().cache_dir, &h)
-            .ok()
-            .map(|hit| hit.path),
+        WeightsRef::Hub(h) => {
+            // Not cached: the model its name says (`Wan2.2-TI2V-5B`, `wan2.2_vae`).
+            let name = format!("{}/{}", h.repo, h.file).to_ascii_lowercase();
+            if name.contains("2.2") || name.contains("2_2") {
+                named = Some(crate::model::ModelKind::Wan22);
+            }
+            source::hub::lookup_cache(&source::HubSettings::from_env().cache_dir, &h)
+                .ok()
+                .map(|hit| hit.path)
+        }
     };
-    let asked = model.unwrap_or(crate::model::ModelKind::Wan21);
+    let asked = model.or(named).unwrap_or(crate::model::ModelKind::Wan21);
     Ok(match path {
         None if reference.trim().eq_ignore_ascii_case("synthetic") => (asked.config(), String::new()),
         None => (

@@ -79,16 +79,26 @@ pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> String {
     let mut grand = 0.0;
     for (c, id) in cases.iter().zip(&ids) {
         let s = &c.settings;
-        let e = encode_gflop(cfg, s.frames, s.width, s.height);
-        let d = decode_gflop(cfg, s.frames, s.width, s.height);
+        // Only the passes the case runs are counted.
+        let e = if s.passes.encodes() {
+            encode_gflop(cfg, s.frames, s.width, s.height)
+        } else {
+            0.0
+        };
+        let d = if s.passes.decodes() {
+            decode_gflop(cfg, s.frames, s.width, s.height)
+        } else {
+            0.0
+        };
+        let label = match (s.passes.encodes(), s.passes.decodes()) {
+            (true, true) => "encode+decode",
+            (true, false) => "encode",
+            _ => "decode",
+        };
         let total = (e + d) * passes;
         grand += total;
         let pad = " ".repeat(width - id.width());
-        let _ = writeln!(
-            out,
-            "{id}{pad}  {:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}",
-            "encode+decode"
-        );
+        let _ = writeln!(out, "{id}{pad}  {label:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}");
     }
     let _ = writeln!(
         out,

@@ -18,7 +18,23 @@ pub fn structured_clip(frames: usize, width: usize, height: usize, device: &Devi
     let size = wf.min(hf);
     // Coverage of a shape edge at signed distance `d` (px, negative inside): 1 inside, 0 outside.
     let cover = |d: f32| (0.5 - d / 1.5).clamp(0.0, 1.0);
-    let mut data = vec![0f32; 3 * frames * width * height];
+    // The parent makes this clip for the Python engines: a size too large for memory is an
+    // error naming it, never an abort of the parent.
+    let n = [3, frames, width, height]
+        .into_iter()
+        .try_fold(1usize, |a, b| a.checked_mul(b))
+        .ok_or_else(|| {
+            anyhow::anyhow!("the input clip of {frames} frames at {width}x{height} has too many elements")
+        })?;
+    let mut data: Vec<f32> = Vec::new();
+    data.try_reserve_exact(n).map_err(|_| {
+        anyhow::anyhow!(
+            "cannot allocate the input clip of {frames} frames at {width}x{height} ({:.1} GiB of f32): not enough \
+             memory; choose a smaller --size or --frames",
+            n as f64 * 4.0 / (1u64 << 30) as f64
+        )
+    })?;
+    data.resize(n, 0.0);
     let plane = width * height;
     for t in 0..frames {
         let phase = t as f32 / frames.max(2) as f32;

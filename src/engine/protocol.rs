@@ -101,6 +101,10 @@ pub struct RunSpec {
     /// (`engine::EngineSpec::precision_modes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch_precision: Option<TorchPrecision>,
+    /// The testing hook (`WAN_VAE_BENCH_FAULT`) may act: set only by `run --fault-hooks`
+    /// (hidden); otherwise a worker ignores the variable and says so on stderr.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fault_hooks: bool,
 }
 
 /// Where a worker finds its input: an f32 safetensors file holding tensor `latent`
@@ -172,6 +176,43 @@ impl WorkerResult {
             roundtrip_psnr_db: None,
             outputs_error: None,
             engine_context: None,
+        }
+    }
+
+    /// Whether an `ok` result holds what `spec` asked for: each pass asked for, with
+    /// `spec.run.runs` samples, every timing finite and non-negative. The parent checks
+    /// every result (a worker is another program); `Err` says what is wrong.
+    pub fn check(&self, spec: &WorkerSpec) -> Result<(), String> {
+        let o = &self.outcome;
+        if o.status != CaseStatus::Ok {
+            return Ok(());
+        }
+        let passes = spec.settings.passes;
+        for (name, asked, stats) in [
+            ("encode", passes.encodes(), &o.encode),
+            ("decode", passes.decodes(), &o.decode),
+        ] {
+            if !asked {
+                continue;
+            }
+            let Some(p) = stats else {
+                return Err(format!("no {name} timings"));
+            };
+            if p.samples_s.len() != spec.run.runs {
+                let n = p.samples_s.len();
+                return Err(format!("{n} {name} samples, {} asked for", spec.run.runs));
+            }
+            let all = p.samples_s.iter().chain(&p.warmup_s);
+            let stats = [p.min_s, p.median_s, p.mean_s, p.stddev_s, p.max_s];
+            if let Some(bad) = all.chain(&stats).find(|t| !t.is_finite() || **t < 0.0) {
+                return Err(format!(
+                    "{name} timing {bad} is not a finite, non-negative number of seconds"
+                ));
+            }
+        }
+        match o.load_s {
+            Some(t) if !t.is_finite() || t < 0.0 => Err(format!("load time {t} is not a finite, non-negative number")),
+            _ => Ok(()),
         }
     }
 
@@ -293,6 +334,7 @@ mod tests {
                 runs: 2,
                 weights_path: None,
                 torch_precision: None,
+                fault_hooks: false,
             },
             variant_vars: vec![],
             outputs: None,

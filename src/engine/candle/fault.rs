@@ -2,7 +2,9 @@
 //! `crash` (abort after writing to stderr), `oom` (abort with an allocation-failure message),
 //! `hang` (sleep forever), `fail` (report an error), `unsupported` (report an unsupported
 //! setting) or `fake` (skip the model and report tiny made-up timings), so the orchestration
-//! can be tested without a model.
+//! can be tested without a model. It acts only when the parent ran with the hidden
+//! `run --fault-hooks` flag (the spec's `fault_hooks`); otherwise a set variable is ignored
+//! with a note on stderr, so a variable left in the user's shell never invents timings.
 //!
 //! Must not: touch the model; only the worker calls it, before measuring.
 use std::collections::BTreeMap;
@@ -18,6 +20,14 @@ pub const FAULT_VAR: &str = "WAN_VAE_BENCH_FAULT";
 /// `oom` and `hang` never return.
 pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
     let fault = std::env::var(FAULT_VAR).ok()?;
+    if !spec.run.fault_hooks {
+        if !fault.is_empty() {
+            eprintln!(
+                "wan-vae-bench worker: {FAULT_VAR} ignored (a testing hook, enabled only by `run --fault-hooks`)"
+            );
+        }
+        return None;
+    }
     let empty = |status, msg: &str| Some(WorkerResult::empty(status, Some(msg.to_string()), BTreeMap::new()));
     match fault.as_str() {
         "" => None,

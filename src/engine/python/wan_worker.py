@@ -234,9 +234,14 @@ def measure(spec: dict) -> dict:
 
 def inject_fault(spec: dict) -> Optional[dict]:
     """The candle worker's testing hook (WAN_VAE_BENCH_FAULT), plus `garbage` (an unparsable
-    result file) for the parent's error path."""
+    result file) for the parent's error path; it acts only when the spec's `fault_hooks` is
+    set (the parent's hidden `run --fault-hooks`)."""
     fault = os.environ.get(FAULT_VAR, "")
     if not fault:
+        return None
+    if not spec.get("fault_hooks", False):
+        print(f"wan-vae-bench python worker: {FAULT_VAR} ignored (a testing hook, enabled only by "
+              "`run --fault-hooks`)", file=sys.stderr, flush=True)
         return None
     if fault == "crash":
         print(f"wan-vae-bench python worker: injected crash ({FAULT_VAR}=crash)", file=sys.stderr, flush=True)

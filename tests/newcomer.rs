@@ -1,0 +1,118 @@
+//! Issue 17, items 13-15 and 19: what a newcomer reads. The default run says what it
+//! measured and counts "1 case"; README, `configs/smoke.toml` and the comments agree with
+//! what runs; `run --list` costs decode-only cases and Wan 2.2 weights as they are.
+use std::path::Path;
+
+use crate::util::cli::{bench, scratch, stderr, stdout};
+
+fn repo(file: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
+}
+
+#[test]
+fn a_run_says_what_it_measured_and_counts_one_case() {
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let out = bench()
+        .args([
+            "run",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--precision",
+            "fp32",
+            "--warmup",
+            "0",
+            "--runs",
+            "1",
+        ])
+        .args(["--order", "shuffled", "--seed", "3", "-o"])
+        .arg(&report)
+        .env("RAYON_NUM_THREADS", "2")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("measured: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains("Wan 2.1 VAE")
+            && line.contains("synthetic weights")
+            && line.contains("on cpu with 2 threads")
+            && line.contains("GFLOP/s: encode "),
+        "{line}"
+    );
+    assert!(text.contains("1 case, shuffled with seed 3"), "{text}");
+    assert!(!text.contains("1 cases"), "{text}");
+}
+
+#[test]
+fn readme_and_smoke_matrix_agree_on_warmup_and_runs() {
+    let smoke: toml::Value = toml::from_str(&repo("configs/smoke.toml")).unwrap();
+    let warmup = smoke["run"]["warmup"].as_integer().unwrap();
+    let runs = smoke["run"]["runs"].as_integer().unwrap();
+    let readme = repo("README.md");
+    assert!(
+        readme.contains(&format!("{warmup} warmup + {runs} timed runs per case")),
+        "README does not state the smoke matrix's {warmup} warmup + {runs} runs"
+    );
+    assert!(!repo("configs/smoke.toml").contains("about a minute"));
+}
+
+#[test]
+fn list_costs_decode_only_cases_and_wan22_weights_as_they_are() {
+    let dir = scratch();
+    let list = |args: &[&str]| {
+        let out = bench()
+            .args(["run", "--list"])
+            .args(args)
+            .env("HF_HOME", dir.path().join("hf"))
+            .env_remove("HF_HUB_CACHE")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let text = list(&[
+        "--passes",
+        "decode",
+        "--frames",
+        "5",
+        "--size",
+        "64x64",
+        "--precision",
+        "fp32",
+    ]);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("fp32-"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cols[1], "decode", "{row}");
+    assert_eq!(cols[2], "0.00", "the encode of a decode-only case was counted: {row}");
+    assert!(cols[3].parse::<f64>().unwrap() > 0.0, "{row}");
+    assert!(!text.contains("encode+decode"), "{text}");
+
+    let text = list(&[
+        "--weights",
+        "wan2.2",
+        "--size",
+        "64x64",
+        "--frames",
+        "1",
+        "--precision",
+        "fp32",
+    ]);
+    assert!(text.contains("costed as the Wan 2.2 VAE"), "{text}");
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/wan22-ti2v.toml");
+    let text = list(&["--config", cfg.to_str().unwrap()]);
+    assert!(text.contains("costed as the Wan 2.2 VAE"), "{text}");
+}
+
+#[test]
+fn the_wan22_config_does_not_say_decode_only_cases_are_missing() {
+    assert!(!repo("configs/wan22-ti2v.toml").contains("do not exist yet"));
+}

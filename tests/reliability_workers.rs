@@ -1,0 +1,326 @@
+//! Issue 17, items 2-4 and 7-9: a failed set-up leaves the old report alone, a signal during
+//! set-up leaves no lock, a worker's background child neither hangs the run nor outlives
+//! the case, stderr is kept bounded, worker results are checked, and the fault hook acts
+//! only under `--fault-hooks`. Workers are stood in for by small shell scripts given as
+//! the Python interpreter (the parent runs `INTERPRETER -u SCRIPT worker ... --result PATH`).
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::util::cli::{bench, fixture, load, scratch, stderr, write};
+
+/// One tiny case (weights fixture, one frame, one timed run) with extra flags.
+fn tiny(extra: &[&str]) -> Vec<String> {
+    let weights = fixture("wan21_tiny.weights.safetensors");
+    let mut v: Vec<String> = [
+        "run", "--quiet", "--frames", "1", "--size", "16x16", "--warmup", "0", "--runs", "1",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    v.extend(["--weights".to_string(), weights.display().to_string()]);
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+/// A fake interpreter: a shell script that finds `--result PATH` and runs `body` with
+/// `$r` set to it.
+fn fake_python(dir: &Path, body: &str) -> PathBuf {
+    let path = dir.join("fake-python");
+    let text = format!("#!/bin/sh\nr=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --result ] && r=$2; shift; done\n{body}\n");
+    std::fs::write(&path, text).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+/// A result file of status ok whose encode and decode hold `samples`.
+fn result_json(samples: &str, stat: &str) -> String {
+    let pass = format!(
+        r#"{{"samples_s":{samples},"min_s":{stat},"median_s":{stat},"mean_s":{stat},"stddev_s":0,"max_s":{stat},"warmup_s":[],"frames_per_s":1,"gflop":0,"gflop_per_s":0,"outliers":0}}"#
+    );
+    format!(
+        r#"{{"status":"ok","error":null,"compute_dtype":"f32","encode":{pass},"decode":{pass},"load_s":0.1,"peak_rss_bytes":null,"device_memory_bytes":null,"env":{{}},"model":null,"roundtrip_psnr_db":null,"outputs_error":null}}"#
+    )
+}
+
+/// Run `args` to its end, at most `limit`; killed (and the test failed) past it.
+fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> Output {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            panic!("the run did not end within {limit:?}");
+        }
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is gone for our purpose; /proc says which.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.contains(") Z "))
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_background_child_holding_stderr_neither_hangs_the_run_nor_outlives_the_case() {
+    let dir = scratch();
+    let pidfile = dir.path().join("bg.pid");
+    let body = format!(
+        "sleep 300 &\necho $! > '{}'\nprintf '%s' '{}' > \"$r\"\nexit 0",
+        pidfile.display(),
+        result_json("[0.01]", "0.01")
+    );
+    let py = fake_python(dir.path(), &body);
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args(tiny(&[
+        "--engine",
+        "torch",
+        "--timeout",
+        "120",
+        "--python",
+        py.to_str().unwrap(),
+    ]))
+    .arg("-o")
+    .arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let left = alive(pid);
+    if left {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!left, "the worker's background child outlived its case");
+    assert_eq!(load(&report).cases[0].outcome.status.name(), "ok");
+}
+
+#[test]
+fn worker_results_are_checked_and_an_unreadable_result_says_why() {
+    let dir = scratch();
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nenv = [\"negative\", \"empty\", \"nan\", \"binary\", \"good\"]\n\
+         [env.negative]\nMODE = \"negative\"\n[env.empty]\nMODE = \"empty\"\n[env.nan]\nMODE = \"nan\"\n\
+         [env.binary]\nMODE = \"binary\"\n[env.good]\nMODE = \"good\"\n",
+    );
+    let body = format!(
+        "case $MODE in\n negative) printf '%s' '{}' > \"$r\";;\n empty) printf '%s' '{}' > \"$r\";;\n \
+         nan) printf '%s' '{}' > \"$r\";;\n binary) printf '\\377\\376{{' > \"$r\";;\n *) printf '%s' '{}' > \"$r\";;\nesac",
+        result_json("[-1.0]", "-1.0"),
+        result_json("[]", "0"),
+        result_json("[1e999]", "1e999"),
+        result_json("[0.01]", "0.01"),
+    );
+    let py = fake_python(dir.path(), &body);
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args(tiny(&[
+        "--engine",
+        "torch",
+        "--order",
+        "as-written",
+        "--python",
+        py.to_str().unwrap(),
+    ]))
+    .args(["--config", cfg.to_str().unwrap(), "-o"])
+    .arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&report);
+    let error = |v: &str| {
+        let c = r.cases.iter().find(|c| c.settings.env_variant == v).unwrap();
+        (c.outcome.status.name(), c.outcome.error.clone().unwrap_or_default())
+    };
+    let (s, e) = error("negative");
+    assert_eq!(s, "failed");
+    assert!(e.contains("not a finite, non-negative"), "{e}");
+    let (s, e) = error("empty");
+    assert_eq!(s, "failed");
+    assert!(e.contains("0 encode samples, 1 asked for"), "{e}");
+    let (s, e) = error("nan");
+    assert_eq!(s, "failed", "{e}");
+    let (s, e) = error("binary");
+    assert_eq!(s, "failed");
+    assert!(
+        e.contains("not valid UTF-8") && !e.contains("without writing a result"),
+        "{e}"
+    );
+    assert_eq!(error("good").0, "ok");
+}
+
+#[test]
+fn a_huge_stderr_line_is_kept_bounded() {
+    let dir = scratch();
+    let py = fake_python(
+        dir.path(),
+        "head -c 5000000 /dev/zero | tr '\\0' x >&2\necho >&2\necho last words >&2\nexit 3",
+    );
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args(tiny(&["--engine", "torch", "--python", py.to_str().unwrap()]))
+        .arg("-o")
+        .arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let e = load(&report).cases[0].outcome.error.clone().unwrap();
+    assert!(e.len() < 64 * 1024, "{} bytes of error", e.len());
+    assert!(
+        e.contains("[...]") && e.contains("last words"),
+        "{}",
+        &e[..200.min(e.len())]
+    );
+    assert!(std::fs::metadata(&report).unwrap().len() < 256 * 1024);
+}
+
+#[test]
+fn the_fault_hook_acts_only_under_fault_hooks() {
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let run = |hooks: bool| {
+        let mut cmd = bench();
+        cmd.args(tiny(if hooks { &["--fault-hooks"] } else { &[] }))
+            .arg("-o")
+            .arg(&report)
+            .env("WAN_VAE_BENCH_FAULT", "fail");
+        run_bounded(cmd, Duration::from_secs(120))
+    };
+    let out = run(false);
+    assert_eq!(out.status.code(), Some(0), "an exported hook acted: {}", stderr(&out));
+    let r = load(&report);
+    assert_eq!(r.cases[0].outcome.status.name(), "ok");
+    assert!(!r.run.fault_hooks);
+    assert!(!std::fs::read_to_string(&report).unwrap().contains("fault_hooks"));
+    let out = run(true);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&report);
+    assert!(r.run.fault_hooks);
+    assert!(r.cases[0]
+        .outcome
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("injected failure"));
+}
+
+#[test]
+fn a_failed_set_up_leaves_the_old_report_as_it_was() {
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args(tiny(&[])).arg("-o").arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let before = std::fs::read(&report).unwrap();
+    let mut cmd = bench();
+    cmd.args(tiny(&[]))
+        .arg("-o")
+        .arg(&report)
+        .env("TMPDIR", dir.path().join("missing"));
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&report).unwrap(), before, "the old report was touched");
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec![std::ffi::OsString::from("r.json")]);
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !done() {
+        assert!(t.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
+    let t = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        if t.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not end after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_signal_during_set_up_leaves_no_lock() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = scratch();
+    let fifo = dir.path().join("input.npy");
+    assert!(std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let report = dir.path().join("r.json");
+    let lock = dir.path().join("r.json.lock");
+    for sig in [libc::SIGTERM, libc::SIGINT] {
+        let mut child = bench()
+            .args(tiny(&["--input", fifo.to_str().unwrap()]))
+            .arg("-o")
+            .arg(&report)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // Opening the FIFO blocks (no writer) with the lock held.
+        wait_for("the lock", || lock.exists());
+        std::thread::sleep(Duration::from_millis(200));
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let status = wait_exit(&mut child);
+        assert_eq!(status.code(), Some(128 + sig), "{status:?} {:?}", status.signal());
+        assert!(!lock.exists(), "the lock was left behind after signal {sig}");
+        assert!(!report.exists());
+    }
+}
+
+#[test]
+fn a_huge_python_engine_size_is_an_error_not_an_abort() {
+    let dir = scratch();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let py = fake_python(dir.path(), "exit 1");
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args([
+        "run",
+        "--engine",
+        "torch",
+        "--size",
+        "65536x65536",
+        "--frames",
+        "81",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+    ])
+    .args(["--python", py.to_str().unwrap(), "-o"])
+    .arg(&report)
+    .env("TMPDIR", &tmp);
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("cannot allocate the input clip of 81 frames at 65536x65536"),
+        "{err}"
+    );
+    assert!(!report.exists() && !dir.path().join("r.json.lock").exists());
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "scratch left behind");
+}
