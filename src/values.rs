@@ -309,9 +309,8 @@ pub fn parse_size(what: &str, s: &str) -> Result<(usize, usize), UserError> {
 /// `fp32`, `bf16`, `fp16` (also `f32`, `float32`, ...) or `auto` (the engine's own pick;
 /// comfyui only, other engines' cases are `unsupported`).
 pub fn parse_precision(what: &str, s: &str) -> Result<Precision, UserError> {
-    s.parse::<Precision>().map_err(|_| {
-        UserError::invalid(what, s, "fp32, bf16, fp16 or auto (the comfyui engine's own choice)")
-    })
+    s.parse::<Precision>()
+        .map_err(|_| UserError::invalid(what, s, "fp32, bf16, fp16 or auto (the comfyui engine's own choice)"))
 }
 
 /// `none`, `TILE` or `TILE:OVERLAP` in pixels (the model's rules: multiples of 8, overlap <
