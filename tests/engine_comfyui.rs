@@ -124,8 +124,6 @@ fn comfyui_wan22_tiles_in_its_own_units_and_records_a_forced_oom_retry() {
             "wan2.2",
             "--size",
             "32x32",
-            "--passes",
-            "decode",
             "--temporal-tile",
             "none,8:4",
         ],
