@@ -278,6 +278,16 @@ pub struct Outcome {
     /// the worker); absent when it logged none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miopen: Option<MiopenLog>,
+    /// Whether the engine's own code fell back to tiled decoding/encoding after an
+    /// out-of-memory (ComfyUI's "retrying with tiled VAE decoding"); absent for engines
+    /// that have no such fallback. Marked in the table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oom_tiled_retry: Option<bool>,
+    /// What the engine's own code did in this case, as its worker reports it (comfyui: the
+    /// dtype it used and its default pick, its version and commit, its decode memory
+    /// estimate, the knobs after its start-up and after ours; docs/report-schema.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_case: Option<BTreeMap<String, serde_json::Value>>,
 }
 
 impl Outcome {
@@ -296,6 +306,8 @@ impl Outcome {
             device_peak_allocated_bytes: None,
             device_peak_reserved_bytes: None,
             miopen: None,
+            oom_tiled_retry: None,
+            engine_case: None,
         }
     }
 }

@@ -194,7 +194,7 @@ impl Tolerance {
         let factor = match precision {
             Precision::Fp32 => 1e-4,
             Precision::Fp16 => 2e-2,
-            Precision::Bf16 => 1e-1,
+            Precision::Bf16 | Precision::Auto => 1e-1,
         };
         Tolerance {
             metric: "max_abs_error",
@@ -243,7 +243,7 @@ pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, tol: Toleranc
 /// cases run in this process (candle) or in the Python worker.
 pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     let engine = crate::engine::spec(args.engine);
-    if let Some(why) = engine.unsupported(args.chunk, &args.device) {
+    if let Some(why) = engine.unsupported(args.chunk, &args.device, args.precision) {
         return Err(UserError::Other(why).into());
     }
     args.engine_dirs.check([args.engine])?;

@@ -26,18 +26,21 @@ pub enum Engine {
     Torch,
     /// diffusers' `AutoencoderKLWan` from the interpreter's own install (the Python worker).
     Diffusers,
+    /// The user's own ComfyUI (`--comfyui DIR`): its `comfy.sd.VAE`, as its VAE nodes run it.
+    Comfyui,
 }
 
 impl Engine {
     /// Every engine, in the order tables list them.
-    pub const ALL: [Engine; 3] = [Engine::Candle, Engine::Torch, Engine::Diffusers];
+    pub const ALL: [Engine; 4] = [Engine::Candle, Engine::Torch, Engine::Diffusers, Engine::Comfyui];
 
-    /// `candle`, `torch` or `diffusers` (the JSON and flag spelling).
+    /// `candle`, `torch`, `diffusers` or `comfyui` (the JSON and flag spelling).
     pub fn name(self) -> &'static str {
         match self {
             Engine::Candle => "candle",
             Engine::Torch => "torch",
             Engine::Diffusers => "diffusers",
+            Engine::Comfyui => "comfyui",
         }
     }
 
@@ -47,7 +50,8 @@ impl Engine {
             "candle" => Ok(Engine::Candle),
             "torch" | "pytorch" => Ok(Engine::Torch),
             "diffusers" => Ok(Engine::Diffusers),
-            _ => Err(UserError::invalid(what, s, "candle, torch or diffusers")),
+            "comfyui" | "comfy" => Ok(Engine::Comfyui),
+            _ => Err(UserError::invalid(what, s, "candle, torch, diffusers or comfyui")),
         }
     }
 }
@@ -302,10 +306,11 @@ pub fn parse_size(what: &str, s: &str) -> Result<(usize, usize), UserError> {
     ))
 }
 
-/// `fp32`, `bf16` or `fp16` (also `f32`, `float32`, ...).
+/// `fp32`, `bf16`, `fp16` (also `f32`, `float32`, ...) or `auto` (the engine's own pick;
+/// comfyui only, other engines' cases are `unsupported`).
 pub fn parse_precision(what: &str, s: &str) -> Result<Precision, UserError> {
     s.parse::<Precision>()
-        .map_err(|_| UserError::invalid(what, s, "fp32, bf16 or fp16"))
+        .map_err(|_| UserError::invalid(what, s, "fp32, bf16, fp16 or auto (the comfyui engine's own choice)"))
 }
 
 /// `none`, `TILE` or `TILE:OVERLAP` in pixels (the model's rules: multiples of 8, overlap <

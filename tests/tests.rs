@@ -9,6 +9,7 @@ mod bench_system;
 mod bounded_reads;
 mod budgets;
 mod compare_cli;
+mod engine_comfyui;
 mod engines;
 mod gpu_check;
 mod hub;

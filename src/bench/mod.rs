@@ -141,6 +141,12 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         }
     }
     args.engine_dirs.check(opts.axes.engines())?;
+    if opts.python.is_none() {
+        // An engine folder's own venv (ComfyUI's) before the run-wide rule.
+        if let Some(p) = args.engine_dirs.venv_python(opts.axes.engines()) {
+            opts.python = Some(p.display().to_string());
+        }
+    }
     let system = crate::system::collect();
     let output = opts
         .output

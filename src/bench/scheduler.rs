@@ -179,7 +179,8 @@ impl Scheduler {
     /// worker when its engine cannot run it, `failed` when its input could not be prepared.
     fn run_case(&mut self, case: &Case, recorded: &[String]) -> (WorkerResult, Option<PathBuf>) {
         let engine = crate::engine::spec(case.settings.engine);
-        if let Some(why) = engine.unsupported(case.settings.chunk, &self.run_wide.spec.device) {
+        if let Some(why) = engine.unsupported(case.settings.chunk, &self.run_wide.spec.device, case.settings.precision)
+        {
             let env = case.env_vars.clone();
             return (WorkerResult::empty(CaseStatus::Unsupported, Some(why), env), None);
         }

@@ -46,6 +46,9 @@ pub struct EngineSpec {
     /// The keys of `engines.<name>` in the report: the context its worker reports (the
     /// result's `python` object) with its first case; empty: it reports none.
     pub context: &'static [&'static str],
+    /// Whether it runs precision `auto` (no switch: its own code picks the dtype); other
+    /// engines' `auto` cases are `unsupported` without a worker.
+    pub own_dtype: bool,
     /// The engine whose decoded video its reference cases are compared with
     /// (`quality.cross_engine`) when that engine ran the same settings.
     pub cross_check: Option<Engine>,
@@ -100,6 +103,7 @@ pub const ENGINES: &[EngineSpec] = &[
         precision_modes: &[],
         devices: &["cpu", "cuda", "metal"],
         context: &[],
+        own_dtype: false,
         cross_check: None,
         folder: None,
     },
@@ -117,6 +121,7 @@ pub const ENGINES: &[EngineSpec] = &[
         precision_modes: &["autocast", "cast"],
         devices: &["cpu", "cuda"],
         context: TORCH_CONTEXT,
+        own_dtype: false,
         cross_check: Some(Engine::Candle),
         folder: None,
     },
@@ -134,9 +139,49 @@ pub const ENGINES: &[EngineSpec] = &[
         precision_modes: &["cast", "autocast"],
         devices: &["cpu", "cuda"],
         context: TORCH_CONTEXT,
+        own_dtype: false,
         cross_check: Some(Engine::Candle),
         folder: None,
     },
+    EngineSpec {
+        engine: Engine::Comfyui,
+        worker: WorkerKind::Python {
+            modules: &[python::PyFile::new(
+                "comfyui_engine.py",
+                include_str!("python/comfyui_engine.py"),
+            )],
+        },
+        knobs: true,
+        // ComfyUI's Wan VAE decodes one latent frame per call.
+        any_chunk: false,
+        precision_modes: &[],
+        devices: &["cpu", "cuda"],
+        context: COMFYUI_CONTEXT,
+        own_dtype: true,
+        cross_check: Some(Engine::Candle),
+        folder: Some(EngineFolder {
+            flag: "comfyui",
+            holds: "a ComfyUI folder (checkout or install)",
+        }),
+    },
+];
+
+/// The context keys of the comfyui engine: PyTorch's, plus the ComfyUI it ran.
+const COMFYUI_CONTEXT: &[&str] = &[
+    "python",
+    "python_executable",
+    "torch",
+    "hip",
+    "cuda",
+    "cudnn_version",
+    "diffusers",
+    "threads",
+    "device_name",
+    "gcn_arch_name",
+    "total_memory_bytes",
+    "comfyui_version",
+    "comfyui_commit",
+    "comfyui_dir",
 ];
 
 /// The description of `engine`.
@@ -190,9 +235,16 @@ impl EngineSpec {
         }
     }
 
-    /// Why this engine cannot run a case of `chunk` on `device` (the case is then
+    /// Why this engine cannot run a case of `chunk` and `precision` on `device` (the case is then
     /// `unsupported` without starting a worker); `None` when it can.
-    pub fn unsupported(&self, chunk: usize, device: &str) -> Option<String> {
+    pub fn unsupported(&self, chunk: usize, device: &str, precision: crate::model::Precision) -> Option<String> {
+        if precision == crate::model::Precision::Auto && !self.own_dtype {
+            return Some(format!(
+                "precision auto is not supported by the {} engine: it has no dtype choice of its own \
+                 (auto is the comfyui engine's; use fp32, bf16 or fp16)",
+                self.name()
+            ));
+        }
         let kind = device_kind(device);
         if !self.devices.contains(&kind.as_str()) {
             return Some(format!(
@@ -228,6 +280,19 @@ impl EngineDirs {
     /// The folder given for `engine`, if any.
     pub fn get(&self, engine: Engine) -> Option<&PathBuf> {
         self.0.get(&engine)
+    }
+
+    /// The Python interpreter of the first folder (of `engines`) that holds a venv
+    /// (`venv/bin/python`, `.venv/bin/python`; `Scripts/python.exe` on Windows): the Python
+    /// engines use it when neither `--python` nor `[model] python` is given.
+    pub fn venv_python(&self, engines: impl IntoIterator<Item = Engine>) -> Option<PathBuf> {
+        engines.into_iter().filter_map(|e| self.get(e)).find_map(|dir| {
+            ["venv", ".venv"].iter().find_map(|v| {
+                [dir.join(v).join("bin/python"), dir.join(v).join("Scripts/python.exe")]
+                    .into_iter()
+                    .find(|p| p.is_file())
+            })
+        })
     }
 
     /// Every engine of `engines` that needs a folder has one, and it is a folder: checked
@@ -283,10 +348,24 @@ fn folder_args(cmd: clap::Command, table: &'static [EngineSpec]) -> clap::Comman
         })
 }
 
+/// The environment variable naming an engine folder when its flag is absent:
+/// `WAN_VAE_BENCH_<FLAG>` (`WAN_VAE_BENCH_COMFYUI`).
+pub fn folder_env_var(folder: &EngineFolder) -> String {
+    format!("WAN_VAE_BENCH_{}", folder.flag.to_ascii_uppercase().replace('-', "_"))
+}
+
 fn dirs_from(table: &[EngineSpec], m: &clap::ArgMatches) -> BTreeMap<Engine, PathBuf> {
     table
         .iter()
-        .filter_map(|s| Some((s.engine, m.get_one::<PathBuf>(s.folder?.flag)?.clone())))
+        .filter_map(|s| {
+            let f = s.folder?;
+            let given = m.get_one::<PathBuf>(f.flag).cloned().or_else(|| {
+                std::env::var_os(folder_env_var(&f))
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            });
+            Some((s.engine, given?))
+        })
         .collect()
 }
 
@@ -345,15 +424,22 @@ mod tests {
         assert!(torch.knobs_act_on("cuda:0") && torch.knobs_act_on("CUDA"));
         assert!(!torch.knobs_act_on("cpu") && !candle.knobs_act_on("cuda:0"));
         assert!(knobs_apply(Engine::Diffusers, "cuda:1"));
-        assert_eq!(diffusers.unsupported(1, "cpu"), None);
-        let m = diffusers.unsupported(2, "cpu").unwrap();
+        assert_eq!(diffusers.unsupported(1, "cpu", crate::model::Precision::Fp32), None);
+        let m = diffusers.unsupported(2, "cpu", crate::model::Precision::Fp32).unwrap();
         assert!(m.contains("chunk 2") && m.contains("diffusers"), "{m}");
-        assert_eq!(torch.unsupported(2, "cuda:0"), None);
-        let m = torch.unsupported(1, "metal").unwrap();
+        assert_eq!(torch.unsupported(2, "cuda:0", crate::model::Precision::Fp32), None);
+        let m = torch.unsupported(1, "metal", crate::model::Precision::Fp32).unwrap();
         assert!(m.contains("metal") && m.contains("cpu, cuda"), "{m}");
-        assert_eq!(candle.unsupported(3, "metal:0"), None);
+        assert_eq!(candle.unsupported(3, "metal:0", crate::model::Precision::Fp32), None);
         assert!(torch.has_precision_mode("cast") && diffusers.has_precision_mode("autocast"));
         assert!(!candle.has_precision_mode("cast") && !torch.has_precision_mode("auto"));
+        use crate::model::Precision::Auto;
+        let m = torch.unsupported(1, "cpu", Auto).unwrap();
+        assert!(m.contains("auto") && m.contains("torch"), "{m}");
+        assert!(candle.unsupported(1, "cpu", Auto).is_some());
+        let comfy = spec(Engine::Comfyui);
+        assert_eq!(comfy.unsupported(1, "cpu", Auto), None);
+        assert!(comfy.unsupported(2, "cpu", Auto).unwrap().contains("chunk 2"));
     }
 
     #[test]
@@ -381,6 +467,7 @@ mod tests {
         precision_modes: &[],
         devices: &["cpu"],
         context: &[],
+        own_dtype: false,
         cross_check: None,
         folder: Some(EngineFolder {
             flag: "torch-home",
@@ -411,8 +498,9 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("--torch-home") && e.contains("nope"), "{e}");
-        // The real table has no engine with a folder yet: no flag is added.
+        // The real table: one flag, the comfyui engine's.
         let plain = folder_args(clap::Command::new("t"), ENGINES);
-        assert_eq!(plain.get_arguments().count(), 0);
+        let names: Vec<_> = plain.get_arguments().map(|a| a.get_id().to_string()).collect();
+        assert_eq!(names, ["comfyui"]);
     }
 }

@@ -38,6 +38,11 @@ pub enum Precision {
     Fp32,
     Bf16,
     Fp16,
+    /// No precision switch: the engine's own code picks (the comfyui engine's
+    /// `model_management.vae_dtype`). Only engines whose `EngineSpec::own_dtype` is set run
+    /// it; the others' cases are `unsupported` before a worker starts, so candle never
+    /// builds a model in it ([`Precision::dtype`] says f32 only to stay total).
+    Auto,
 }
 
 impl Precision {
@@ -46,6 +51,7 @@ impl Precision {
             Precision::Fp32 => candle_core::DType::F32,
             Precision::Bf16 => candle_core::DType::BF16,
             Precision::Fp16 => candle_core::DType::F16,
+            Precision::Auto => candle_core::DType::F32,
         }
     }
     /// The precision a model built in `dtype` runs in (`None` for non-float dtypes).
@@ -62,6 +68,7 @@ impl Precision {
             Precision::Fp32 => "fp32",
             Precision::Bf16 => "bf16",
             Precision::Fp16 => "fp16",
+            Precision::Auto => "auto",
         }
     }
 }
@@ -79,7 +86,8 @@ impl std::str::FromStr for Precision {
             "fp32" | "f32" | "float32" => Ok(Precision::Fp32),
             "bf16" | "bfloat16" => Ok(Precision::Bf16),
             "fp16" | "f16" | "float16" | "half" => Ok(Precision::Fp16),
-            _ => Err(UserError::invalid("precision", s, "one of fp32, bf16, fp16")),
+            "auto" => Ok(Precision::Auto),
+            _ => Err(UserError::invalid("precision", s, "one of fp32, bf16, fp16, auto")),
         }
     }
 }

@@ -85,7 +85,7 @@ impl WanVae {
     /// What really computes: the storage dtype, and where ops run in another dtype.
     pub fn compute_dtype(&self) -> String {
         let dt = match self.precision {
-            Precision::Fp32 => return "f32".to_string(),
+            Precision::Fp32 | Precision::Auto => return "f32".to_string(),
             Precision::Bf16 => "bf16",
             Precision::Fp16 => "f16",
         };

@@ -12,7 +12,7 @@ import traceback
 from typing import Callable, Dict, Optional
 
 MIN_TORCH = (2, 0)
-ENGINES = ("torch", "diffusers")
+ENGINES = ("torch", "diffusers", "comfyui")
 TRACEBACK_TAIL = 3000
 
 
@@ -145,8 +145,9 @@ def peak_rss_bytes() -> Optional[int]:
         return None
 
 
-def make_engine(torch, engine: str, loaded, device, precision):
-    """The engine object for the checkpoint's model; Unsupported for what it cannot run."""
+def make_engine(torch, engine: str, loaded, device, precision, spec: Optional[dict] = None):
+    """The engine object for the checkpoint's model; Unsupported for what it cannot run.
+    `spec` (the worker's case) gives the comfyui engine its folder and weights file."""
     if engine == "torch":
         if loaded.model == "wan2.1":
             import wan21_torch
@@ -158,6 +159,15 @@ def make_engine(torch, engine: str, loaded, device, precision):
         try:
             return diffusers_engine.Engine(loaded.state_dict, loaded.model, device, precision)
         except diffusers_engine.Unsupported as e:
+            raise Unsupported(f"{e} (interpreter {interpreter()})") from e
+    if engine == "comfyui":
+        import comfyui_engine
+        spec = spec or {}
+        try:
+            return comfyui_engine.Engine(torch, spec.get("engine_dir"), spec.get("weights_path") or spec["weights"],
+                                         loaded.model, device, precision.name,
+                                         fault_hooks=bool(spec.get("fault_hooks", False)))
+        except comfyui_engine.Unsupported as e:
             raise Unsupported(f"{e} (interpreter {interpreter()})") from e
     raise BadInput(f"engine {engine!r}: expected one of {', '.join(ENGINES)} (candle runs in the Rust worker)")
 
@@ -186,9 +196,12 @@ def run_options(wc, chunk: int, tile_px: Optional[int], overlap_px: Optional[int
 
 def precision_of(wc, name: str, mode: Optional[str], engine: str):
     """fp32/bf16/fp16 plus how 16-bit is applied; default: autocast for `torch` (the
-    official WanVAE wrapper), cast for `diffusers` (pipelines' torch_dtype)."""
+    official WanVAE wrapper), cast for `diffusers` (pipelines' torch_dtype) and `comfyui`
+    (which also takes `auto`: ComfyUI's own pick)."""
+    if engine == "comfyui" and name == "auto":
+        return wc.Precision(name, "cast")
     if name not in wc.DTYPES:
-        raise BadInput(f"precision {name!r}: expected fp32, bf16 or fp16")
+        raise BadInput(f"precision {name!r}: expected fp32, bf16 or fp16 (auto: comfyui engine only)")
     mode = mode or ("autocast" if engine == "torch" else "cast")
     if mode not in ("cast", "autocast"):
         raise BadInput(f"torch_precision {mode!r}: expected cast or autocast")

@@ -101,7 +101,10 @@ def measure(spec: dict) -> dict:
     if engine not in ENGINES:
         raise BadInput(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
     phase("device")
-    torch = import_torch()
+    if engine == "comfyui":
+        torch = comfyui_torch(spec)
+    else:
+        torch = import_torch()
     import wan_common as wc
     import wan_flops
     import wan_weights
@@ -130,7 +133,7 @@ def measure(spec: dict) -> dict:
         raise BadInput(str(e)) from e
     if spec.get("model") and spec["model"] != loaded.model:
         raise BadInput(f"{weights_file} holds a {loaded.model} VAE, but the case asks for {spec['model']}")
-    eng = make_engine(torch, engine, loaded, device, precision)
+    eng = make_engine(torch, engine, loaded, device, precision, spec)
     sync()
     load_s = time.perf_counter() - t0
     model = {"format": loaded.format, "on_disk_dtype": loaded.on_disk_dtype, "params": loaded.params,
@@ -160,6 +163,8 @@ def measure(spec: dict) -> dict:
     tt = (spec.get("temporal_tile_frames"), spec.get("temporal_overlap_frames"))
 
     def decode(z):
+        if getattr(eng, "tiles_time", False):  # the engine's own temporal tiling (comfyui)
+            return run_engine(eng.decode, z, opts, tt)
         if tt[0] is None:
             return run_engine(eng.decode, z, opts)
         return wc.temporal_tiled_decode(z, tt[0], tt[1], 4, lambda t: run_engine(eng.decode, t, opts))
@@ -225,6 +230,13 @@ def measure(spec: dict) -> dict:
         "knobs": knobs,
         "python": context(torch, device, diffusers_version() if engine == "diffusers" else None),
     })
+    if hasattr(eng, "facts"):
+        # What the engine's own code did (comfyui: dtype, version, retries, estimate, knobs).
+        facts = eng.facts()
+        result["engine_case"] = facts
+        result["oom_tiled_retry"] = facts.get("oom_tiled_retries", 0) > 0
+        if "comfyui_version" in facts:
+            result["python"].update({k: facts[k] for k in ("comfyui_version", "comfyui_commit", "comfyui_dir")})
     if device.type == "cuda":
         result["device_peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(device))
         result["device_peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(device))
@@ -232,16 +244,33 @@ def measure(spec: dict) -> dict:
     return result
 
 
+def comfyui_torch(spec: dict):
+    """The comfyui engine's checks before torch: its folder (stdlib only), then torch, named
+    with the folder and ComfyUI version when missing or too old."""
+    import comfyui_engine
+    try:
+        d = comfyui_engine.check_folder(spec.get("engine_dir"))
+    except comfyui_engine.Unsupported as e:
+        raise Unsupported(str(e)) from e
+    try:
+        return import_torch()
+    except Unsupported as e:
+        raise Unsupported(f"{comfyui_engine.describe_folder(d)}: {e}") from e
+
+
 def inject_fault(spec: dict) -> Optional[dict]:
     """The candle worker's testing hook (WAN_VAE_BENCH_FAULT), plus `garbage` (an unparsable
-    result file) for the parent's error path; it acts only when the spec's `fault_hooks` is
-    set (the parent's hidden `run --fault-hooks`)."""
+    result file) for the parent's error path; `comfyui-oom` is the comfyui engine's (its
+    first decoder call raises ComfyUI's OOM exception) and runs the case normally here. Each
+    acts only when the spec's `fault_hooks` is set (the parent's hidden `run --fault-hooks`)."""
     fault = os.environ.get(FAULT_VAR, "")
     if not fault:
         return None
     if not spec.get("fault_hooks", False):
         print(f"wan-vae-bench python worker: {FAULT_VAR} ignored (a testing hook, enabled only by "
               "`run --fault-hooks`)", file=sys.stderr, flush=True)
+        return None
+    if fault == "comfyui-oom":
         return None
     if fault == "crash":
         print(f"wan-vae-bench python worker: injected crash ({FAULT_VAR}=crash)", file=sys.stderr, flush=True)

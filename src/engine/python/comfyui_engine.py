@@ -1,0 +1,284 @@
+"""Engine `comfyui`: the user's own ComfyUI (`--comfyui DIR`), timed doing what its VAE nodes
+do. ComfyUI is the user's code: nothing of it ships here; DIR is put first on `sys.path`
+(the working directory stays the run's: ComfyUI finds its files from `__file__`).
+
+What is timed, per node:
+  * load = `VAELoader`: `comfy.utils.load_torch_file` + `comfy.sd.VAE(sd, metadata)`;
+  * encode = `VAEEncode` (`vae.encode(IMAGE)`), or with a tile `VAEEncodeTiled`
+    (`vae.encode_tiled`); our clip [1,3,T,H,W] in [-1,1] becomes ComfyUI's IMAGE
+    [T,H,W,3] in [0,1] (`(x+1)/2`) before the clock starts;
+  * decode = `VAEDecode` (`vae.decode`), or, with a spatial or temporal tile,
+    `VAEDecodeTiled` (`vae.decode_tiled`) with the node's own unit conversion: our `tile`
+    TILE:OVERLAP is its `tile_size`/`overlap` in pixels, our `temporal_tile` FRAMES:OVERLAP
+    its `temporal_size`/`temporal_overlap` in frames (an axis left at none covers the whole
+    clip). `nodes.py` itself is not imported (it pulls in the server, PyAV, ...): the
+    engine applies the node's parameter rules and calls the same `comfy.sd.VAE` methods.
+  * chunk: ComfyUI decodes one latent frame per call; any other chunk is `unsupported`.
+
+Precision: `fp32`/`bf16`/`fp16` set ComfyUI's `--fp32-vae`/`--bf16-vae`/`--fp16-vae`;
+`auto` sets none, so `model_management.vae_dtype` picks as in a user's ComfyUI. Each case
+records the dtype used and ComfyUI's default pick on that device.
+
+Ranges (quality): ComfyUI's decode ends with `process_output`, `clamp((x+1)/2, 0, 1)`.
+The engine wraps the VAE's `process_output` with a recorder that keeps a reference to its
+input (the decoder's float output in [-1,1], before any clamp) and then calls ComfyUI's
+own; the timed call is unchanged. The saved `decoded` is that pre-clamp tensor, so it
+compares like with like with the other engines' unclamped output.
+
+Latents: ComfyUI's Wan VAE encode returns raw `mu` and its decode takes raw `z` (the
+normalization lives in the diffusion model's latent format, outside the VAE nodes). The
+engine normalizes `(mu - mean) / std` after encode and denormalizes before decode, in f32
+with the same per-channel stats as every engine (inside the timed call, as diffusers').
+
+Only the standard library at import time: the folder checks run before torch is imported.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from typing import Optional
+
+FAULT_VAR = "WAN_VAE_BENCH_FAULT"
+FORCED_OOM = "comfyui-oom"
+RETRY_MARK = "retrying with tiled VAE"
+FLAGS = {"fp32": "fp32_vae", "bf16": "bf16_vae", "fp16": "fp16_vae"}
+NEEDED = "comfy/sd.py, comfy/model_management.py and the Wan VAE (comfy/ldm/wan/vae.py, added in ComfyUI 0.3.27)"
+DTYPE_NAMES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
+
+
+class Unsupported(Exception):
+    """A folder, install or setting this engine cannot run; the message says which and why."""
+
+
+def version_of(d: str) -> str:
+    """ComfyUI's version from `comfyui_version.py` (`__version__ = "X"`), else `unknown`."""
+    try:
+        with open(os.path.join(d, "comfyui_version.py")) as f:
+            for line in f:
+                if line.startswith("__version__"):
+                    return line.split("=", 1)[1].strip().strip("\"'")
+    except OSError:
+        pass
+    return "unknown"
+
+
+def commit_of(d: str) -> Optional[str]:
+    """`git rev-parse HEAD` of DIR when it is a git checkout."""
+    if not os.path.exists(os.path.join(d, ".git")):
+        return None
+    try:
+        r = subprocess.run(["git", "-C", d, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return r.stdout.strip() or None if r.returncode == 0 else None
+
+
+def check_folder(d: Optional[str]) -> str:
+    """DIR's absolute path, or Unsupported naming the folder, the version found and what
+    is missing."""
+    if not d:
+        raise Unsupported("the comfyui engine needs its folder (--comfyui DIR): none reached the worker")
+    d = os.path.abspath(d)
+    if not os.path.isfile(os.path.join(d, "comfy", "sd.py")):
+        raise Unsupported(f"{d} is not a ComfyUI checkout: it has no comfy/sd.py (ComfyUI needs {NEEDED})")
+    if not os.path.isfile(os.path.join(d, "comfy", "ldm", "wan", "vae.py")):
+        raise Unsupported(f"ComfyUI {version_of(d)} at {d} is too old: it has no Wan VAE (comfy/ldm/wan/vae.py, "
+                          "added in ComfyUI 0.3.27)")
+    return d
+
+
+def describe_folder(d: str) -> str:
+    return f"ComfyUI {version_of(d)} at {d}"
+
+
+class _RetryWatch(logging.Handler):
+    """Counts ComfyUI's "Ran out of memory ... retrying with tiled VAE ..." warnings."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if RETRY_MARK in record.getMessage():
+            self.count += 1
+
+
+def _start(d: str, precision: str, device):
+    """Import ComfyUI from DIR with its switches set first (`args` holds defaults: ComfyUI
+    parses no command line when imported); returns (model_management, sd module, utils)."""
+    if d not in sys.path:
+        sys.path.insert(0, d)
+    try:
+        from comfy.cli_args import args
+        args.cpu = device.type == "cpu"
+        for name, flag in FLAGS.items():
+            setattr(args, flag, precision == name)
+        import comfy.model_management as mm
+        import comfy.sd
+        import comfy.utils
+    except ImportError as e:
+        raise Unsupported(f"{describe_folder(d)}: cannot import its VAE code under {sys.executable}: {e} (install "
+                          f"ComfyUI's requirements.txt into that interpreter, or pass --python)") from e
+    return mm, comfy.sd, comfy.utils
+
+
+class Engine:
+    """Engine `comfyui`: normalized latents in and out; tiles in ComfyUI's units."""
+
+    engine = "comfyui"
+    tiles_time = True  # temporal tiling is ComfyUI's own (VAEDecodeTiled), not the worker's
+
+    def __init__(self, torch, dir_: Optional[str], weights_path: str, model_name: str, device, precision: str,
+                 fault_hooks: bool = False) -> None:
+        self.dir = check_folder(dir_)
+        self.torch = torch
+        state_before = _knobs(torch)
+        mm, sd_mod, utils = _start(self.dir, precision, device)
+        self.mm = mm
+        self.knobs_after_startup = _knobs(torch)
+        self.knobs_before_startup = state_before
+        self.watch = _RetryWatch()
+        logging.getLogger().addHandler(self.watch)
+        if model_name == "wan2.1":
+            import wan21_torch as m
+        else:
+            import wan22_torch as m
+        self.mean, self.std, self.model_name = m.LATENT_MEAN, m.LATENT_STD, model_name
+        sd, metadata = utils.load_torch_file(weights_path, return_metadata=True)
+        try:
+            self.vae = sd_mod.VAE(sd=sd, metadata=metadata)
+        except RuntimeError as e:
+            if "size mismatch" not in str(e):
+                raise
+            dim = int(sd["encoder.conv1.weight"].shape[0])
+            raise Unsupported(f"{describe_folder(self.dir)} cannot build this {model_name} checkpoint (dim {dim}): it "
+                              "hard-codes the real checkpoints' widths (dim 96 for Wan 2.1, 160 for Wan 2.2); "
+                              f"{str(e).splitlines()[0]}") from e
+        self.vae.throw_exception_if_invalid()
+        self.z_dim = int(self.vae.latent_channels)
+        self.scale = 8 if model_name == "wan2.1" else 16
+        self.device = device
+        self.precision = precision
+        self.pre_clamp = None
+        self.last_latent_shape = None
+        own = self.vae.process_output
+
+        def recorder(image):
+            self.pre_clamp = image
+            return own(image)
+
+        self.vae.process_output = recorder
+        if fault_hooks and os.environ.get(FAULT_VAR) == FORCED_OOM:
+            self._force_first_decode_oom()
+
+    def _force_first_decode_oom(self) -> None:
+        """Testing hook (WAN_VAE_BENCH_FAULT=comfyui-oom): the first decoder call raises
+        ComfyUI's OOM exception, as a real out-of-memory would."""
+        model = self.vae.first_stage_model
+        real = model.decode
+        state = {"raised": False}
+
+        def decode(*a, **k):
+            if not state["raised"]:
+                state["raised"] = True
+                raise self.mm.OOM_EXCEPTION(f"injected out of memory ({FAULT_VAR}={FORCED_OOM})")
+            return real(*a, **k)
+
+        model.decode = decode
+
+    # ------------------------------------------------------------------------------------
+
+    def compute_dtype(self) -> str:
+        return DTYPE_NAMES.get(str(self.vae.vae_dtype), str(self.vae.vae_dtype)).replace("fp", "f") + \
+            " (ComfyUI's own VAE code, model and activations in its vae_dtype)"
+
+    def default_dtype(self) -> str:
+        """What ComfyUI picks with no switch on this device (`vae_dtype` without flags)."""
+        from comfy.cli_args import args
+        saved = {f: getattr(args, f) for f in FLAGS.values()}
+        try:
+            for f in FLAGS.values():
+                setattr(args, f, False)
+            dt = self.mm.vae_dtype(self.vae.device, self.vae.working_dtypes)
+        finally:
+            for f, v in saved.items():
+                setattr(args, f, v)
+        return DTYPE_NAMES.get(str(dt), str(dt))
+
+    def facts(self) -> dict:
+        """What ComfyUI did, for the case record (`engine_case`); the memory estimate is
+        ComfyUI's `memory_used_decode` for the last decoded latent (None without a decode)."""
+        dt = self.vae.vae_dtype
+        shape = self.last_latent_shape
+        est_dec = int(self.vae.memory_used_decode(shape, dt)) if shape is not None else None
+        return {
+            "comfyui_dir": self.dir, "comfyui_version": version_of(self.dir), "comfyui_commit": commit_of(self.dir),
+            "vae_dtype": DTYPE_NAMES.get(str(dt), str(dt)), "default_vae_dtype": self.default_dtype(),
+            "oom_tiled_retries": self.watch.count, "memory_estimate_decode_bytes": est_dec,
+            "knobs_before_startup": self.knobs_before_startup, "knobs_after_startup": self.knobs_after_startup,
+            "knobs_after_ours": _knobs(self.torch),
+        }
+
+    def _check(self, opts) -> None:
+        if opts.chunk != 1:
+            raise Unsupported(f"chunk {opts.chunk} is not supported by the comfyui engine: ComfyUI decodes one "
+                              "latent frame per call, i.e. chunk 1")
+
+    def encode(self, video, opts):
+        """VAEEncode (or VAEEncodeTiled with a tile) on the clip as ComfyUI's IMAGE."""
+        self._check(opts)
+        torch = self.torch
+        import wan_common as wc
+        t = wc.frames_used(video.shape[2])
+        image = ((video[0, :, :t].float() + 1.0) / 2.0).permute(1, 2, 3, 0).contiguous().cpu()
+        tl = opts.tiling
+        with torch.inference_mode():
+            if wc.needs_tiling(tl, video.shape[3], video.shape[4]):
+                mu = self.vae.encode_tiled(image, tile_x=tl.tile_px, tile_y=tl.tile_px, overlap=tl.overlap_px,
+                                           tile_t=4 * t + 4, overlap_t=8)
+            else:
+                mu = self.vae.encode(image)
+        return wc.normalize(mu.to(self.device), self.mean, self.std, torch.float32)
+
+    def decode(self, latent, opts, temporal=(None, None)):
+        """VAEDecode, or VAEDecodeTiled when a spatial or temporal tile is set; returns the
+        decoder output before ComfyUI's final clamp ([1,3,T,H,W], in [-1,1] unclamped)."""
+        self._check(opts)
+        torch = self.torch
+        import wan_common as wc
+        z = wc.denormalize(latent.to(self.device), self.mean, self.std, torch.float32)
+        h, w = self.scale * latent.shape[3], self.scale * latent.shape[4]
+        tl = opts.tiling
+        spatial = wc.needs_tiling(tl, h, w)
+        self.pre_clamp = None
+        self.last_latent_shape = tuple(z.shape)
+        with torch.inference_mode():
+            if spatial or temporal[0] is not None:
+                self._decode_tiled(z, tl if spatial else None, h, w, temporal)
+            else:
+                self.vae.decode(z)
+        return self.pre_clamp
+
+    def _decode_tiled(self, z, tl, h: int, w: int, temporal) -> None:
+        """The parameter rules of VAEDecodeTiled.decode, then `vae.decode_tiled`."""
+        tile_size, overlap = (tl.tile_px, tl.overlap_px) if tl else (max(h, w), 0)
+        frames = 4 * z.shape[2]
+        t_size, t_overlap = (temporal[0], temporal[1] or 0) if temporal[0] is not None else (frames + 4, 8)
+        if tile_size < overlap * 4:
+            overlap = tile_size // 4
+        if t_size < t_overlap * 2:
+            t_overlap = t_overlap // 2
+        tc = self.vae.temporal_compression_decode()
+        t_size = max(2, t_size // tc)
+        t_overlap = max(1, min(t_size // 2, t_overlap // tc))
+        c = self.vae.spacial_compression_decode()
+        self.vae.decode_tiled(z, tile_x=tile_size // c, tile_y=tile_size // c, overlap=overlap // c, tile_t=t_size,
+                              overlap_t=t_overlap)
+
+
+def _knobs(torch) -> dict:
+    """cuDNN/MIOpen switches as they stand (ComfyUI turns cuDNN off on AMD at start-up)."""
+    return {"cudnn": "on" if torch.backends.cudnn.enabled else "off",
+            "cudnn_benchmark": "on" if torch.backends.cudnn.benchmark else "off"}

@@ -1,0 +1,229 @@
+//! The comfyui engine (issue 18) for real, on the CPU: ComfyUI 0.3.64 unpacked from
+//! `../shared/comfyui/` into a temporary folder (GPL-3.0 test data, nothing of it is in the
+//! project), synthetic weights at the real widths (ComfyUI hard-codes them) and small sizes.
+//! Needs the test Python with torch and ComfyUI's VAE packages (`.ci/run` installs them).
+use std::path::{Path, PathBuf};
+
+use crate::util::cli::*;
+use wan_vae_bench::report::{CaseStatus, Report};
+
+const TARBALL: &str = "../shared/comfyui/ComfyUI-0.3.64-a125cd8.tar.xz";
+
+fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("WAN_VAE_BENCH_TEST_PYTHON") {
+        return PathBuf::from(p);
+    }
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-torch/bin/python")
+}
+
+/// ComfyUI unpacked into `dir` (the tarball's `comfyui/` folder).
+fn comfyui(dir: &Path) -> PathBuf {
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join(TARBALL);
+    assert!(
+        tarball.is_file(),
+        "{} is missing (the ComfyUI test data)",
+        tarball.display()
+    );
+    let ok = std::process::Command::new("tar")
+        .arg("-xJf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let d = dir.join("comfyui");
+    assert!(d.join("comfy/sd.py").is_file());
+    d
+}
+
+fn comfy_run(dir: &Path, folder: &Path, python: &Path, extra: &[&str]) -> Report {
+    let mut args = vec![
+        "--comfyui",
+        folder.to_str().unwrap(),
+        "--python",
+        python.to_str().unwrap(),
+        "--frames",
+        "5",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--timeout",
+        "300",
+    ];
+    args.extend_from_slice(extra);
+    let (out, path) = run(dir, &args);
+    assert!(path.is_file(), "{}", stderr(&out));
+    load(&path)
+}
+
+fn case<'a>(r: &'a Report, id: &str) -> &'a wan_vae_bench::report::CaseRecord {
+    r.cases.iter().find(|c| c.id == id).unwrap_or_else(|| {
+        panic!(
+            "no case {id} in {:?}",
+            r.cases.iter().map(|c| &c.id).collect::<Vec<_>>()
+        )
+    })
+}
+
+#[test]
+fn comfyui_agrees_with_candle_and_records_its_own_choices() {
+    let dir = scratch();
+    let folder = comfyui(dir.path());
+    let r = comfy_run(
+        dir.path(),
+        &folder,
+        &python(),
+        &[
+            "--engine",
+            "candle,comfyui",
+            "--precision",
+            "fp32,auto",
+            "--size",
+            "64x64",
+        ],
+    );
+    let fp32 = case(&r, "comfyui-fp32-chunk1-untiled-5x64x64-baseline");
+    assert_eq!(fp32.outcome.status, CaseStatus::Ok, "{:?}", fp32.outcome.error);
+    let x = fp32
+        .quality
+        .as_ref()
+        .unwrap()
+        .cross_engine
+        .as_ref()
+        .expect("cross_engine");
+    assert_eq!(x.reference_engine, "candle");
+    assert!(x.max_abs_error <= 1e-4 * x.max_abs_reference.max(1.0), "{x:?}");
+    let auto = case(&r, "comfyui-auto-chunk1-untiled-5x64x64-baseline");
+    assert_eq!(auto.outcome.status, CaseStatus::Ok, "{:?}", auto.outcome.error);
+    let facts = auto.outcome.engine_case.as_ref().expect("engine_case");
+    assert_eq!(facts["comfyui_version"], "0.3.64");
+    // On the CPU ComfyUI's own pick is fp32; the dtype used is recorded next to it.
+    assert_eq!(facts["vae_dtype"], facts["default_vae_dtype"]);
+    assert!(facts["memory_estimate_decode_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(auto.outcome.oom_tiled_retry, Some(false));
+    // Candle has no dtype choice of its own: `auto` is unsupported there, the sweep goes on.
+    let candle_auto = case(&r, "auto-chunk1-untiled-5x64x64-baseline");
+    assert_eq!(candle_auto.outcome.status, CaseStatus::Unsupported);
+    assert_eq!(r.engines["comfyui"].text("comfyui_version"), Some("0.3.64"));
+}
+
+#[test]
+fn comfyui_wan22_tiles_in_its_own_units_and_records_a_forced_oom_retry() {
+    let dir = scratch();
+    let folder = comfyui(dir.path());
+    let r = comfy_run(
+        dir.path(),
+        &folder,
+        &python(),
+        &[
+            "--engine",
+            "candle,comfyui",
+            "--model",
+            "wan2.2",
+            "--size",
+            "32x32",
+            "--temporal-tile",
+            "none,8:4",
+        ],
+    );
+    let base = r
+        .cases
+        .iter()
+        .find(|c| c.settings.engine.name() == "comfyui" && c.settings.temporal_tile.is_none())
+        .expect("the untiled comfyui case");
+    assert_eq!(base.outcome.status, CaseStatus::Ok, "{:?}", base.outcome.error);
+    let x = base
+        .quality
+        .as_ref()
+        .unwrap()
+        .cross_engine
+        .as_ref()
+        .expect("cross_engine");
+    assert!(x.max_abs_error <= 1e-4 * x.max_abs_reference.max(1.0), "{x:?}");
+    let tiled = r
+        .cases
+        .iter()
+        .find(|c| c.settings.engine.name() == "comfyui" && c.settings.temporal_tile.is_some())
+        .expect("a temporally tiled comfyui case");
+    assert_eq!(tiled.outcome.status, CaseStatus::Ok, "{:?}", tiled.outcome.error);
+    let q = tiled.quality.as_ref().unwrap();
+    assert_eq!(q.reference_id, base.id, "tiled error is against its own untiled decode");
+    assert!(q.decoded.is_some());
+
+    // The testing hook: ComfyUI's first decoder call raises its OOM exception.
+    let oom_dir = scratch();
+    let path = oom_dir.path().join("report.json");
+    let out = bench()
+        .env("WAN_VAE_BENCH_FAULT", "comfyui-oom")
+        .args([
+            "run",
+            "--fault-hooks",
+            "--engine",
+            "comfyui",
+            "--comfyui",
+            folder.to_str().unwrap(),
+            "--python",
+        ])
+        .arg(python())
+        .args([
+            "--model", "wan2.2", "--size", "32x32", "--frames", "5", "--passes", "decode",
+        ])
+        .args(["--warmup", "0", "--runs", "1", "--quiet", "--output"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let r = load(&path);
+    let c = &r.cases[0];
+    assert_eq!(
+        c.outcome.status,
+        CaseStatus::Ok,
+        "{:?} {}",
+        c.outcome.error,
+        stderr(&out)
+    );
+    assert_eq!(c.outcome.oom_tiled_retry, Some(true));
+}
+
+#[test]
+fn not_a_comfyui_folder_and_a_python_without_its_packages_are_unsupported() {
+    let dir = scratch();
+    let plain = dir.path().join("not-comfy");
+    std::fs::create_dir(&plain).unwrap();
+    let r = comfy_run(
+        dir.path(),
+        &plain,
+        &python(),
+        &["--engine", "comfyui,candle", "--size", "32x32"],
+    );
+    let c = r.cases.iter().find(|c| c.settings.engine.name() == "comfyui").unwrap();
+    assert_eq!(c.outcome.status, CaseStatus::Unsupported);
+    let e = c.outcome.error.as_deref().unwrap();
+    assert!(e.contains("not-comfy") && e.contains("not a ComfyUI checkout"), "{e}");
+    // The sweep goes on: candle ran.
+    assert!(r
+        .cases
+        .iter()
+        .any(|c| c.settings.engine.name() == "candle" && c.outcome.status == CaseStatus::Ok));
+
+    // A Python that lacks torch (a wrapper that hides every installed package).
+    let other = scratch();
+    let folder = comfyui(other.path());
+    let bare = write(other.path(), "bare-python", "#!/bin/sh\nexec python3 -S -I \"$@\"\n");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bare, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let r = comfy_run(
+        other.path(),
+        &folder,
+        &bare,
+        &["--engine", "comfyui", "--size", "32x32"],
+    );
+    let c = &r.cases[0];
+    assert_eq!(c.outcome.status, CaseStatus::Unsupported);
+    let e = c.outcome.error.as_deref().unwrap();
+    assert!(
+        e.contains("ComfyUI 0.3.64") && e.contains("torch is not installed"),
+        "{e}"
+    );
+}
