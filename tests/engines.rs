@@ -400,3 +400,46 @@ fn a_python_engine_fails_a_case_whose_outputs_are_not_finite() {
     let e = c.outcome.error.as_deref().unwrap_or("");
     assert!(e.contains("encode produced") && e.contains("non-finite"), "{e}");
 }
+
+/// The Python worker in a user's ROCm venv (issue 18 item 6), checked on the CPU through its
+/// own functions: a torch without kernels for the GPU is `unsupported` with a hint naming the
+/// target; TF32 is never claimed on ROCm or the CPU, and reading it survives torch >= 2.9's
+/// API; a missing diffusers names the versions each model needs.
+#[test]
+fn the_python_worker_speaks_to_a_users_rocm_venv() {
+    let code = r#"
+import sys, warnings
+sys.path.insert(0, sys.argv[1])
+warnings.simplefilter("error")
+import torch, wan_runtime, wan_common, diffusers_engine
+status, msg = wan_runtime.classify(RuntimeError("HIP error: invalid device function"))
+print("hip:", status, "|", msg)
+print("tf32 cpu:", wan_common.tf32_convs(torch.device("cpu")))
+torch.version.hip = "6.4.0"
+print("tf32 rocm:", wan_common.tf32_convs(torch.device("cuda:0")))
+sys.modules["diffusers"] = None
+try:
+    diffusers_engine.import_diffusers()
+except diffusers_engine.Unsupported as e:
+    print("diffusers:", e)
+"#;
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
+    let out = std::process::Command::new(python())
+        .args(["-c", code])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("hip: unsupported |"), "{text}");
+    assert!(
+        text.contains("no GPU kernels for this GPU") && text.contains("gfx1151"),
+        "{text}"
+    );
+    assert!(text.contains("tf32 cpu: False"), "{text}");
+    assert!(text.contains("tf32 rocm: False"), "{text}");
+    assert!(
+        text.contains("diffusers >= 0.33 for Wan 2.1 and >= 0.35 for Wan 2.2"),
+        "{text}"
+    );
+}

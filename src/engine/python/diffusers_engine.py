@@ -24,6 +24,12 @@ import wan_common as wc
 from wan21_torch import LATENT_MEAN as MEAN21, LATENT_STD as STD21
 
 
+# The first diffusers releases with AutoencoderKLWan (Wan 2.1) and with its Wan 2.2 options
+# (`is_residual`, `patch_size`).
+MIN_DIFFUSERS_WAN21 = "0.33"
+MIN_DIFFUSERS_WAN22 = "0.35"
+
+
 class Unsupported(Exception):
     """A setting or install this engine cannot run; the message says which and why."""
 
@@ -34,7 +40,9 @@ def import_diffusers():
         import diffusers
         from diffusers.models.autoencoders import autoencoder_kl_wan as mod
     except ImportError as e:
-        raise Unsupported(f"diffusers with AutoencoderKLWan is not importable ({e})") from e
+        raise Unsupported(f"diffusers with AutoencoderKLWan is not importable ({e}): the diffusers engine needs "
+                          f"diffusers >= {MIN_DIFFUSERS_WAN21} for Wan 2.1 and >= {MIN_DIFFUSERS_WAN22} for "
+                          "Wan 2.2 (`pip install 'diffusers>=0.35'` in that venv)") from e
     # Its load-time advice about `torch_dtype` concerns from_pretrained, which we do not use.
     diffusers.utils.logging.set_verbosity_error()
     return diffusers, mod
@@ -195,7 +203,7 @@ class Engine:
         params = inspect.signature(mod.AutoencoderKLWan.__init__).parameters
         if "is_residual" not in params or "patch_size" not in params:
             raise Unsupported(f"diffusers {self.version} has no Wan 2.2 VAE support (AutoencoderKLWan lacks "
-                              "is_residual/patch_size; added in diffusers 0.35)")
+                              f"is_residual/patch_size; added in diffusers {MIN_DIFFUSERS_WAN22})")
         return {
             "base_dim": int(sd["encoder.conv1.weight"].shape[0]),
             "decoder_base_dim": int(sd["decoder.conv1.weight"].shape[0]) // 4,

@@ -94,8 +94,7 @@ class Precision:
     def describe(self, device: torch.device) -> str:
         """The `compute_dtype` string: what really computes."""
         if self.name == "fp32":
-            tf32 = device.type == "cuda" and torch.backends.cudnn.enabled and torch.backends.cudnn.allow_tf32
-            note = " (cuDNN/MIOpen may use TF32 for convs: torch.backends.cudnn.allow_tf32=True)" if tf32 else ""
+            note = " (cuDNN may use TF32 for convs: TF32 allowed for cuDNN convolutions)" if tf32_convs(device) else ""
             return "f32" + note
         dt = DTYPE_NAMES[self.dtype]
         if self.mode == "cast":
@@ -103,6 +102,27 @@ class Precision:
         # CUDA autocast runs norm/normalize in f32; CPU autocast has no such rule (checked on torch 2.15).
         norms = "RMS norms in f32" if device.type == "cuda" else f"RMS norms in {dt} too"
         return f"{dt} (autocast over f32 weights: convs, matmuls and attention in {dt}; {norms})"
+
+
+def tf32_convs(device: torch.device) -> bool:
+    """Whether cuDNN may run fp32 convolutions in TF32 on `device`. Never on the CPU, never on
+    ROCm (MIOpen has no TF32 convolutions; gfx1151 has no TF32). Reads torch >= 2.9's
+    `torch.backends.cudnn.conv.fp32_precision` where it exists (the legacy `allow_tf32` getter
+    raises there once the new API was used), the legacy flag on older torch; a torch that
+    refuses both is reported as not using TF32 rather than failing the case."""
+    if device.type != "cuda" or getattr(torch.version, "hip", None) or not torch.backends.cudnn.enabled:
+        return False
+    conv = getattr(torch.backends.cudnn, "conv", None)
+    try:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            precision = getattr(conv, "fp32_precision", None) if conv is not None else None
+            if precision is not None:
+                return precision == "tf32"
+            return bool(torch.backends.cudnn.allow_tf32)
+    except (RuntimeError, AttributeError):
+        return False
 
 
 def check_precision_mode(mode: str) -> str:

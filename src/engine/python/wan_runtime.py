@@ -11,7 +11,7 @@ import sys
 import traceback
 from typing import Callable, Dict, Optional
 
-MIN_TORCH = (2, 0)
+MIN_TORCH = (2, 4)  # the oldest torch the engine tests ran on (torch 2.4.1, README)
 ENGINES = ("torch", "diffusers", "comfyui")
 TRACEBACK_TAIL = 3000
 
@@ -208,6 +208,29 @@ def precision_of(wc, name: str, mode: Optional[str], engine: str):
     return wc.Precision(name, mode)
 
 
+def gpu_target_hint() -> str:
+    """` (gfx1151)` / ` (compute capability 9.0)` for the first GPU when torch can say, else ``."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_available():
+            return ""
+        p = torch.cuda.get_device_properties(0)
+        arch = getattr(p, "gcnArchName", None)
+        if arch:
+            return f" ({p.name}, target {arch.split(':')[0]})"
+        return f" ({p.name}, compute capability {p.major}.{p.minor})"
+    except Exception:  # noqa: BLE001 - a hint only; the error itself is reported
+        return ""
+
+
+def torch_build() -> str:
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return "?"
+    hip, cuda = getattr(torch.version, "hip", None), getattr(torch.version, "cuda", None)
+    return f"{torch.__version__}, " + (f"HIP {hip}" if hip else f"CUDA {cuda}" if cuda else "CPU-only")
+
+
 def classify(e: BaseException) -> tuple:
     """(status, message) of an exception that ended a case."""
     if isinstance(e, Unsupported):
@@ -218,6 +241,10 @@ def classify(e: BaseException) -> tuple:
     low = text.lower()
     if isinstance(e, MemoryError) or "out of memory" in low or "memory allocation of" in low:
         return "oom", text
+    if "invalid device function" in low or "no kernel image is available" in low:
+        return "unsupported", f"{text}: this torch has no GPU kernels for this GPU{gpu_target_hint()} " \
+            f"(torch {torch_build()} on {interpreter()}); install a torch built for that target (on Strix Halo, a " \
+            "ROCm torch with gfx1151, e.g. AMD's TheRock/ROCm 7 wheels), or try HSA_OVERRIDE_GFX_VERSION at your own risk"
     if "not implemented for" in low or "not supported" in low or "unsupported" in low:
         return "unsupported", f"{text} (torch on {interpreter()})"
     tail = traceback.format_exc()[-TRACEBACK_TAIL:]

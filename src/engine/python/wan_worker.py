@@ -291,7 +291,7 @@ def inject_fault(spec: dict) -> Optional[dict]:
     if fault == "fake":
         return fake(spec)
     return empty_result("failed", f"unknown {FAULT_VAR} value {fault!r} (crash, oom, hang, fail, unsupported, "
-                                  "garbage, fake)")
+                                  "garbage, fake, comfyui-oom)")
 
 
 def fake(spec: dict) -> dict:
