@@ -161,6 +161,24 @@ fn a_device_this_build_lacks_is_unsupported() {
 }
 
 #[test]
+fn allow_status_unsupported_makes_an_unsupported_case_exit_0() {
+    let dir = scratch();
+    let base = ["--device", "cuda:7", "--precision", "fp32", "--runs", "1"];
+    let (out, report) = run(
+        dir.path(),
+        &[&base[..], &["--allow-status", "unsupported,oom"]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(load(&report).cases[0].outcome.status, CaseStatus::Unsupported);
+    let dir2 = scratch();
+    let (out, _) = run(dir2.path(), &[&base[..], &["--allow-status", "failed"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let (out, _) = run(dir2.path(), &[&base[..], &["--allow-status", "ok"]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--allow-status"), "{}", stderr(&out));
+}
+
+#[test]
 fn settings_an_engine_cannot_run_are_unsupported_without_a_worker() {
     // diffusers runs chunk 1 only, and the PyTorch engines no metal: both are recorded
     // from the engine's entry before any worker starts, so the missing interpreter is

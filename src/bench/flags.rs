@@ -27,11 +27,11 @@ pub struct MatrixFlags {
     /// Tile overlap in pixels for --tile_px.
     #[arg(long = "overlap_px", alias = "overlap-px", requires = "tile_px")]
     pub overlap_px: Option<usize>,
-    /// Warmup passes per case (timed and reported separately).
-    #[arg(long)]
+    /// Warmup passes per case (timed and reported separately) [default: 1].
+    #[arg(long, short = 'w')]
     pub warmup: Option<usize>,
-    /// Timed passes per case.
-    #[arg(long)]
+    /// Timed passes per case [default: 3].
+    #[arg(long, short = 'r')]
     pub runs: Option<usize>,
     /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
     #[arg(long)]
@@ -166,6 +166,12 @@ mod tests {
                 "{axis:?}"
             );
         }
+    }
+
+    #[test]
+    fn warmup_and_runs_have_hyperfine_short_flags() {
+        let f = parse(&["-w", "2", "-r", "5"]).unwrap();
+        assert_eq!((f.warmup, f.runs), (Some(2), Some(5)));
     }
 
     #[test]

@@ -76,6 +76,10 @@ pub struct RunArgs {
     /// to be recommended, dB [default: 40].
     #[arg(long = "min-psnr", value_name = "DB", value_parser = crate::answer::min_psnr_flag)]
     pub min_psnr: Option<f64>,
+    /// Case statuses that do not make the run exit 1 (comma-separated, repeatable): any of
+    /// unsupported, oom, timeout, failed. A broken budget still exits 1.
+    #[arg(long = "allow-status", value_name = "STATUS,...", value_delimiter = ',', value_parser = allow_status_flag)]
+    pub allow_status: Vec<CaseStatus>,
     /// Keep the run's scratch directory with every case's outputs (`<case id>.outputs.safetensors`,
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
@@ -425,8 +429,25 @@ fn finish(
         );
         return Ok(128 + sig);
     }
-    let all_ok = report.cases.iter().all(|c| c.outcome.status == CaseStatus::Ok);
+    let all_ok = report
+        .cases
+        .iter()
+        .all(|c| c.outcome.status == CaseStatus::Ok || args.allow_status.contains(&c.outcome.status));
     Ok(if all_ok && broken.is_empty() { 0 } else { 1 })
+}
+
+/// `--allow-status`: a status other than `ok` that may appear without failing the run.
+fn allow_status_flag(value: &str) -> Result<CaseStatus, String> {
+    let allowed = [
+        CaseStatus::Unsupported,
+        CaseStatus::Oom,
+        CaseStatus::Timeout,
+        CaseStatus::Failed,
+    ];
+    allowed
+        .into_iter()
+        .find(|s| s.name() == value.trim())
+        .ok_or_else(|| format!("`{value}` is not a status to allow; valid: unsupported, oom, timeout, failed"))
 }
 
 /// Frames and size come from the input file: a `--frames`/`--size` that disagrees is an
