@@ -175,7 +175,7 @@ pub static ENGINE: Axis = Axis {
     key: "engine",
     flag: "--engine",
     aliases: &[],
-    help: "Engines: candle (default), torch, diffusers",
+    help: "Engines: candle (this tool's Rust port), torch, diffusers, comfyui (the user's ComfyUI, with --comfyui DIR)",
     default: "candle",
     applies: Applies::Always,
     set: |s, what, v| {
@@ -223,7 +223,7 @@ pub static PRECISION: Axis = Axis {
     key: "precision",
     flag: "--precision",
     aliases: &[],
-    help: "Precisions: fp32, bf16, fp16",
+    help: "Precisions: fp32, bf16, fp16, auto (comfyui: ComfyUI picks its own dtype)",
     default: "fp32",
     applies: Applies::Always,
     set: |s, what, v| {
@@ -238,7 +238,7 @@ pub static TILE: Axis = Axis {
     key: "tile",
     flag: "--tile",
     aliases: &[],
-    help: "Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels (TILE alone: overlap as for --tile_px)",
+    help: "Spatial tiling: `none`, `TILE` or `TILE:OVERLAP` in pixels (TILE alone: overlap as for --tile-px)",
     default: "none",
     applies: Applies::Always,
     set: |s, what, v| {

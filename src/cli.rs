@@ -2,7 +2,7 @@
 //! Each subcommand's typed arguments live in the module that owns the command.
 //!
 //! Must not: hold command logic; each command lives in its own module.
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -38,9 +38,15 @@ pub enum Command {
     Completions(crate::completions::CompletionsArgs),
 }
 
+/// The clap command, with `run`'s defaults written into its help.
+pub fn command() -> clap::Command {
+    crate::bench::with_defaults(Cli::command())
+}
+
 /// Parse arguments, run, and return the process exit code.
 pub fn main() -> i32 {
-    let cli = Cli::parse();
+    let matches = command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
         Command::Run(a) => crate::bench::run_command(*a),
         Command::Worker(a) => crate::engine::candle::command(a),
@@ -50,7 +56,7 @@ pub fn main() -> i32 {
         Command::Compare(a) => crate::compare::command(a),
         Command::Merge(a) => crate::merge::command(a),
         Command::Plot(a) => crate::export::plot_command(a),
-        Command::Completions(a) => crate::completions::command(a, Cli::command()),
+        Command::Completions(a) => crate::completions::command(a, command()),
     };
     match result {
         Ok(code) => code,

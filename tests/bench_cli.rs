@@ -91,7 +91,7 @@ fn python_flag_spellings_are_accepted() {
     assert_eq!(o.axes.get(&FRAMES), ["9"]);
     assert_eq!(o.axes.get(&SIZE), ["128x96"]);
     assert_eq!(o.axes.get(&TILE), ["64:16"]);
-    assert_eq!(o.axes.written_in(&TILE), "--tile_px");
+    assert_eq!(o.axes.written_in(&TILE), "--tile-px");
     assert_eq!(o.warmup, 2);
     assert_eq!(o.axes.get(&CHUNK), ["1", "2", "4"]);
     assert_eq!(o.case_count(), 6);

@@ -132,6 +132,7 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         config_path: None,
         axes,
         variants,
+        unset: BTreeMap::new(),
         input: file.run.input.map(Into::into),
         input_tensor: file.run.input_tensor,
         budgets: file.budgets.into_budgets()?,
@@ -266,7 +267,8 @@ MIOPEN_FIND_MODE = "2"
         let comfy = load(&dir.join("comfyui-amd.toml")).unwrap();
         assert_eq!(comfy.torch_precision, Some(TorchPrecision::Cast));
         assert_eq!(comfy.axes.get(&axes::CUDNN), ["off"]);
-        assert_eq!(comfy.case_count(), 2);
+        // torch, comfyui x auto, bf16, fp32 x untiled, 512:128 x baseline, find_fast.
+        assert_eq!(comfy.case_count(), 24);
     }
 
     #[test]

@@ -56,6 +56,8 @@ pub struct Executor {
     pub scratch: PathBuf,
     /// Keep the scratch directory (`run --keep-outputs`).
     pub keep: bool,
+    /// Pass every stderr line of the workers on as [`WorkerEvent::Output`] (`run --show-output`).
+    pub show_output: bool,
     /// Owns the scratch folder (removes it on drop); `None` once kept.
     dir: Option<tempfile::TempDir>,
     /// Our locked marker in the scratch folder, held while we run.
@@ -96,6 +98,7 @@ impl Executor {
             timeout,
             scratch: dir.path().to_path_buf(),
             keep: false,
+            show_output: false,
             dir: Some(dir),
             _mark: mark,
             python: None,
@@ -119,7 +122,8 @@ impl Executor {
         &self,
         spec: &WorkerSpec,
         vars: &BTreeMap<String, String>,
-        on_phase: &mut dyn FnMut(&str),
+        unset: &[String],
+        on_event: &mut dyn FnMut(WorkerEvent<'_>),
     ) -> WorkerResult {
         let result_path = protocol::result_path(&self.scratch, &spec.id);
         let _ = std::fs::remove_file(&result_path);
@@ -152,12 +156,15 @@ impl Executor {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
+        for name in unset {
+            cmd.env_remove(name);
+        }
         isolate(&mut cmd);
         let child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => return WorkerResult::empty(spawn_failure, Some(format!("{cannot_start}: {e}")), vars),
         };
-        let Some(watched) = self.watch(child, on_phase) else {
+        let Some(watched) = self.watch(child, on_event) else {
             let msg = "interrupted: the run received a signal and stopped this worker".to_string();
             return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
         };
@@ -219,19 +226,26 @@ impl Executor {
     /// Wait for the worker: forward its phase markers, keep its stderr tail and MIOpen log
     /// lines, kill its group at the timeout. `None` when a signal stopped the run (the
     /// worker is killed).
-    fn watch(&self, mut child: std::process::Child, on_phase: &mut dyn FnMut(&str)) -> Option<Watched> {
+    fn watch(&self, mut child: std::process::Child, on_event: &mut dyn FnMut(WorkerEvent<'_>)) -> Option<Watched> {
         let stderr = child.stderr.take().expect("stderr piped");
-        let (tx, rx) = mpsc::channel::<String>();
+        let (tx, rx) = mpsc::channel::<Line>();
         let (done_tx, done_rx) = mpsc::channel();
+        let show = self.show_output;
         std::thread::spawn(move || {
-            let _ = done_tx.send(read_stderr(stderr, &tx));
+            let _ = done_tx.send(read_stderr(stderr, &tx, show));
         });
+        let forward = |rx: &mpsc::Receiver<Line>, on_event: &mut dyn FnMut(WorkerEvent<'_>)| {
+            while let Ok(line) = rx.try_recv() {
+                match &line {
+                    Line::Phase(p) => on_event(WorkerEvent::Phase(p)),
+                    Line::Output(o) => on_event(WorkerEvent::Output(o)),
+                }
+            }
+        };
         let deadline = Instant::now() + self.timeout;
         let mut timed_out = false;
         let status = loop {
-            while let Ok(p) = rx.try_recv() {
-                on_phase(&p);
-            }
+            forward(&rx, on_event);
             match child.try_wait() {
                 Ok(Some(status)) => break Some(status),
                 Ok(None) => {}
@@ -255,6 +269,7 @@ impl Executor {
         // background child holding stderr open would otherwise keep the reader waiting).
         kill_group(child.id());
         let (tail, miopen) = done_rx.recv_timeout(STDERR_CLOSE_WAIT).unwrap_or_default();
+        forward(&rx, on_event);
         Some(Watched {
             timed_out,
             status,
@@ -315,6 +330,21 @@ struct Launch {
     spawn_failure: CaseStatus,
 }
 
+/// What a running worker tells the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorkerEvent<'a> {
+    /// A phase marker (`load`, `encode 2/3`, ...).
+    Phase(&'a str),
+    /// A line of its stderr, with [`Executor::show_output`].
+    Output(&'a str),
+}
+
+/// A stderr line as the reader thread passes it on.
+enum Line {
+    Phase(String),
+    Output(String),
+}
+
 /// What watching a worker to its end gave.
 struct Watched {
     timed_out: bool,
@@ -328,7 +358,11 @@ struct Watched {
 /// Read a worker's stderr to its end: phase markers go to `phases`, MIOpen's solver and
 /// command lines to the log (not the tail: MIOpen logs a lot at level 5, which would push
 /// the real error out of the tail), the rest to the tail.
-fn read_stderr(stderr: impl std::io::Read, phases: &mpsc::Sender<String>) -> (Vec<String>, Option<MiopenLog>) {
+fn read_stderr(
+    stderr: impl std::io::Read,
+    lines_out: &mpsc::Sender<Line>,
+    show: bool,
+) -> (Vec<String>, Option<MiopenLog>) {
     let mut tail = VecDeque::new();
     let mut miopen = MiopenParser::default();
     let mut lines = std::io::BufReader::new(stderr);
@@ -337,8 +371,11 @@ fn read_stderr(stderr: impl std::io::Read, phases: &mpsc::Sender<String>) -> (Ve
         let line = String::from_utf8_lossy(&buf).trim_end().to_string();
         buf.clear();
         if let Some(p) = line.strip_prefix(PHASE_MARKER) {
-            let _ = phases.send(p.to_string());
+            let _ = lines_out.send(Line::Phase(p.to_string()));
             continue;
+        }
+        if show {
+            let _ = lines_out.send(Line::Output(line.clone()));
         }
         if miopen.line(&line) {
             continue;

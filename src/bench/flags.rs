@@ -20,33 +20,50 @@ use crate::values::{self, Order, TorchPrecision};
 pub struct MatrixFlags {
     #[command(flatten)]
     pub axes: AxisFlags,
-    /// Tile size in pixels (0 = untiled); overlap from --overlap_px, else a quarter of the tile
-    /// rounded down to a multiple of 8, at least 8.
-    #[arg(long = "tile_px", alias = "tile-px", value_delimiter = ',', conflicts_with = "tile")]
+    /// Tile sizes in pixels, comma-separated (0 = untiled); overlap from --overlap-px, else a
+    /// quarter of the tile rounded down to a multiple of 8, at least 8.
+    #[arg(
+        long = "tile-px",
+        alias = "tile_px",
+        value_name = "PX,...",
+        value_delimiter = ',',
+        conflicts_with = "tile"
+    )]
     pub tile_px: Vec<usize>,
-    /// Tile overlap in pixels for --tile_px.
-    #[arg(long = "overlap_px", alias = "overlap-px", requires = "tile_px")]
+    /// Tile overlap in pixels for --tile-px.
+    #[arg(long = "overlap-px", alias = "overlap_px", value_name = "PX", requires = "tile_px")]
     pub overlap_px: Option<usize>,
-    /// Warmup passes per case (timed and reported separately) [default: 1].
+    /// Sweep an environment variable: NAME=V1,V2,... (repeatable; several make their
+    /// product; `@unset` removes the variable). Each combination is an env variant named
+    /// after its values, run next to `baseline` (and the --env variants, if given).
+    #[arg(long = "env-var", value_name = "NAME=V1,V2", value_parser = super::env_sweep::parse_flag)]
+    pub env_var: Vec<super::env_sweep::EnvSweep>,
+    /// Stream each worker's stderr (MIOpen's and ComfyUI's logs) to the terminal.
+    #[arg(long = "show-output")]
+    pub show_output: bool,
+    /// Warmup passes per case (timed and reported separately).
     #[arg(long, short = 'w')]
     pub warmup: Option<usize>,
-    /// Timed passes per case [default: 3].
+    /// Timed passes per case.
     #[arg(long, short = 'r')]
     pub runs: Option<usize>,
-    /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
+    /// Python interpreter of the torch, diffusers and comfyui engines (default: --comfyui's
+    /// venv for comfyui, else $WAN_VAE_BENCH_PYTHON, else python3).
     #[arg(long)]
     pub python: Option<String>,
     /// How the Python engines run bf16/fp16: cast (model.to(dtype)) or autocast (default: autocast
     /// for torch, cast for diffusers).
     #[arg(long = "torch-precision", value_parser = values::torch_precision_flag)]
     pub torch_precision: Option<TorchPrecision>,
-    /// Weights: `synthetic`, a local file, or a hub reference.
+    /// Weights: `synthetic` (the default: the real layout, seeded values), a local
+    /// .safetensors/.pth file, or a hub reference.
     #[arg(long)]
     pub weights: Option<String>,
     /// Model of `synthetic` weights: wan2.1 (default) or wan2.2; with a file it must agree.
     #[arg(long)]
     pub model: Option<ModelKind>,
-    /// Device: cpu, cuda:N, metal.
+    /// Device: cpu, cuda:N (NVIDIA GPUs, and AMD GPUs under ROCm: a ROCm torch names them
+    /// cuda:N too), metal [default: cpu].
     #[arg(long)]
     pub device: Option<String>,
     /// Per-case time limit in seconds.
@@ -120,7 +137,9 @@ fn flag(axis: &'static Axis) -> Arg {
     Arg::new(axis.key)
         .long(axis.flag.trim_start_matches('-'))
         .aliases(axis.aliases)
-        .help(axis.help)
+        .help(format!("{}; comma-separated, repeatable", axis.help))
+        // Built once per process; clap keeps names as `&'static str`.
+        .value_name(&*Box::leak(format!("{},...", axis.key.to_uppercase()).into_boxed_str()))
         .action(ArgAction::Append)
         .value_delimiter(',')
         .value_parser(move |v: &str| axis.canonical(axis.flag, v))
@@ -184,5 +203,19 @@ mod tests {
             parse(&["--tile", "none", "--tile_px", "64"]).is_err(),
             "--tile and --tile_px conflict"
         );
+        let e = parse(&["--env-var", "MIOPEN_FIND_MODE"]).unwrap_err().to_string();
+        assert!(e.contains("--env-var") && e.contains("NAME=VALUE1"), "{e}");
+    }
+
+    #[test]
+    fn tile_px_is_spelled_with_dashes_and_the_seed_spelling_still_works() {
+        let f = parse(&["--tile-px", "64,128", "--overlap-px", "16"]).unwrap();
+        assert_eq!((f.tile_px.clone(), f.overlap_px), (vec![64, 128], Some(16)));
+        let g = parse(&["--tile_px", "64,128", "--overlap_px", "16"]).unwrap();
+        assert_eq!((g.tile_px, g.overlap_px), (f.tile_px, f.overlap_px));
+        let help = <Cli as clap::CommandFactory>::command().render_long_help().to_string();
+        assert!(help.contains("--tile-px") && !help.contains("--tile_px"), "{help}");
+        assert!(help.contains("comma-separated"), "{help}");
+        assert!(help.contains("ROCm"), "{help}");
     }
 }

@@ -18,6 +18,8 @@ pub struct Case {
     pub settings: CaseSettings,
     /// Variables the variant adds to the worker's environment.
     pub env_vars: BTreeMap<String, String>,
+    /// Variables the variant removes from the worker's environment (`--env-var NAME=@unset`).
+    pub env_unset: Vec<String>,
     /// Not in the matrix: added by [`add_references`] as another case's quality reference.
     pub added_as_reference: bool,
 }
@@ -29,14 +31,21 @@ impl Case {
             id: settings.id(),
             settings,
             env_vars,
+            env_unset: Vec::new(),
             added_as_reference: false,
         }
+    }
+
+    /// The same case, its variant removing `names` from the worker's environment.
+    pub fn unsetting(mut self, names: Vec<String>) -> Case {
+        self.env_unset = names;
+        self
     }
 
     /// The case this one's outputs are compared with: fp32, untiled, chunk 1, same frames,
     /// size and env variant (a reference case is its own reference).
     pub fn reference(&self) -> Case {
-        Case::new(self.settings.reference(), self.env_vars.clone())
+        Case::new(self.settings.reference(), self.env_vars.clone()).unsetting(self.env_unset.clone())
     }
 
     /// Id of [`Case::reference`].
@@ -76,7 +85,8 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
         .filter(|s| seen.insert(s.id()))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
-            Case::new(s, vars)
+            let unset = opts.unset.get(&s.env_variant).into_iter().flatten().cloned().collect();
+            Case::new(s, vars).unsetting(unset)
         })
         .collect()
 }

@@ -29,6 +29,7 @@ use crate::weights::WeightsSource;
 
 pub mod budgets;
 pub mod config;
+pub mod env_sweep;
 pub mod executor;
 pub mod flags;
 pub mod interrupt;
@@ -80,6 +81,10 @@ pub struct RunArgs {
     /// unsupported, oom, timeout, failed. A broken budget still exits 1.
     #[arg(long = "allow-status", value_name = "STATUS,...", value_delimiter = ',', value_parser = allow_status_flag)]
     pub allow_status: Vec<CaseStatus>,
+    /// Print the JSON report on stdout at the end, as the other commands' --json do; the
+    /// table, the answer and every message go to stderr. The report file is written as usual.
+    #[arg(long)]
+    pub json: bool,
     /// Keep the run's scratch directory with every case's outputs (`<case id>.outputs.safetensors`,
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
@@ -108,6 +113,42 @@ pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
     opts.apply(&args.flags)?;
     opts.output = args.export_json.clone().or(opts.output);
     Ok(opts)
+}
+
+/// `run`'s help with the defaults written out: without `-c` the built-in smoke matrix's
+/// values, with a matrix file the file's (and, where it is silent, the axis default).
+pub fn with_defaults(cmd: clap::Command) -> clap::Command {
+    let smoke = config::smoke();
+    let file = config::parse("").expect("an empty matrix file is valid");
+    let note = |smoke: String, file: String| {
+        if smoke == file {
+            format!(" [default: {smoke}]")
+        } else {
+            format!(" [default: {smoke} (smoke matrix); with -c, the file's, else {file}]")
+        }
+    };
+    cmd.mut_subcommand("run", |mut run| {
+        for axis in crate::axes::AXES {
+            let text = note(smoke.axes.get(axis).join(","), file.axes.get(axis).join(","));
+            run = run.mut_arg(axis.key, |a| {
+                let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+                a.help(help + &text)
+            });
+        }
+        let scalars = [
+            ("warmup", smoke.warmup.to_string(), file.warmup.to_string()),
+            ("runs", smoke.runs.to_string(), file.runs.to_string()),
+            ("timeout_s", smoke.timeout_s.to_string(), file.timeout_s.to_string()),
+        ];
+        for (id, s, f) in scalars {
+            let text = note(s, f);
+            run = run.mut_arg(id, |a| {
+                let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+                a.help(help + &text)
+            });
+        }
+        run
+    })
 }
 
 /// `results/<UTC time>-<host>.json`.
@@ -354,6 +395,7 @@ fn start_workers(
 ) -> anyhow::Result<(executor::Executor, RunWide)> {
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
+    executor.show_output = args.flags.show_output;
     let worker_input = match &input {
         Some(file) => Some(file.save(&executor.scratch.join("input.safetensors"))?),
         None => None,
@@ -404,21 +446,31 @@ fn finish(
         report.save_atomic(output)?;
     }
     crate::answer::attach(report, output, args.min_psnr)?;
-    println!("{}", measured::line(report, ended.model));
-    print!("{}", TextTable.render(report)?);
-    print!("{}", budgets::render(&report.cases));
+    // With --json stdout holds the report alone; what people read goes to stderr.
+    let mut text = String::new();
+    text.push_str(&format!("{}\n", measured::line(report, ended.model)));
+    text.push_str(&TextTable.render(report)?);
+    text.push_str(&budgets::render(&report.cases));
     let broken = budgets::broken(&report.cases);
     for line in &broken {
-        println!("budget broken: {line}");
+        text.push_str(&format!("budget broken: {line}\n"));
     }
-    println!("report: {}", output.display());
+    text.push_str(&format!("report: {}\n", output.display()));
+    if let Some(scratch) = &ended.kept_scratch {
+        text.push_str(&format!("outputs: {}\n", scratch.display()));
+    }
+    if args.json {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
     let mut exports = ExportManager::default();
     exports.add(MarkdownTable, args.export_markdown.as_deref());
     exports.add(SvgChart, args.export_svg.as_deref());
     exports.add(CsvTable, args.export_csv.as_deref());
     exports.write_all(report)?;
-    if let Some(scratch) = &ended.kept_scratch {
-        println!("outputs: {}", scratch.display());
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(report)?);
     }
     if let Some(sig) = ended.signal {
         eprintln!(

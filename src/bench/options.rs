@@ -145,6 +145,9 @@ pub struct BenchOptions {
     pub axes: Axes,
     /// Env variants: name -> variables the worker gets on top of the parent's environment.
     pub variants: BTreeMap<String, BTreeMap<String, String>>,
+    /// Variables an env variant removes from the worker's environment (`--env-var
+    /// NAME=@unset`); variants absent here remove none.
+    pub unset: BTreeMap<String, std::collections::BTreeSet<String>>,
     /// The user's input file (`--input`, `[run] input`): a latent or a video.
     pub input: Option<PathBuf>,
     /// Which tensor of the input file (`--input-tensor`, `[run] input_tensor`).
@@ -167,8 +170,11 @@ impl BenchOptions {
                 self.axes.set(axis, values, axis.flag)?;
             }
         }
+        if !o.env_var.is_empty() {
+            self.add_env_sweeps(o)?;
+        }
         if !o.tile_px.is_empty() {
-            self.axes.set(&TILE, &tile_px_values(o)?, "--tile_px")?;
+            self.axes.set(&TILE, &tile_px_values(o)?, "--tile-px")?;
         }
         if o.input.is_some() {
             self.input = o.input.clone();
@@ -199,6 +205,31 @@ impl BenchOptions {
         }
         self.quiet |= o.quiet;
         self.validate()
+    }
+
+    /// `--env-var`: every combination becomes a variant, run next to `baseline` (or the
+    /// `--env` variants when given): the env axis becomes those plus the sweep's.
+    fn add_env_sweeps(&mut self, o: &MatrixFlags) -> Result<(), UserError> {
+        let swept = super::env_sweep::variants(&o.env_var).map_err(UserError::Other)?;
+        let mut names: Vec<String> = match o.axes.get(&ENV) {
+            Some(given) => given.to_vec(),
+            None => vec![crate::settings::BASELINE.to_string()],
+        };
+        for v in swept {
+            if self.variants.contains_key(&v.name) {
+                return Err(UserError::invalid(
+                    "--env-var",
+                    &v.name,
+                    "a variant name the matrix file does not define already",
+                ));
+            }
+            names.push(v.name.clone());
+            self.variants.insert(v.name.clone(), v.set);
+            if !v.unset.is_empty() {
+                self.unset.insert(v.name, v.unset);
+            }
+        }
+        self.axes.set(&ENV, &names, "--env-var")
     }
 
     /// Checks that span several settings: device, run counts, timeout, env variants exist
@@ -265,7 +296,7 @@ impl BenchOptions {
     }
 }
 
-/// `--tile_px T [--overlap_px O]`, the older spelling of `--tile T[:O]`, as `--tile`
+/// `--tile-px T [--overlap-px O]`, the older spelling of `--tile T[:O]`, as `--tile`
 /// values; an invalid tile names the flags the user typed.
 fn tile_px_values(o: &MatrixFlags) -> Result<Vec<String>, UserError> {
     o.tile_px
@@ -276,16 +307,16 @@ fn tile_px_values(o: &MatrixFlags) -> Result<Vec<String>, UserError> {
                 (t, Some(o)) => format!("{t}:{o}"),
                 (t, None) => t.to_string(),
             };
-            TILE.canonical("--tile_px", &spelled).map_err(|_| {
+            TILE.canonical("--tile-px", &spelled).map_err(|_| {
                 let given = match o.overlap_px {
-                    Some(ov) => format!("--tile_px {t} --overlap_px {ov}"),
-                    None => format!("--tile_px {t}"),
+                    Some(ov) => format!("--tile-px {t} --overlap-px {ov}"),
+                    None => format!("--tile-px {t}"),
                 };
                 UserError::invalid(
-                    "--tile_px/--overlap_px",
+                    "--tile-px/--overlap-px",
                     given,
                     "a tile in pixels (a multiple of 8, 0 = untiled) and an overlap that is a multiple of 8 \
-                     smaller than the tile, e.g. --tile_px 256 --overlap_px 64",
+                     smaller than the tile, e.g. --tile-px 256 --overlap-px 64",
                 )
             })
         })

@@ -69,6 +69,16 @@ impl Progress {
         }
     }
 
+    /// A worker's stderr line (`--show-output`): above the bar, or on stderr, even when quiet
+    /// (the user asked for it).
+    pub fn output(&self, line: &str) {
+        if self.visible {
+            self.bar.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
     /// Remove the bar.
     pub fn finish(&self) {
         self.bar.finish_and_clear();

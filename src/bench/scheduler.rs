@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::executor::Executor;
+use super::executor::{Executor, WorkerEvent};
 use super::matrix::Case;
 use super::outputs::QualityBook;
 use super::progress::Progress;
@@ -33,7 +33,7 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
 }
 
 /// Names extra variables for the workers to record in each case's `env`
-/// (comma-separated), e.g. the variable `scripts/sweep_env.sh` sweeps.
+/// (comma-separated); the variables `--env-var` sweeps are recorded anyway.
 pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";
 
 /// What every case of the run shares.
@@ -129,8 +129,9 @@ impl Scheduler {
             engine_dir: None,
         };
         let progress = &self.progress;
-        let r = self.executor.run(&spec, &BTreeMap::new(), &mut |p| {
-            progress.phase(&format!("prepare latent: {p}"))
+        let r = self.executor.run(&spec, &BTreeMap::new(), &[], &mut |e| match e {
+            WorkerEvent::Phase(p) => progress.phase(&format!("prepare latent: {p}")),
+            WorkerEvent::Output(line) => progress.output(line),
         });
         let prepared = match (r.outcome.status, r.outcome.error) {
             (CaseStatus::Ok, _) if path.is_file() => Ok(WorkerInput {
@@ -157,7 +158,16 @@ impl Scheduler {
     /// case in flight. A SIGINT/SIGTERM stops the loop: the case in flight is dropped, the
     /// report says `run.interrupted`, and the signal is returned.
     pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<Option<i32>> {
-        let recorded = recorded_vars();
+        // Every variable any variant sets or removes is recorded in every case, so the
+        // baseline shows what the parent's environment held (or that it lacked it).
+        let mut recorded = recorded_vars();
+        for c in &self.cases {
+            for name in c.env_vars.keys().chain(&c.env_unset) {
+                if !recorded.contains(name) {
+                    recorded.push(name.clone());
+                }
+            }
+        }
         let total = self.cases.len();
         for case in self.cases.clone() {
             if let Some(sig) = super::interrupt::received() {
@@ -188,7 +198,12 @@ impl Scheduler {
         let spec = self.spec_for(case, input.clone().unwrap_or_default(), recorded);
         let progress = &self.progress;
         let result = match input {
-            Ok(_) => self.executor.run(&spec, &case.env_vars, &mut |p| progress.phase(p)),
+            Ok(_) => self
+                .executor
+                .run(&spec, &case.env_vars, &case.env_unset, &mut |e| match e {
+                    WorkerEvent::Phase(p) => progress.phase(p),
+                    WorkerEvent::Output(line) => progress.output(line),
+                }),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
         };
         (result, spec.outputs)

@@ -1,0 +1,138 @@
+//! `run --env-var NAME=V1,V2,...`: environment sweeps from the command line, as hyperfine's
+//! `--parameter-list` does for commands. Each flag names one variable and its values
+//! (`@unset` for "absent from the worker's environment"); several flags make their
+//! product. Every combination becomes an env variant named after its values
+//! (`MIOPEN_FIND_MODE=2+MIOPEN_DEBUG_CONV_DIRECT=0`), added to the `env` axis next to
+//! `baseline` (the parent's environment, unchanged).
+//!
+//! Must not: run anything or read files; `options` merges the variants into the run.
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The value that sweeps a variable's absence: the worker's environment lacks it, even
+/// when the parent's shell exports it.
+pub const UNSET: &str = "@unset";
+
+/// One `--env-var` flag: a variable and the values it takes (`None`: unset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvSweep {
+    /// The variable's name.
+    pub name: String,
+    /// Its values, in the order given, each once; `None` is [`UNSET`].
+    pub values: Vec<Option<String>>,
+}
+
+/// One combination of the sweeps: an env variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Variant {
+    /// `NAME=VALUE` per variable, joined by `+`, in flag order.
+    pub name: String,
+    /// Variables set for the worker.
+    pub set: BTreeMap<String, String>,
+    /// Variables removed from the worker's environment.
+    pub unset: BTreeSet<String>,
+}
+
+/// Parse `NAME=V1,V2,...` (the value of one `--env-var`). `NAME=` alone sweeps the empty
+/// string; a value may not hold a comma (write such a variant as an `[env.NAME]` table).
+pub fn parse_flag(text: &str) -> Result<EnvSweep, String> {
+    let Some((name, list)) = text.split_once('=') else {
+        return Err(format!(
+            "`{text}` has no `=`: expected NAME=VALUE1,VALUE2,... (e.g. MIOPEN_FIND_MODE=1,2,{UNSET})"
+        ));
+    };
+    if name.is_empty() || name.contains('\0') || name.chars().any(char::is_whitespace) {
+        return Err(format!(
+            "variable name `{name}` in `{text}`: a name that is not empty, without spaces or NUL bytes"
+        ));
+    }
+    let mut values = Vec::new();
+    for v in list.split(',') {
+        if v.contains('\0') {
+            return Err(format!(
+                "a value of {name} holds a NUL byte (the environment cannot hold it)"
+            ));
+        }
+        let value = (v != UNSET).then(|| v.to_string());
+        if values.contains(&value) {
+            return Err(format!("value `{v}` of {name} is given twice: give each value once"));
+        }
+        values.push(value);
+    }
+    Ok(EnvSweep {
+        name: name.to_string(),
+        values,
+    })
+}
+
+/// Every combination of `sweeps` (the last flag varying fastest), as env variants. A
+/// variable swept by two flags is an error naming it.
+pub fn variants(sweeps: &[EnvSweep]) -> Result<Vec<Variant>, String> {
+    let mut names = BTreeSet::new();
+    for s in sweeps {
+        if !names.insert(s.name.as_str()) {
+            return Err(format!(
+                "--env-var {} is given twice: list all its values in one flag (NAME=V1,V2)",
+                s.name
+            ));
+        }
+    }
+    let mut out = vec![Variant {
+        name: String::new(),
+        set: BTreeMap::new(),
+        unset: BTreeSet::new(),
+    }];
+    for s in sweeps {
+        let mut next = Vec::with_capacity(out.len() * s.values.len());
+        for v in &out {
+            for value in &s.values {
+                let mut w = v.clone();
+                let part = format!("{}={}", s.name, value.as_deref().unwrap_or(UNSET));
+                w.name = if w.name.is_empty() {
+                    part
+                } else {
+                    format!("{}+{part}", w.name)
+                };
+                match value {
+                    Some(x) => {
+                        w.set.insert(s.name.clone(), x.clone());
+                    }
+                    None => {
+                        w.unset.insert(s.name.clone());
+                    }
+                }
+                next.push(w);
+            }
+        }
+        out = next;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_parse_and_make_their_product_named_after_the_values() {
+        let a = parse_flag("MIOPEN_FIND_MODE=1,2,@unset").unwrap();
+        assert_eq!(a.values, [Some("1".into()), Some("2".into()), None]);
+        let b = parse_flag("NAIVE=0,1").unwrap();
+        let v = variants(&[a, b]).unwrap();
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[0].name, "MIOPEN_FIND_MODE=1+NAIVE=0");
+        assert_eq!(v[5].name, "MIOPEN_FIND_MODE=@unset+NAIVE=1");
+        assert!(v[5].unset.contains("MIOPEN_FIND_MODE") && v[5].set["NAIVE"] == "1");
+        assert_eq!(parse_flag("E=").unwrap().values, [Some(String::new())]);
+    }
+
+    #[test]
+    fn bad_flags_say_what_would_be_valid() {
+        assert!(parse_flag("MIOPEN_FIND_MODE")
+            .unwrap_err()
+            .contains("NAME=VALUE1,VALUE2"));
+        assert!(parse_flag("=1").unwrap_err().contains("not empty"));
+        assert!(parse_flag("A=1,1").unwrap_err().contains("twice"));
+        let twice = [parse_flag("A=1").unwrap(), parse_flag("A=2").unwrap()];
+        assert!(variants(&twice).unwrap_err().contains("--env-var A is given twice"));
+    }
+}
