@@ -9,13 +9,6 @@ use wan_vae_bench::report::{CaseStatus, Report};
 
 const TARBALL: &str = "../shared/comfyui/ComfyUI-0.3.64-a125cd8.tar.xz";
 
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("WAN_VAE_BENCH_TEST_PYTHON") {
-        return PathBuf::from(p);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-torch/bin/python")
-}
-
 /// ComfyUI unpacked into `dir` (the tarball's `comfyui/` folder).
 fn comfyui(dir: &Path) -> PathBuf {
     let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join(TARBALL);

@@ -12,21 +12,6 @@ use crate::util::cli::*;
 use wan_vae_bench::report::{CaseStatus, Report};
 use wan_vae_bench::values::Engine;
 
-/// The Python with torch and diffusers that the tests use.
-fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("WAN_VAE_BENCH_TEST_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-torch/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python with torch for the engine tests: set WAN_VAE_BENCH_TEST_PYTHON to one, or create {} with \
-         `python3 -m venv .venv-torch && .venv-torch/bin/pip install torch diffusers` (`.ci/run` does this)",
-        venv.display()
-    );
-    venv
-}
-
 /// An executable shell script `name` in `dir`.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = write(dir, name, &format!("#!/bin/sh\n{body}\n"));

@@ -55,3 +55,18 @@ pub fn stderr(out: &Output) -> String {
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The Python with torch, diffusers and ComfyUI's VAE packages that the engine tests use.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("WAN_VAE_BENCH_TEST_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-torch/bin/python");
+    assert!(
+        venv.exists(),
+        "no Python with torch for the engine tests: set WAN_VAE_BENCH_TEST_PYTHON to one, or create {} with \
+         `python3 -m venv .venv-torch && .venv-torch/bin/pip install torch diffusers` (`.ci/run` does this)",
+        venv.display()
+    );
+    venv
+}
