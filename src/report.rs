@@ -291,6 +291,17 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// The status as the tables show it: its name, marked `(OOM: tiled retry)` when the
+    /// engine's own code decoded tiled after an out-of-memory (never hidden).
+    pub fn status_label(&self) -> String {
+        let name = self.status.name();
+        if self.oom_tiled_retry == Some(true) {
+            format!("{name} (OOM: tiled retry)")
+        } else {
+            name.to_string()
+        }
+    }
+
     /// An outcome with nothing measured.
     pub fn new(status: CaseStatus, error: Option<String>, env: BTreeMap<String, String>) -> Outcome {
         Outcome {

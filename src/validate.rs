@@ -241,12 +241,21 @@ pub fn check_output(output: &str, got: &Tensor, expected: &Tensor, tol: Toleranc
 
 /// `wan-vae-bench validate`: settings the engine cannot run are refused (exit 2), then the
 /// cases run in this process (candle) or in the Python worker.
-pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
+pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
     let engine = crate::engine::spec(args.engine);
     if let Some(why) = engine.unsupported(args.chunk, &args.device, args.precision) {
         return Err(UserError::Other(why).into());
     }
+    // As in `run`: the flag, else the environment; the folder's own venv, else the usual
+    // interpreter rule.
+    args.engine_dirs = args.engine_dirs.clone().or(&EngineDirs::from_env());
     args.engine_dirs.check([args.engine])?;
+    if args.python.is_none() {
+        args.python = args
+            .engine_dirs
+            .venv_python([args.engine])
+            .map(|p| p.display().to_string());
+    }
     match engine.worker {
         WorkerKind::Python { .. } => python_command(&args),
         WorkerKind::ThisBinary => candle_command(&args),

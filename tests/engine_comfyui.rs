@@ -2,33 +2,11 @@
 //! `../shared/comfyui/` into a temporary folder (GPL-3.0 test data, nothing of it is in the
 //! project), synthetic weights at the real widths (ComfyUI hard-codes them) and small sizes.
 //! Needs the test Python with torch and ComfyUI's VAE packages (`.ci/run` installs them).
-use std::path::{Path, PathBuf};
+//! How the folder and interpreter are found, and what is refused: `comfyui_setup`.
+use std::path::Path;
 
 use crate::util::cli::*;
 use wan_vae_bench::report::{CaseStatus, Report};
-
-const TARBALL: &str = "../shared/comfyui/ComfyUI-0.3.64-a125cd8.tar.xz";
-
-/// ComfyUI unpacked into `dir` (the tarball's `comfyui/` folder).
-fn comfyui(dir: &Path) -> PathBuf {
-    let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join(TARBALL);
-    assert!(
-        tarball.is_file(),
-        "{} is missing (the ComfyUI test data)",
-        tarball.display()
-    );
-    let ok = std::process::Command::new("tar")
-        .arg("-xJf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(dir)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-    let d = dir.join("comfyui");
-    assert!(d.join("comfy/sd.py").is_file());
-    d
-}
 
 fn comfy_run(dir: &Path, folder: &Path, python: &Path, extra: &[&str]) -> Report {
     let mut args = vec![
@@ -223,9 +201,7 @@ fn not_a_comfyui_folder_and_a_python_without_its_packages_are_unsupported() {
     // A Python that lacks torch (a wrapper that hides every installed package).
     let other = scratch();
     let folder = comfyui(other.path());
-    let bare = write(other.path(), "bare-python", "#!/bin/sh\nexec python3 -S -I \"$@\"\n");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&bare, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bare = executable(other.path(), "bare-python", "#!/bin/sh\nexec python3 -S -I \"$@\"\n");
     let r = comfy_run(
         other.path(),
         &folder,
@@ -238,5 +214,121 @@ fn not_a_comfyui_folder_and_a_python_without_its_packages_are_unsupported() {
     assert!(
         e.contains("ComfyUI 0.3.64") && e.contains("torch is not installed"),
         "{e}"
+    );
+}
+
+#[test]
+fn comfyui_bf16_and_spatial_tiles_run_as_its_nodes_do() {
+    let dir = scratch();
+    let folder = comfyui(dir.path());
+    // One frame at 64x64 keeps ComfyUI's real-width VAE quick on a CPU, bf16 included.
+    let r = comfy_run(
+        dir.path(),
+        &folder,
+        &python(),
+        &[
+            "--engine",
+            "comfyui",
+            "--precision",
+            "fp32,bf16",
+            "--tile",
+            "none,32:16",
+            "--size",
+            "64x64",
+            "--frames",
+            "1",
+        ],
+    );
+    let reference = case(&r, "comfyui-fp32-chunk1-untiled-1x64x64-baseline");
+    for c in &r.cases {
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{}: {:?}", c.id, c.outcome.error);
+        let facts = c.outcome.engine_case.as_ref().expect("engine_case");
+        assert_eq!(facts["vae_dtype"], c.settings.precision.name(), "{}", c.id);
+        assert_eq!(c.outcome.oom_tiled_retry, Some(false));
+        if c.id == reference.id {
+            continue;
+        }
+        // bf16 and the tiles (VAEEncodeTiled, VAEDecodeTiled) against the fp32 untiled case.
+        let q = c.quality.as_ref().expect("quality");
+        assert_eq!(q.reference_id, reference.id);
+        for err in [q.decoded.as_ref().unwrap(), q.latent.as_ref().unwrap()] {
+            assert!(!err.identical && err.max_abs > 0.0, "{}: {err:?}", c.id);
+        }
+    }
+    assert_eq!(r.cases.len(), 4);
+
+    // Wan 2.2 in ComfyUI's own dtype (`auto`) and bf16, next to the fp32 reference the run adds.
+    let dir22 = scratch();
+    let r = comfy_run(
+        dir22.path(),
+        &folder,
+        &python(),
+        &[
+            "--engine",
+            "comfyui",
+            "--model",
+            "wan2.2",
+            "--precision",
+            "auto,bf16",
+            "--size",
+            "32x32",
+            "--frames",
+            "1",
+        ],
+    );
+    assert_eq!(
+        r.cases.len(),
+        3,
+        "{:?}",
+        r.cases.iter().map(|c| &c.id).collect::<Vec<_>>()
+    );
+    for c in &r.cases {
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{}: {:?}", c.id, c.outcome.error);
+        let facts = c.outcome.engine_case.as_ref().expect("engine_case");
+        let want = match c.settings.precision.name() {
+            "auto" => facts["default_vae_dtype"].as_str().unwrap().to_string(),
+            other => other.to_string(),
+        };
+        assert_eq!(facts["vae_dtype"], want.as_str(), "{}", c.id);
+    }
+}
+
+#[test]
+fn the_cases_knobs_win_over_comfyuis_start_up() {
+    let dir = scratch();
+    let folder = comfyui(dir.path());
+    // ComfyUI turns cuDNN (MIOpen) off when it starts on an AMD GPU; this copy does it on
+    // every device, and an interpreter wrapper asks for cuDNN on (on a CPU the parent sends
+    // no knob, so the test sets the spec's).
+    let mm = folder.join("comfy/model_management.py");
+    let mut text = std::fs::read_to_string(&mm).unwrap();
+    text.push_str("\ntorch.backends.cudnn.enabled = False  # the test's stand-in for the AMD start-up\n");
+    std::fs::write(&mm, text).unwrap();
+    let real = python();
+    let wrapper = executable(
+        dir.path(),
+        "python-cudnn-on",
+        &format!(
+            "#!{}\nimport json, os, sys\nargs = sys.argv[1:]\nif \"--case-json\" in args:\n    \
+             i = args.index(\"--case-json\") + 1\n    spec = json.loads(args[i])\n    spec[\"cudnn\"] = \"on\"\n    \
+             args[i] = json.dumps(spec)\nos.execv({real:?}, [{real:?}] + args)\n",
+            real.display(),
+            real = real.display().to_string()
+        ),
+    );
+    let r = comfy_run(
+        dir.path(),
+        &folder,
+        &wrapper,
+        &["--engine", "comfyui", "--size", "32x32", "--frames", "1"],
+    );
+    let c = &r.cases[0];
+    assert_eq!(c.outcome.status, CaseStatus::Ok, "{:?}", c.outcome.error);
+    let facts = c.outcome.engine_case.as_ref().unwrap();
+    assert_eq!(facts["knobs_before_startup"]["cudnn"], "on", "{facts:?}");
+    assert_eq!(facts["knobs_after_startup"]["cudnn"], "off", "{facts:?}");
+    assert_eq!(
+        facts["knobs_after_ours"]["cudnn"], "on",
+        "the case's setting is in force: {facts:?}"
     );
 }

@@ -8,6 +8,7 @@ mod bench_quality;
 mod bench_system;
 mod bounded_reads;
 mod budgets;
+mod comfyui_setup;
 mod compare_cli;
 mod engine_comfyui;
 mod engines;

@@ -12,6 +12,7 @@ use serde::Deserialize;
 use super::budgets;
 use super::options::{Axes, BenchOptions};
 use crate::axes;
+use crate::engine::EngineDirs;
 use crate::error::UserError;
 use crate::settings::BASELINE;
 use crate::values::{Order, TorchPrecision};
@@ -35,8 +36,9 @@ struct File {
     budgets: budgets::BudgetsSection,
 }
 
+/// `[model]`: its fixed keys, plus one key per engine folder (`comfyui = "DIR"`, the keys
+/// of `engine::folder_keys`); any other key is refused by [`ModelSection::engine_dirs`].
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
 struct ModelSection {
     weights: Option<String>,
     /// `wan2.1` or `wan2.2` (synthetic weights; with a file it must agree).
@@ -44,6 +46,38 @@ struct ModelSection {
     device: Option<String>,
     python: Option<String>,
     torch_precision: Option<String>,
+    /// The other keys: engine folders, checked by name and type.
+    #[serde(flatten)]
+    folders: BTreeMap<String, toml::Value>,
+}
+
+impl ModelSection {
+    /// The engine folders the section names (as written: `load` makes them relative to the
+    /// file's folder); an unknown key or a value that is not a string is an error naming it.
+    fn engine_dirs(&self) -> Result<EngineDirs, UserError> {
+        let mut dirs = EngineDirs::default();
+        for (key, value) in &self.folders {
+            let Some(engine) = crate::engine::folder_engine(key) else {
+                return Err(UserError::invalid(
+                    "[model] key",
+                    key,
+                    format!(
+                        "one of weights, model, device, python, torch_precision, {}",
+                        crate::engine::folder_keys().join(", ")
+                    ),
+                ));
+            };
+            let toml::Value::String(dir) = value else {
+                return Err(UserError::invalid(
+                    format!("model.{key}"),
+                    value.to_string(),
+                    format!("the path of the {engine} engine's folder, as a string"),
+                ));
+            };
+            dirs.0.insert(engine, dir.into());
+        }
+        Ok(dirs)
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -64,8 +98,13 @@ pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
     let text = crate::read::text(path, "matrix file", crate::read::MAX_REPORT_BYTES)?;
     let mut opts = parse(&text).map_err(|e| UserError::file(path, format!("{e:#}")))?;
     opts.config_path = Some(path.to_path_buf());
-    if let (Some(input), Some(dir)) = (&opts.input, path.parent()) {
-        opts.input = Some(dir.join(input));
+    if let Some(dir) = path.parent() {
+        if let Some(input) = &opts.input {
+            opts.input = Some(dir.join(input));
+        }
+        for folder in opts.engine_dirs.0.values_mut() {
+            *folder = dir.join(&*folder);
+        }
     }
     Ok(opts)
 }
@@ -108,6 +147,7 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         }
         variants.insert(name, out);
     }
+    let engine_dirs = file.model.engine_dirs()?;
     let order = match &file.run.order {
         Some(o) => Order::parse("run.order", o)?,
         None => Order::Shuffled,
@@ -143,6 +183,7 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
             .as_deref()
             .map(|s| TorchPrecision::parse("model.torch_precision", s))
             .transpose()?,
+        engine_dirs,
     };
     opts.validate()?;
     Ok(opts)

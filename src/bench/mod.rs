@@ -112,6 +112,12 @@ pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
     };
     opts.apply(&args.flags)?;
     opts.output = args.export_json.clone().or(opts.output);
+    // An engine folder: its flag, else the matrix file's `[model]` key, else the environment.
+    opts.engine_dirs = args
+        .engine_dirs
+        .clone()
+        .or(&opts.engine_dirs)
+        .or(&EngineDirs::from_env());
     Ok(opts)
 }
 
@@ -185,10 +191,10 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
-    args.engine_dirs.check(opts.axes.engines())?;
+    opts.engine_dirs.check(opts.axes.engines())?;
     if opts.python.is_none() {
         // An engine folder's own venv (ComfyUI's) before the run-wide rule.
-        if let Some(p) = args.engine_dirs.venv_python(opts.axes.engines()) {
+        if let Some(p) = opts.engine_dirs.venv_python(opts.axes.engines()) {
             opts.python = Some(p.display().to_string());
         }
     }
@@ -424,7 +430,7 @@ fn start_workers(
         },
         input: worker_input,
         inputs_dir: shared.inputs_dir,
-        engine_dirs: args.engine_dirs.clone(),
+        engine_dirs: opts.engine_dirs.clone(),
     };
     Ok((executor, run_wide))
 }

@@ -160,6 +160,10 @@ pub struct BenchOptions {
     /// How the Python engines run 16-bit precisions (`cast` or `autocast`); `None`: each
     /// engine's default (autocast for torch, as the official wrapper; cast for diffusers).
     pub torch_precision: Option<TorchPrecision>,
+    /// The folders of engines that run the user's own install (`--comfyui DIR`, `[model]
+    /// comfyui`, `WAN_VAE_BENCH_COMFYUI`, in that order of precedence; see
+    /// `options_from_args`).
+    pub engine_dirs: crate::engine::EngineDirs,
 }
 
 impl BenchOptions {

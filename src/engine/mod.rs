@@ -282,6 +282,30 @@ impl EngineDirs {
         self.0.get(&engine)
     }
 
+    /// These folders, and `other`'s for the engines these lack: `flags.or(&file).or(&env)`
+    /// gives a flag precedence over the matrix file, and the file over the environment.
+    pub fn or(mut self, other: &EngineDirs) -> EngineDirs {
+        for (engine, dir) in &other.0 {
+            self.0.entry(*engine).or_insert_with(|| dir.clone());
+        }
+        self
+    }
+
+    /// The folders named by the environment (`WAN_VAE_BENCH_COMFYUI`, see
+    /// [`folder_env_var`]); an empty value names none.
+    pub fn from_env() -> EngineDirs {
+        EngineDirs(
+            ENGINES
+                .iter()
+                .filter_map(|s| {
+                    let f = s.folder?;
+                    let dir = std::env::var_os(folder_env_var(&f)).filter(|v| !v.is_empty())?;
+                    Some((s.engine, PathBuf::from(dir)))
+                })
+                .collect(),
+        )
+    }
+
     /// The Python interpreter of the first folder (of `engines`) that holds a venv
     /// (`venv/bin/python`, `.venv/bin/python`; `Scripts/python.exe` on Windows): the Python
     /// engines use it when neither `--python` nor `[model] python` is given.
@@ -315,8 +339,10 @@ fn check_dirs(
         match dirs.get(&e) {
             None => {
                 return Err(UserError::Other(format!(
-                    "engine {e} needs {} ({flag} DIR)",
-                    folder.holds
+                    "engine {e} needs {}: give {flag} DIR, `{} = \"DIR\"` in a matrix file's [model], or {}",
+                    folder.holds,
+                    folder.flag,
+                    folder_env_var(&folder)
                 )))
             }
             Some(dir) if !dir.is_dir() => {
@@ -354,19 +380,29 @@ pub fn folder_env_var(folder: &EngineFolder) -> String {
     format!("WAN_VAE_BENCH_{}", folder.flag.to_ascii_uppercase().replace('-', "_"))
 }
 
+/// The folders given by flag (the environment variables are [`EngineDirs::from_env`]'s).
 fn dirs_from(table: &[EngineSpec], m: &clap::ArgMatches) -> BTreeMap<Engine, PathBuf> {
     table
         .iter()
         .filter_map(|s| {
             let f = s.folder?;
-            let given = m.get_one::<PathBuf>(f.flag).cloned().or_else(|| {
-                std::env::var_os(folder_env_var(&f))
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            });
-            Some((s.engine, given?))
+            Some((s.engine, m.get_one::<PathBuf>(f.flag).cloned()?))
         })
         .collect()
+}
+
+/// The engine whose folder a matrix file's `[model] KEY` names (`comfyui`), if any: the
+/// keys are the folder flags of [`ENGINES`].
+pub fn folder_engine(key: &str) -> Option<Engine> {
+    ENGINES
+        .iter()
+        .find(|s| s.folder.is_some_and(|f| f.flag == key))
+        .map(|s| s.engine)
+}
+
+/// The matrix-file keys that name an engine folder (`comfyui`), for messages.
+pub fn folder_keys() -> Vec<&'static str> {
+    ENGINES.iter().filter_map(|s| s.folder.map(|f| f.flag)).collect()
 }
 
 impl clap::FromArgMatches for EngineDirs {

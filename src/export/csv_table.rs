@@ -1,6 +1,7 @@
 //! The cases as CSV (`run --export-csv FILE`), one row per case, for spreadsheets: `id`,
 //! every axis (the case settings' report keys, so a new axis gets its column without an
-//! edit here), `added_as_reference`, `status`, `compute_dtype`, per pass the median,
+//! edit here), `added_as_reference`, `status`, `oom_tiled_retry` (empty for engines without such a
+//! fallback), `compute_dtype`, per pass the median,
 //! stddev and min in seconds, runs and GFLOP/s, the peak memories in bytes, the decoded and
 //! latent PSNR against the reference in dB (empty when unknown, with `*_identical` telling
 //! identical outputs apart), the reference's id, and the first line of the error.
@@ -31,9 +32,10 @@ const AXIS_ORDER: [&str; 16] = [
 ];
 
 /// The columns after the axes.
-const RESULT_COLUMNS: [&str; 23] = [
+const RESULT_COLUMNS: [&str; 24] = [
     "added_as_reference",
     "status",
+    "oom_tiled_retry",
     "compute_dtype",
     "encode_median_s",
     "encode_stddev_s",
@@ -118,6 +120,7 @@ fn result_cells(c: &CaseRecord) -> Vec<String> {
     let mut row = vec![
         c.added_as_reference.to_string(),
         c.outcome.status.name().to_string(),
+        opt(c.outcome.oom_tiled_retry),
         opt(c.outcome.compute_dtype.as_deref()),
     ];
     row.extend(pass_cells(c.outcome.encode.as_ref()));

@@ -97,7 +97,7 @@ pub fn markdown_table(report: &Report) -> String {
         let relative = total(case)
             .filter(|_| best > 0.0 && best.is_finite())
             .map_or("–".into(), |t| format!("{:.2}", t / best));
-        let mut status = case.outcome.status.name().to_string();
+        let mut status = case.outcome.status_label();
         if case.added_as_reference {
             status.push_str(" (added as reference)");
         }

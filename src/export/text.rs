@@ -40,11 +40,7 @@ pub fn render_table(report: &Report) -> String {
     for c in &report.cases {
         let (e, er) = cell(c.outcome.encode.as_ref(), fastest(c, |c| c.outcome.encode.as_ref()));
         let (d, dr) = cell(c.outcome.decode.as_ref(), fastest(c, |c| c.outcome.decode.as_ref()));
-        let mut status = c.outcome.status.name().to_string();
-        if c.outcome.oom_tiled_retry == Some(true) {
-            // Never hidden: the engine's own code decoded tiled after an out-of-memory.
-            status.push_str(" (OOM: tiled retry)");
-        }
+        let status = c.outcome.status_label();
         let id = if c.added_as_reference {
             format!("{} (added)", c.id)
         } else {

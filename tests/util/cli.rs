@@ -70,3 +70,33 @@ pub fn python() -> PathBuf {
     );
     venv
 }
+
+/// ComfyUI 0.3.64 unpacked into `dir` from `../shared/comfyui/` (GPL-3.0 test data: nothing
+/// of it is in the project); returns its folder (the tarball's `comfyui/`).
+pub fn comfyui(dir: &Path) -> PathBuf {
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/comfyui/ComfyUI-0.3.64-a125cd8.tar.xz");
+    assert!(
+        tarball.is_file(),
+        "{} is missing (the ComfyUI test data)",
+        tarball.display()
+    );
+    let ok = Command::new("tar")
+        .arg("-xJf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir)
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    let d = dir.join("comfyui");
+    assert!(d.join("comfy/sd.py").is_file());
+    d
+}
+
+/// An executable script `name` in `dir` with `body` (its first line the `#!`).
+pub fn executable(dir: &Path, name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let p = write(dir, name, body);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}

@@ -6,7 +6,8 @@ What is timed, per node:
   * load = `VAELoader`: `comfy.utils.load_torch_file` + `comfy.sd.VAE(sd, metadata)`;
   * encode = `VAEEncode` (`vae.encode(IMAGE)`), or with a tile `VAEEncodeTiled`
     (`vae.encode_tiled`); our clip [1,3,T,H,W] in [-1,1] becomes ComfyUI's IMAGE
-    [T,H,W,3] in [0,1] (`(x+1)/2`) before the clock starts;
+    [T,H,W,3] in [0,1] (`(x+1)/2`, on the CPU as a node receives it) in `prepare_video`,
+    which the worker calls before the clock starts;
   * decode = `VAEDecode` (`vae.decode`), or, with a spatial or temporal tile,
     `VAEDecodeTiled` (`vae.decode_tiled`) with the node's own unit conversion: our `tile`
     TILE:OVERLAP is its `tile_size`/`overlap` in pixels, our `temporal_tile` FRAMES:OVERLAP
@@ -44,7 +45,7 @@ FAULT_VAR = "WAN_VAE_BENCH_FAULT"
 FORCED_OOM = "comfyui-oom"
 RETRY_MARK = "retrying with tiled VAE"
 FLAGS = {"fp32": "fp32_vae", "bf16": "bf16_vae", "fp16": "fp16_vae"}
-NEEDED = "comfy/sd.py, comfy/model_management.py and the Wan VAE (comfy/ldm/wan/vae.py, added in ComfyUI 0.3.27)"
+NEEDED = "comfy/sd.py, comfy/model_management.py and the Wan VAE (comfy/ldm/wan/vae.py; vae2_2.py for Wan 2.2)"
 DTYPE_NAMES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
 
 
@@ -84,9 +85,16 @@ def check_folder(d: Optional[str]) -> str:
     if not os.path.isfile(os.path.join(d, "comfy", "sd.py")):
         raise Unsupported(f"{d} is not a ComfyUI checkout: it has no comfy/sd.py (ComfyUI needs {NEEDED})")
     if not os.path.isfile(os.path.join(d, "comfy", "ldm", "wan", "vae.py")):
-        raise Unsupported(f"ComfyUI {version_of(d)} at {d} is too old: it has no Wan VAE (comfy/ldm/wan/vae.py, "
-                          "added in ComfyUI 0.3.27)")
+        raise Unsupported(f"ComfyUI {version_of(d)} at {d} is too old: it has no Wan VAE (comfy/ldm/wan/vae.py); "
+                          "update ComfyUI")
     return d
+
+
+def check_model(d: str, model_name: str) -> None:
+    """Unsupported when the ComfyUI in DIR predates the Wan 2.2 VAE and the case needs it."""
+    if model_name == "wan2.2" and not os.path.isfile(os.path.join(d, "comfy", "ldm", "wan", "vae2_2.py")):
+        raise Unsupported(f"ComfyUI {version_of(d)} at {d} is too old for Wan 2.2: it has no Wan 2.2 VAE "
+                          "(comfy/ldm/wan/vae2_2.py); update ComfyUI")
 
 
 def describe_folder(d: str) -> str:
@@ -133,12 +141,14 @@ class Engine:
     def __init__(self, torch, dir_: Optional[str], weights_path: str, model_name: str, device, precision: str,
                  fault_hooks: bool = False) -> None:
         self.dir = check_folder(dir_)
+        check_model(self.dir, model_name)
         self.torch = torch
-        state_before = _knobs(torch)
+        # The worker applies the case's knobs after this start-up, so that they win over
+        # ComfyUI's (it turns cuDNN/MIOpen off on AMD when imported); both states are kept.
+        self.knobs_before_startup = _knobs(torch)
         mm, sd_mod, utils = _start(self.dir, precision, device)
         self.mm = mm
         self.knobs_after_startup = _knobs(torch)
-        self.knobs_before_startup = state_before
         self.watch = _RetryWatch()
         logging.getLogger().addHandler(self.watch)
         if model_name == "wan2.1":
@@ -207,6 +217,10 @@ class Engine:
                 setattr(args, f, v)
         return DTYPE_NAMES.get(str(dt), str(dt))
 
+    def retries(self) -> int:
+        """ComfyUI's out-of-memory tiled retries so far (the worker tells warmup from timed)."""
+        return self.watch.count
+
     def facts(self) -> dict:
         """What ComfyUI did, for the case record (`engine_case`); the memory estimate is
         ComfyUI's `memory_used_decode` for the last decoded latent (None without a decode)."""
@@ -226,16 +240,22 @@ class Engine:
             raise Unsupported(f"chunk {opts.chunk} is not supported by the comfyui engine: ComfyUI decodes one "
                               "latent frame per call, i.e. chunk 1")
 
-    def encode(self, video, opts):
-        """VAEEncode (or VAEEncodeTiled with a tile) on the clip as ComfyUI's IMAGE."""
+    def prepare_video(self, video):
+        """Our clip [1,3,T,H,W] in [-1,1] as the IMAGE a `VAEEncode` node receives: [T,H,W,3]
+        in [0,1] on the CPU, T the 1+4k frames used. The worker calls it before the clock."""
+        import wan_common as wc
+        t = wc.frames_used(video.shape[2])
+        return ((video[0, :, :t].float() + 1.0) / 2.0).permute(1, 2, 3, 0).contiguous().cpu()
+
+    def encode(self, image, opts):
+        """VAEEncode (or VAEEncodeTiled with a tile) on ComfyUI's IMAGE (`prepare_video`)."""
         self._check(opts)
         torch = self.torch
         import wan_common as wc
-        t = wc.frames_used(video.shape[2])
-        image = ((video[0, :, :t].float() + 1.0) / 2.0).permute(1, 2, 3, 0).contiguous().cpu()
+        t = image.shape[0]
         tl = opts.tiling
         with torch.inference_mode():
-            if wc.needs_tiling(tl, video.shape[3], video.shape[4]):
+            if wc.needs_tiling(tl, image.shape[1], image.shape[2]):
                 mu = self.vae.encode_tiled(image, tile_x=tl.tile_px, tile_y=tl.tile_px, overlap=tl.overlap_px,
                                            tile_t=4 * t + 4, overlap_t=8)
             else:
@@ -279,6 +299,7 @@ class Engine:
 
 
 def _knobs(torch) -> dict:
-    """cuDNN/MIOpen switches as they stand (ComfyUI turns cuDNN off on AMD at start-up)."""
+    """cuDNN/MIOpen switches as they stand: torch's before ComfyUI's start-up, ComfyUI's
+    after it (cuDNN off on AMD), the case's once the worker applied its knobs."""
     return {"cudnn": "on" if torch.backends.cudnn.enabled else "off",
             "cudnn_benchmark": "on" if torch.backends.cudnn.benchmark else "off"}

@@ -75,7 +75,6 @@ def validate(args: argparse.Namespace) -> dict:
     import wan_weights
     cases = read_cases(args.cases)
     device = open_device(torch, args.device)
-    knobs = apply_knobs(torch, {"cudnn": args.cudnn, "cudnn_benchmark": args.cudnn_benchmark}, device)
     precision = precision_of(wc, args.precision, args.torch_precision, args.engine)
     tile = args.tile.split(":") if args.tile else None
     opts = run_options(wc, args.chunk, int(tile[0]) if tile else None, int(tile[1]) if tile and len(tile) > 1 else
@@ -84,13 +83,18 @@ def validate(args: argparse.Namespace) -> dict:
         loaded = wan_weights.load(args.weights)
     except wan_weights.WeightsError as e:
         raise BadInput(str(e)) from e
-    eng = make_engine(torch, args.engine, loaded, device, precision)
+    # The spec fields an engine reads besides the settings (comfyui: its folder, the file).
+    spec = {"engine_dir": args.engine_dir, "weights": args.weights, "weights_path": args.weights}
+    eng = make_engine(torch, args.engine, loaded, device, precision, spec)
+    # After the engine's start-up (ComfyUI's changes cuDNN on AMD): ours are in force.
+    knobs = apply_knobs(torch, {"cudnn": args.cudnn, "cudnn_benchmark": args.cudnn_benchmark}, device)
     rule = tolerance_rule(args.precision, opts.tiling is not None)
     reports = []
     for name in sorted(cases):
         c, outputs = cases[name], []
         if "latent" in c:
-            z = run_engine(eng.encode, c["input"].to(device), opts)
+            video = c["input"].to(device)
+            z = run_engine(eng.encode, eng.prepare_video(video) if hasattr(eng, "prepare_video") else video, opts)
             outputs.append(check_output(torch, "latent", z, c["latent"], rule))
             y = run_engine(eng.decode, c["latent"].to(device), opts)
         else:

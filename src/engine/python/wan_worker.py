@@ -109,7 +109,6 @@ def measure(spec: dict) -> dict:
     import wan_flops
     import wan_weights
     device = open_device(torch, spec["device"])
-    knobs = apply_knobs(torch, spec, device)
     precision = precision_of(wc, spec["precision"], spec.get("torch_precision"), engine)
     opts = run_options(wc, spec["chunk"], spec.get("tile_px"), spec.get("overlap_px"))
     if engine == "diffusers" and opts.chunk != 1:
@@ -134,6 +133,9 @@ def measure(spec: dict) -> dict:
     if spec.get("model") and spec["model"] != loaded.model:
         raise BadInput(f"{weights_file} holds a {loaded.model} VAE, but the case asks for {spec['model']}")
     eng = make_engine(torch, engine, loaded, device, precision, spec)
+    # The knobs after the engine started: ComfyUI's start-up switches cuDNN (MIOpen) off on
+    # AMD, and the case's own setting must be the one in force when the clocks run.
+    knobs = apply_knobs(torch, spec, device)
     sync()
     load_s = time.perf_counter() - t0
     model = {"format": loaded.format, "on_disk_dtype": loaded.on_disk_dtype, "params": loaded.params,
@@ -161,6 +163,8 @@ def measure(spec: dict) -> dict:
     else:
         raise BadInput("a decode-only case needs `input` of kind `latent`")
     tt = (spec.get("temporal_tile_frames"), spec.get("temporal_overlap_frames"))
+    # What the engine's encode takes, made before any clock (comfyui: ComfyUI's IMAGE).
+    enc_in = eng.prepare_video(video) if video is not None and hasattr(eng, "prepare_video") else video
 
     def decode(z):
         if getattr(eng, "tiles_time", False):  # the engine's own temporal tiling (comfyui)
@@ -172,15 +176,18 @@ def measure(spec: dict) -> dict:
     enc_w, dec_w, enc, dec = [], [], [], []
     last = None
     total = spec["warmup"] + spec["runs"]
+    retries_warm = 0  # an engine's out-of-memory retries during warmup (comfyui's `retries`)
     for i in range(total):
         warm = i < spec["warmup"]
+        if i == spec["warmup"] and hasattr(eng, "retries"):
+            retries_warm = eng.retries()
         label = f"warmup {i + 1}/{spec['warmup']}" if warm else f"run {i + 1 - spec['warmup']}/{spec['runs']}"
         z, out = given_z, None
         if encodes:
             phase(f"encode {label}")
             sync()
             t = time.perf_counter()
-            z = run_engine(eng.encode, video, opts)
+            z = run_engine(eng.encode, enc_in, opts)
             sync()
             (enc_w if warm else enc).append(time.perf_counter() - t)
         if decodes:
@@ -233,8 +240,11 @@ def measure(spec: dict) -> dict:
     if hasattr(eng, "facts"):
         # What the engine's own code did (comfyui: dtype, version, retries, estimate, knobs).
         facts = eng.facts()
+        if hasattr(eng, "retries"):
+            # The flag is about the timed passes; a retry in warmup only stays in the count.
+            facts["oom_tiled_retries_timed"] = eng.retries() - retries_warm
+            result["oom_tiled_retry"] = facts["oom_tiled_retries_timed"] > 0
         result["engine_case"] = facts
-        result["oom_tiled_retry"] = facts.get("oom_tiled_retries", 0) > 0
         if "comfyui_version" in facts:
             result["python"].update({k: facts[k] for k in ("comfyui_version", "comfyui_commit", "comfyui_dir")})
     if device.type == "cuda":
@@ -373,6 +383,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     v.add_argument("--device", default="cpu")
     v.add_argument("--cudnn", choices=("on", "off"), default=None)
     v.add_argument("--cudnn-benchmark", choices=("on", "off"), default=None)
+    v.add_argument("--engine-dir", default=None, help="the engine's folder (comfyui: the ComfyUI checkout)")
     v.add_argument("--json", action="store_true")
     p = sub.add_parser("probe", help="print interpreter, torch and device context as JSON")
     p.add_argument("--device", default="cpu")
