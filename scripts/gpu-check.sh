@@ -20,6 +20,9 @@
 #   --engines LIST     default candle,torch,diffusers when the binary was built with
 #                      `--features cuda`, else torch,diffusers (candle then runs on the CPU only)
 #   --python PY        interpreter of the torch and diffusers engines (default $WAN_VAE_BENCH_PYTHON, python3)
+#   --comfyui DIR      also the comfyui engine, with the ComfyUI in DIR (its matrices only:
+#                      ComfyUI builds the real widths, not the tiny golden fixtures; its fp32
+#                      is checked against candle in each report's cross_engine)
 #   --weights21 REF    Wan 2.1 weights (default synthetic: the real layout, random values);
 #   --weights22 REF    e.g. a path to wan_2.1_vae.safetensors / Wan2.2_VAE.pth, or wan2.1 / wan2.2 (hub cache)
 #   --fixtures DIR     golden cases (default tests/fixtures beside this script's folder)
@@ -42,7 +45,7 @@ root=$(dirname "$here")
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
-device=cuda:0 engines="" python="" w21=synthetic w22=synthetic fixtures="$root/tests/fixtures"
+device=cuda:0 engines="" python="" comfyui="" w21=synthetic w22=synthetic fixtures="$root/tests/fixtures"
 configs="" steps="" out="" quick=0 smoke=0 device_given=0
 extra=()
 while [[ $# -gt 0 ]]; do
@@ -50,6 +53,7 @@ while [[ $# -gt 0 ]]; do
         --device) device=${2:?}; device_given=1; shift 2 ;;
         --engines) engines=${2:?}; shift 2 ;;
         --python) python=${2:?}; shift 2 ;;
+        --comfyui) comfyui=${2:?}; shift 2 ;;
         --weights21) w21=${2:?}; shift 2 ;;
         --weights22) w22=${2:?}; shift 2 ;;
         --fixtures) fixtures=${2:?}; shift 2 ;;
@@ -130,6 +134,10 @@ if [[ -z $engines ]]; then
 fi
 py_args=()
 [[ -n $python ]] && py_args=(--python "$python")
+if [[ -n $comfyui ]]; then
+    [[ -f $comfyui/comfy/sd.py ]] || die "--comfyui $comfyui: not a ComfyUI folder (no comfy/sd.py)"
+    [[ ,$engines, == *,comfyui,* ]] || engines+=,comfyui
+fi
 
 if wants system; then
     say "system"
@@ -139,6 +147,10 @@ fi
 if wants validate; then
     IFS=, read -r -a engine_list <<< "$engines"
     for engine in "${engine_list[@]}"; do
+        if [[ $engine == comfyui ]]; then
+            echo "SKIP        validate comfyui: ComfyUI builds only the real widths; its fp32 is checked against candle in the matrices (cross_engine)" | tee -a "$checks"
+            continue
+        fi
         for model in wan21 wan22; do
             for precision in fp32 bf16; do
                 name="$engine-$model-$precision"
@@ -156,6 +168,7 @@ if wants validate; then
 fi
 
 common=(--device "$device" --engine "$engines" "${py_args[@]}")
+[[ -n $comfyui ]] && common+=(--comfyui "$comfyui")
 [[ $quick == 1 ]] && common+=(--runs 1 --cudnn on --cudnn-benchmark off)
 [[ $smoke == 1 ]] && common+=(--frames 5 --size 64x64 --tile none --warmup 0 --runs 1)
 

@@ -320,13 +320,15 @@ pub static PASSES: Axis = Axis {
     },
 };
 
-// torch's own defaults: cuDNN/MIOpen enabled, benchmark off.
+// `auto` by default: the knobs as the engine leaves them (torch's defaults, cuDNN/MIOpen on and
+// benchmark off, for torch and diffusers; ComfyUI's start-up choice for comfyui).
 pub static CUDNN: Axis = Axis {
     key: "cudnn",
     flag: "--cudnn",
     aliases: &[],
-    help: "torch.backends.cudnn.enabled: on, off (Python engines on cuda:N only)",
-    default: "on",
+    help: "torch.backends.cudnn.enabled (MIOpen on ROCm): auto (as the engine leaves it: on in torch, off in \
+           ComfyUI on AMD), on, off; set after the engine's start-up (Python engines on cuda:N only)",
+    default: "auto",
     applies: Applies::WhereKnobsAct,
     set: |s, what, v| {
         s.knobs.cudnn = Switch::parse(what, v)?;
@@ -340,8 +342,9 @@ pub static CUDNN_BENCHMARK: Axis = Axis {
     key: "cudnn_benchmark",
     flag: "--cudnn-benchmark",
     aliases: &["cudnn_benchmark"],
-    help: "torch.backends.cudnn.benchmark: off, on (Python engines on cuda:N only)",
-    default: "off",
+    help: "torch.backends.cudnn.benchmark: auto (as the engine leaves it: off unless ComfyUI's --fast \
+           autotune), off, on (Python engines on cuda:N only)",
+    default: "auto",
     applies: Applies::WhereKnobsAct,
     set: |s, what, v| {
         s.knobs.cudnn_benchmark = Switch::parse(what, v)?;
@@ -367,9 +370,10 @@ pub static MIOPEN_DB: Axis = Axis {
 };
 
 /// `-{prefix}_{value}`, or nothing for `n/a`.
+/// A knob's part of the id: none where it does not apply or is left to the engine (`auto`).
 fn knob_id(prefix: &str, value: &str) -> String {
     match value {
-        NOT_APPLICABLE => String::new(),
+        NOT_APPLICABLE | "auto" => String::new(),
         v => format!("-{prefix}_{v}"),
     }
 }
@@ -392,10 +396,7 @@ mod tests {
             assert_eq!(a.canonical(a.key, a.default).unwrap(), (a.get)(&defaults), "{a:?}");
         }
         assert_eq!(axis("framez"), None);
-        assert_eq!(
-            defaults.id(),
-            "fp32-chunk1-untiled-5x64x64-baseline-cudnn_on-bench_off-miopen_user"
-        );
+        assert_eq!(defaults.id(), "fp32-chunk1-untiled-5x64x64-baseline-miopen_user");
     }
 
     #[test]

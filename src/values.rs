@@ -62,9 +62,14 @@ impl std::fmt::Display for Engine {
     }
 }
 
-/// A PyTorch on/off flag (`torch.backends.cudnn.*`), or not applicable (candle, or the CPU).
+/// A PyTorch on/off flag (`torch.backends.cudnn.*`): set on or off by the worker once the
+/// engine has started, left as the engine leaves it (`auto`: torch's default for torch and
+/// diffusers, what ComfyUI's start-up sets for comfyui, which turns cuDNN off on AMD), or
+/// not applicable (candle, or the CPU).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub enum Switch {
+    #[serde(rename = "auto")]
+    Auto,
     #[serde(rename = "on")]
     On,
     #[serde(rename = "off")]
@@ -75,21 +80,23 @@ pub enum Switch {
 }
 
 impl Switch {
-    /// `on`, `off` or `n/a`.
+    /// `auto`, `on`, `off` or `n/a`.
     pub fn name(self) -> &'static str {
         match self {
+            Switch::Auto => "auto",
             Switch::On => "on",
             Switch::Off => "off",
             Switch::NotApplicable => NOT_APPLICABLE,
         }
     }
 
-    /// `on` or `off` (also `true`/`false`, `1`/`0`).
+    /// `auto`, `on` or `off` (also `true`/`false`, `1`/`0`).
     pub fn parse(what: &str, s: &str) -> Result<Switch, UserError> {
         match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(Switch::Auto),
             "on" | "true" | "1" => Ok(Switch::On),
             "off" | "false" | "0" => Ok(Switch::Off),
-            _ => Err(UserError::invalid(what, s, "on or off")),
+            _ => Err(UserError::invalid(what, s, "auto, on or off")),
         }
     }
 }

@@ -83,7 +83,7 @@ fn filters_on_engine_cudnn_miopen_db_and_passes_pick_the_recorded_cases() {
         match s.knobs.cudnn {
             Switch::Off => want.insert("cudnn = off"),
             Switch::NotApplicable => want.insert("cudnn = n/a"),
-            Switch::On => false,
+            Switch::On | Switch::Auto => false,
         };
         if s.knobs.miopen_db == MiopenDb::Fresh {
             want.insert("miopen_db = fresh");
@@ -107,7 +107,7 @@ fn filters_on_engine_cudnn_miopen_db_and_passes_pick_the_recorded_cases() {
     assert!(r
         .cases
         .iter()
-        .any(|c| c.id == "torch-fp32-chunk1-untiled-5x16x8-fake-encode-cudnn_off-bench_off-miopen_fresh"));
+        .any(|c| c.id == "torch-fp32-chunk1-untiled-5x16x8-fake-encode-cudnn_off-miopen_fresh"));
     let broken = stdout(&out)
         .lines()
         .filter(|l| l.starts_with("budget broken: "))

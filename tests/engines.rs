@@ -272,8 +272,8 @@ fn a_fresh_miopen_folder_is_set_empty_then_removed() {
     assert_eq!(
         ids,
         [
-            "torch-fp32-chunk1-untiled-5x64x64-fake-cudnn_on-bench_off-miopen_fresh",
-            "torch-fp32-chunk1-untiled-5x64x64-fake-cudnn_on-bench_off-miopen_user"
+            "torch-fp32-chunk1-untiled-5x64x64-fake-miopen_fresh",
+            "torch-fp32-chunk1-untiled-5x64x64-fake-miopen_user"
         ]
     );
     let fresh = &r.cases[0];

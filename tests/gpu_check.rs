@@ -196,3 +196,49 @@ fn gpu_check_oom_wants_the_size_in_the_message_and_a_next_case_that_runs() {
     assert!(v[0].1.contains("does not name the size 3072x1792"), "{v:?}");
     assert_eq!(v[1].0, "FAIL", "the next case must run: {v:?}");
 }
+
+#[test]
+fn gpu_check_takes_the_comfyui_engine_into_its_matrices() {
+    let dir = scratch();
+    let out = gpu_check(&["--comfyui", dir.path().join("nowhere").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a ComfyUI folder"), "{}", stderr(&out));
+
+    // A folder that passes the script's check; the fault hook stands in for the engines.
+    let comfy = dir.path().join("ComfyUI");
+    std::fs::create_dir_all(comfy.join("comfy")).unwrap();
+    write(&comfy.join("comfy"), "sd.py", "");
+    let cfg = write(dir.path(), "faults.toml", FAULTS);
+    let out_dir = dir.path().join("out");
+    let out = gpu_check(&[
+        "--smoke",
+        "--engines",
+        "candle",
+        "--comfyui",
+        comfy.to_str().unwrap(),
+        "--steps",
+        "validate,faults",
+        "--configs",
+        cfg.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--",
+        "--fault-hooks",
+        "--python",
+        "python3",
+    ]);
+    let text = stdout(&out);
+    let v = verdicts(&text);
+    assert!(
+        v.iter()
+            .any(|(verdict, rest)| verdict == "SKIP" && rest.starts_with("validate comfyui")),
+        "{text}\n{}",
+        stderr(&out)
+    );
+    assert!(
+        v.iter().any(|(verdict, rest)| verdict == "PASS"
+            && rest.starts_with("run faults comfyui-fp32-chunk1-untiled-5x64x64-fine:")),
+        "{text}\n{}",
+        stderr(&out)
+    );
+}

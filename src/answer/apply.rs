@@ -186,12 +186,15 @@ fn python(report: &Report, s: &CaseSettings, steps: &mut Vec<String>) {
     }
 }
 
-/// The `torch.backends.cudnn` knobs and the MIOpen database, where they differ from the
-/// default and apply.
+/// The `torch.backends.cudnn` knobs the case set (not left to the engine, `auto`) and the
+/// MIOpen database, where they apply; `on` is named too, since an engine may turn cuDNN
+/// off at start-up (ComfyUI on AMD), and `off` for the benchmark only where it was set.
 fn knobs(s: &CaseSettings, steps: &mut Vec<String>) {
     let k = &s.knobs;
-    if k.cudnn == Switch::Off {
-        steps.push("torch.backends.cudnn.enabled = False (MIOpen off on ROCm)".into());
+    match k.cudnn {
+        Switch::Off => steps.push("torch.backends.cudnn.enabled = False (MIOpen off on ROCm)".into()),
+        Switch::On => steps.push("torch.backends.cudnn.enabled = True (MIOpen on ROCm), after start-up".into()),
+        Switch::Auto | Switch::NotApplicable => {}
     }
     if k.cudnn_benchmark == Switch::On {
         steps.push("torch.backends.cudnn.benchmark = True".into());

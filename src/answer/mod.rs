@@ -152,7 +152,7 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
         .iter()
         .any(|c| c.settings.engine.name() == "comfyui" && c.settings.precision.name() == "auto");
     let precision = if comfy_auto { "auto" } else { "fp32" };
-    cases.iter().copied().find(|c| {
+    let default_settings = |c: &&CaseRecord, knobs: &[Switch], bench: &[Switch]| {
         let s = &c.settings;
         let k = &s.knobs;
         s.precision.name() == precision
@@ -160,10 +160,22 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
             && s.temporal_tile.is_none()
             && s.chunk == 1
             && s.env_variant == BASELINE
-            && matches!(k.cudnn, Switch::On | Switch::NotApplicable)
-            && matches!(k.cudnn_benchmark, Switch::Off | Switch::NotApplicable)
+            && knobs.contains(&k.cudnn)
+            && bench.contains(&k.cudnn_benchmark)
             && matches!(k.miopen_db, MiopenDb::User | MiopenDb::NotApplicable)
-    })
+    };
+    // The knobs as the engine leaves them; else, set to torch's own defaults.
+    let left = [Switch::Auto, Switch::NotApplicable];
+    cases
+        .iter()
+        .copied()
+        .find(|c| default_settings(c, &left, &left))
+        .or_else(|| {
+            cases
+                .iter()
+                .copied()
+                .find(|c| default_settings(c, &[Switch::On], &[Switch::Off, Switch::Auto]))
+        })
 }
 
 fn cite(c: &CaseRecord) -> AnswerCase {

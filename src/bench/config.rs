@@ -307,9 +307,9 @@ MIOPEN_FIND_MODE = "2"
         assert_eq!(gfx.case_count(), 32);
         let comfy = load(&dir.join("comfyui-amd.toml")).unwrap();
         assert_eq!(comfy.torch_precision, Some(TorchPrecision::Cast));
-        assert_eq!(comfy.axes.get(&axes::CUDNN), ["off"]);
-        // torch, comfyui x auto, bf16, fp32 x untiled, 512:128 x baseline, find_fast.
-        assert_eq!(comfy.case_count(), 24);
+        assert_eq!(comfy.axes.get(&axes::CUDNN), ["auto", "on", "off"]);
+        // torch, comfyui x auto, bf16 x untiled, 512:128 x auto, on, off x baseline, find_fast.
+        assert_eq!(comfy.case_count(), 48);
     }
 
     #[test]

@@ -63,13 +63,14 @@ def open_device(torch, name: str):
 
 
 def apply_knobs(torch, spec: dict, device) -> Dict[str, str]:
-    """Set torch.backends.cudnn.{enabled,benchmark} from the spec ("on"/"off"; absent or
-    "n/a", the parent's word for a knob that does not apply = torch's default) and say what
-    applies: on the CPU neither knob does anything."""
+    """Set torch.backends.cudnn.{enabled,benchmark} from the spec ("on"/"off"; absent, "auto"
+    or "n/a", the parent's words for a knob left as the engine leaves it or that does not
+    apply, = untouched) and say what is in force: on the CPU neither knob does anything.
+    The worker calls it once the engine has started (ComfyUI's start-up sets cuDNN)."""
     knobs = {}
     for key, attr in (("cudnn", "enabled"), ("cudnn_benchmark", "benchmark")):
         value = spec.get(key)
-        value = None if value == "n/a" else value
+        value = None if value in ("n/a", "auto") else value
         if value not in (None, "on", "off"):
             raise BadInput(f"spec field {key} = {value!r}: expected \"on\" or \"off\"")
         if value is not None:
