@@ -248,7 +248,7 @@ pub fn command(args: ValidateArgs) -> anyhow::Result<i32> {
     }
     args.engine_dirs.check([args.engine])?;
     match engine.worker {
-        WorkerKind::Python { .. } => python_command(&args),
+        WorkerKind::Python { module, .. } => python_command(&args, module),
         WorkerKind::ThisBinary => candle_command(&args),
     }
 }
@@ -374,10 +374,11 @@ fn print_text(r: &ValidateReport) {
     );
 }
 
-/// `validate --engine torch|diffusers` (a Python engine): the Python worker's `validate` mode, whose output
-/// and exit code (0 pass, 1 not, 2 could not run: no torch, no diffusers, no device) are
-/// passed through. A missing interpreter is exit 2 here.
-fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
+/// `validate --engine E` with a Python engine: the Python worker's `validate` mode, given the
+/// engine's `module` (its entry's), whose output and exit code (0 pass, 1 not, 2 could not
+/// run: no torch, no diffusers, no device) are passed through. A missing interpreter is
+/// exit 2 here.
+fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
     let interpreter = values::python_interpreter(args.python.as_deref());
     if let Some(problem) = crate::engine::python::interpreter_problem(&interpreter) {
         return Err(UserError::Other(format!("engine {} needs Python: {problem}", args.engine)).into());
@@ -411,6 +412,8 @@ fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
     cmd.arg("validate")
         .arg("--engine")
         .arg(args.engine.name())
+        .arg("--module")
+        .arg(module)
         .arg("--weights")
         .arg(&weights)
         .arg("--cases")

@@ -41,7 +41,7 @@ pub const COMMON: &[PyFile] = &[
 pub fn files() -> Vec<PyFile> {
     let mut files = COMMON.to_vec();
     for spec in super::ENGINES {
-        if let super::WorkerKind::Python { modules } = spec.worker {
+        if let super::WorkerKind::Python { modules, .. } = spec.worker {
             for m in modules {
                 if !files.iter().any(|f| f.name == m.name) {
                     files.push(*m);
