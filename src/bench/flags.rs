@@ -80,7 +80,8 @@ pub struct MatrixFlags {
     /// Seed of the case shuffle.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Report file (default `results/<UTC time>-<host>.json`).
+    /// Report file (default `results/<UTC time>-<host>.json`); `-`: the report on stdout, as
+    /// --json (the file then goes to the default place).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// No progress bar and no per-case lines.

@@ -70,7 +70,7 @@ pub struct RunArgs {
     /// Also write one CSV row per case to FILE (at the end of the run).
     #[arg(long = "export-csv", value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
-    /// Write the JSON report to FILE: the same as -o/--output.
+    /// Write the JSON report to FILE: the same as -o/--output (`-`: on stdout, as --json).
     #[arg(long = "export-json", value_name = "FILE", conflicts_with = "output")]
     pub export_json: Option<PathBuf>,
     /// The answer's quality floor: the PSNR against the fp32 untiled reference a case needs
@@ -151,6 +151,9 @@ pub fn with_defaults(cmd: clap::Command) -> clap::Command {
     })
 }
 
+/// The `-o`/`--export-json` value that means stdout: the run then behaves as with `--json`.
+pub const STDOUT: &str = "-";
+
 /// `results/<UTC time>-<host>.json`.
 pub fn default_output(host: Option<&str>) -> PathBuf {
     let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
@@ -176,8 +179,14 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
 /// report's header written), let the [`Scheduler`] run every case, check the budgets, then
 /// print the table and write the exports. A SIGINT or SIGTERM stops the run cleanly
 /// ([`interrupt`]); the exit code is then 128 + the signal number.
-pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     let mut opts = options_from_args(&args)?;
+    if opts.output.as_deref() == Some(Path::new(STDOUT)) {
+        // `-o -`: the report on stdout, as with --json (hyperfine's `-` for stdout); the
+        // file the run rewrites after every case goes to the default place.
+        opts.output = None;
+        args.json = true;
+    }
     // With `--input` the frames and size come from the file, so the plan is checked once
     // the input is read (below); otherwise here, before anything else.
     if opts.input.is_none() {
