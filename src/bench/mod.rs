@@ -3,13 +3,14 @@
 //! data flow.
 //!
 //! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run`
-//! flags (one per axis of `axes::AXES`), [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
+//! flags (one per axis of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps,
+//! [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
 //! [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their
 //! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
 //! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
 //! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
 //! outputs files and quality against references, [`progress`] the progress bar,
-//! [`interrupt`] SIGINT/SIGTERM. The engines, their workers and the wire format are
+//! `measured` the line above the results table, [`interrupt`] SIGINT/SIGTERM. The engines, their workers and the wire format are
 //! [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
 //!
 //! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or
