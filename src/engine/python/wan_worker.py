@@ -98,8 +98,8 @@ def measure(spec: dict) -> dict:
     """Load, warm up, time `runs` encode+decode passes (device synchronized before each
     clock read), save the last pass's outputs. Raises Unsupported/BadInput/others."""
     engine = spec.get("engine") or "torch"
-    mod = engine_module(engine, spec.get("python_module"))
     phase("device")
+    mod = engine_module(engine, spec.get("python_module"))
     torch = engine_torch(mod, spec)
     import wan_common as wc
     import wan_flops
