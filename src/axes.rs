@@ -25,7 +25,7 @@ impl CaseSettings {
     pub fn defaults() -> CaseSettings {
         // A placeholder that every axis overwrites below.
         let mut s = CaseSettings {
-            engine: Engine::Candle,
+            engine: Engine::ALL[0],
             precision: Precision::Fp32,
             chunk: 1,
             tiling: None,
@@ -75,7 +75,7 @@ pub struct Axis {
     pub flag: &'static str,
     /// Other spellings of the flag, without the dashes.
     pub aliases: &'static [&'static str],
-    /// The flag's help.
+    /// The flag's help (see [`Axis::help_text`]).
     pub help: &'static str,
     /// Its value when neither the matrix file nor a flag gives one.
     pub default: &'static str,
@@ -91,6 +91,16 @@ pub struct Axis {
 }
 
 impl Axis {
+    /// The flag's help: [`Axis::help`], for the engine axis followed by the engines of
+    /// [`crate::engine::ENGINES`], so a new engine shows up without editing the axis.
+    pub fn help_text(&self) -> String {
+        if std::ptr::eq(self, &ENGINE) {
+            format!("{}: {}", self.help, crate::engine::engines_help())
+        } else {
+            self.help.to_string()
+        }
+    }
+
     /// The canonical spelling of `value`; the error names `what`.
     pub fn canonical(&self, what: &str, value: &str) -> Result<String, UserError> {
         let mut s = CaseSettings::defaults();
@@ -175,7 +185,8 @@ pub static ENGINE: Axis = Axis {
     key: "engine",
     flag: "--engine",
     aliases: &[],
-    help: "Engines: candle (this tool's Rust port), torch, diffusers, comfyui (the user's ComfyUI, with --comfyui DIR)",
+    // `Axis::help_text` appends the engines of `engine::ENGINES`.
+    help: "Engines",
     default: "candle",
     applies: Applies::Always,
     set: |s, what, v| {
@@ -183,9 +194,10 @@ pub static ENGINE: Axis = Axis {
         Ok(())
     },
     get: |s| s.engine.name().to_string(),
-    id: |s| match s.engine {
-        Engine::Candle => String::new(),
-        e => format!("{e}-"),
+    // The default engine's cases keep the ids they had before there were other engines.
+    id: |s| match s.engine.name() {
+        n if n == ENGINE.default => String::new(),
+        n => format!("{n}-"),
     },
 };
 

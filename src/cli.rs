@@ -8,7 +8,10 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 #[command(
     name = "wan-vae-bench",
     version,
-    about = "Benchmark the Wan 2.1 and 2.2 video VAEs (candle, torch, diffusers engines)"
+    about = format!(
+        "Benchmark the Wan 2.1 and 2.2 video VAEs ({} engines)",
+        crate::engine::engine_names(|_| true)
+    )
 )]
 pub struct Cli {
     #[command(subcommand)]

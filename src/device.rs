@@ -1,6 +1,8 @@
 //! `--device` parsing (`cpu`, `cuda:N`, `metal[:N]`) and device synchronization.
 //! Accelerators exist only in builds with the matching cargo feature; asking for one that
 //! this build lacks is a clear error, not a panic.
+//!
+//! Must not: build or run a model; it only names devices and waits for them.
 use candle_core::Device;
 
 use crate::error::UserError;

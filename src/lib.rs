@@ -1,5 +1,5 @@
-//! wan-vae-bench: measure the Wan 2.1 and Wan 2.2 video VAEs (encode/decode) with candle, PyTorch
-//! and diffusers engines.
+//! wan-vae-bench: measure the Wan 2.1 and Wan 2.2 video VAEs (encode/decode) with candle,
+//! PyTorch, diffusers and ComfyUI engines.
 //!
 //! Module map (each module opens with a `//!` saying what it owns):
 //! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling).

@@ -36,8 +36,8 @@ pub struct Report {
     pub run: RunSettings,
     /// One record per case, in the order they finished.
     pub cases: Vec<CaseRecord>,
-    /// Per engine that reports a context (the Python engines: `torch`, `diffusers`): what its
-    /// first case reported. Absent when only candle ran.
+    /// Per engine that reports a context (the Python engines: `torch`, `diffusers`,
+    /// `comfyui`): what its first case reported. Absent when only candle ran.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub engines: BTreeMap<String, EngineContext>,
     /// The answer `run` states after the table: per workload and engine, the default, the

@@ -5,7 +5,7 @@
 //! `<case>.latent` (then input is a video: encode is checked, and decode of the expected
 //! latent), and `<case>.decoded`.
 //!
-//! With an engine whose worker is the Python worker (`--engine torch|diffusers`) the same
+//! With an engine whose worker is the Python worker (`--engine torch`, ...) the same
 //! cases run through its `validate` mode (same rules, same output; see
 //! `src/engine/python/`), started once with the chosen interpreter. Settings the engine
 //! cannot run ([`crate::engine::EngineSpec::unsupported`]) are refused first (exit 2).
@@ -46,7 +46,8 @@ pub struct ValidateArgs {
     /// e.g. 256:64; the same values as `run --tile`.
     #[arg(long, default_value = "none", value_parser = values::tile_flag)]
     pub tile: TileSetting,
-    /// Device: cpu, cuda:N or metal (the last two need the cargo feature).
+    /// Device: cpu, cuda:N (NVIDIA GPUs, and AMD GPUs under ROCm: a ROCm torch names them
+    /// cuda:N too), metal (candle needs the cargo feature for cuda and metal).
     #[arg(long, default_value = "cpu")]
     pub device: String,
     /// Convolution implementation: auto (im2col+gemm on CPU) or candle (conv2d).
@@ -58,11 +59,15 @@ pub struct ValidateArgs {
     /// Write what we computed as an f32 safetensors file (`<case>.latent`, `<case>.decoded`).
     #[arg(long)]
     pub save_outputs: Option<PathBuf>,
-    /// Engine: candle (this binary), torch or diffusers (the Python worker).
-    #[arg(long, default_value = "candle", value_parser = values::engine_flag)]
+    // The engine; its help lists the engines of `engine::ENGINES`.
+    #[arg(long, default_value = "candle", value_parser = values::engine_flag,
+          help = format!("Engine: {}", crate::engine::engines_help()))]
     pub engine: Engine,
-    /// Python interpreter of the torch and diffusers engines (default: $WAN_VAE_BENCH_PYTHON, else python3).
-    #[arg(long)]
+    // The interpreter of the engines whose worker is the Python worker.
+    #[arg(long, help = format!(
+        "Python interpreter of the {} engines (default: $WAN_VAE_BENCH_PYTHON, else python3)",
+        crate::engine::engine_names(|s| s.runs_python())
+    ))]
     pub python: Option<String>,
     /// The folders of engines that run the user's own install (one flag per such engine).
     #[command(flatten)]
@@ -257,7 +262,7 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
             .map(|p| p.display().to_string());
     }
     match engine.worker {
-        WorkerKind::Python { .. } => python_command(&args),
+        WorkerKind::Python { module, .. } => python_command(&args, module),
         WorkerKind::ThisBinary => candle_command(&args),
     }
 }
@@ -383,10 +388,11 @@ fn print_text(r: &ValidateReport) {
     );
 }
 
-/// `validate --engine torch|diffusers` (a Python engine): the Python worker's `validate` mode, whose output
-/// and exit code (0 pass, 1 not, 2 could not run: no torch, no diffusers, no device) are
-/// passed through. A missing interpreter is exit 2 here.
-fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
+/// `validate --engine E` with a Python engine: the Python worker's `validate` mode, given the
+/// engine's `module` (its entry's), whose output and exit code (0 pass, 1 not, 2 could not
+/// run: no torch, no diffusers, no device) are passed through. A missing interpreter is
+/// exit 2 here.
+fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
     let interpreter = values::python_interpreter(args.python.as_deref());
     if let Some(problem) = crate::engine::python::interpreter_problem(&interpreter) {
         return Err(UserError::Other(format!("engine {} needs Python: {problem}", args.engine)).into());
@@ -420,6 +426,8 @@ fn python_command(args: &ValidateArgs) -> anyhow::Result<i32> {
     cmd.arg("validate")
         .arg("--engine")
         .arg(args.engine.name())
+        .arg("--module")
+        .arg(module)
         .arg("--weights")
         .arg(&weights)
         .arg("--cases")

@@ -51,7 +51,11 @@ impl Engine {
             "torch" | "pytorch" => Ok(Engine::Torch),
             "diffusers" => Ok(Engine::Diffusers),
             "comfyui" | "comfy" => Ok(Engine::Comfyui),
-            _ => Err(UserError::invalid(what, s, "candle, torch, diffusers or comfyui")),
+            _ => {
+                let names = Engine::ALL.map(Engine::name);
+                let (last, rest) = names.split_last().expect("at least one engine");
+                Err(UserError::invalid(what, s, format!("{} or {last}", rest.join(", "))))
+            }
         }
     }
 }

@@ -332,3 +332,39 @@ fn the_cases_knobs_win_over_comfyuis_start_up() {
         "the case's setting is in force: {facts:?}"
     );
 }
+
+#[test]
+fn validate_runs_the_users_comfyui_with_its_folder_and_auto() {
+    let dir = scratch();
+    let folder = comfyui(dir.path());
+    let out = bench()
+        .args([
+            "validate",
+            "--json",
+            "--engine",
+            "comfyui",
+            "--precision",
+            "auto",
+            "--comfyui",
+        ])
+        .arg(&folder)
+        .arg("--python")
+        .arg(python())
+        .arg("--weights")
+        .arg(fixture("wan21_tiny.weights.safetensors"))
+        .arg("--cases")
+        .arg(fixture("wan21_tiny.cases.safetensors"))
+        .output()
+        .unwrap();
+    // The folder and `auto` reach ComfyUI's own code, which cannot build the tiny fixture's
+    // widths (it hard-codes the real checkpoints'): exit 2, `unsupported`, saying so.
+    let what = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{what}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect(&what);
+    let e = v["error"].as_str().unwrap_or_default();
+    assert_eq!(v["status"], "unsupported", "{what}");
+    assert!(
+        e.contains("ComfyUI 0.3.64") && e.contains("cannot build this wan2.1 checkpoint"),
+        "{e}"
+    );
+}

@@ -329,6 +329,10 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     assert_eq!(spec["weights"], "synthetic");
     assert_eq!(spec["engine"], "torch");
     assert_eq!(
+        spec["python_module"], "wan_torch",
+        "the module that makes the engine, from its entry"
+    );
+    assert_eq!(
         spec["torch_precision"], "cast",
         "a mode the torch engine lists reaches it"
     );

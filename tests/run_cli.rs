@@ -152,3 +152,54 @@ fn help_states_defaults_lists_and_rocm_devices() {
     );
     assert!(!help.contains("--tile_px"), "the seed spelling is a hidden alias");
 }
+
+#[test]
+fn dash_output_is_the_report_on_stdout_as_with_json() {
+    for flag in ["-o", "--export-json"] {
+        let dir = scratch();
+        let out = bench()
+            .current_dir(dir.path())
+            .env("WAN_VAE_BENCH_FAULT", "fake")
+            .args([
+                "run",
+                "--fault-hooks",
+                "-q",
+                "--precision",
+                "fp32",
+                "--runs",
+                "2",
+                "--warmup",
+                "0",
+            ])
+            .args([flag, "-"])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{flag}: {err}");
+        let printed: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("stdout is one JSON document");
+        assert!(!dir.path().join("-").exists(), "{flag}: no file named `-`");
+        // The file the run rewrote after every case is at the default place, named on stderr.
+        let written = err
+            .lines()
+            .find_map(|l| l.strip_prefix("report: "))
+            .unwrap_or_else(|| panic!("{flag}: {err}"));
+        assert!(written.starts_with("results/"), "{flag}: {written}");
+        let on_disk: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join(written)).unwrap()).unwrap();
+        assert_eq!(printed, on_disk, "{flag}");
+        assert!(err.contains("median"), "{flag}: the table goes to stderr: {err}");
+    }
+}
+
+#[test]
+fn a_flag_value_given_twice_is_refused_naming_the_flag() {
+    let dir = scratch();
+    let (out, path) = fake_run(dir.path(), &["-q", "--frames", "5,5"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("--frames") && e.contains("duplicate") && !e.contains("matrix.frames"),
+        "{e}"
+    );
+    assert!(!path.exists(), "nothing ran");
+}

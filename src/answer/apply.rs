@@ -1,13 +1,16 @@
 //! How to apply a measured case outside this tool: the env variant's variables to export
-//! (as the workers recorded them, against the `baseline` variant's), and per engine the
-//! settings in the user's terms: for `comfyui` the node (`VAEDecode` / `VAEDecodeTiled` and
-//! its `tile_size`, `overlap`, `temporal_size`, `temporal_overlap`) and the launch switch
-//! (`--fp32-vae`, `--bf16-vae`, `--fp16-vae`); for `torch` and `diffusers` the dtype, the
-//! tiling call and the `torch.backends.cudnn` knobs; for `candle` this tool's flags.
+//! (as the workers recorded them, against the `baseline` variant's), and the settings in the
+//! user's terms, as the engine's entry says ([`crate::engine::ApplyAs`]): ComfyUI's node
+//! (`VAEDecode` / `VAEDecodeTiled` and its `tile_size`, `overlap`, `temporal_size`,
+//! `temporal_overlap`) and launch switch (`--fp32-vae`, `--bf16-vae`, `--fp16-vae`); PyTorch's
+//! dtype, tiling (diffusers: its `enable_tiling` call) and `torch.backends.cudnn` knobs; or
+//! this tool's flags.
 //!
-//! Must not: choose the case (the caller did) or describe anything the case did not run.
+//! Must not: choose the case (the caller did), describe anything the case did not run, or
+//! name an engine to decide what to say (its [`crate::engine::EngineSpec::apply`] does).
 use std::collections::BTreeMap;
 
+use crate::engine::ApplyAs;
 use crate::report::{Apply, CaseRecord, ComfyuiApply, Report};
 use crate::settings::{CaseSettings, BASELINE};
 use crate::values::{MiopenDb, Switch};
@@ -20,14 +23,15 @@ pub fn apply(report: &Report, case: &CaseRecord, base: Option<&CaseRecord>) -> A
     let s = &case.settings;
     let (env_set, env_unset) = env_change(report, case, base);
     let mut steps = Vec::new();
-    let comfyui = match s.engine.name() {
-        "comfyui" => Some(comfyui(s, &mut steps)),
-        "candle" => {
-            candle(s, &mut steps);
+    let how = crate::engine::spec(s.engine).apply;
+    let comfyui = match how {
+        ApplyAs::ComfyuiNodes => Some(comfyui(s, &mut steps)),
+        ApplyAs::ToolFlags => {
+            tool_flags(s, &mut steps);
             None
         }
-        _ => {
-            python(report, s, &mut steps);
+        ApplyAs::PyTorch | ApplyAs::Diffusers => {
+            python(report, s, how, &mut steps);
             None
         }
     };
@@ -127,9 +131,10 @@ fn comfyui(s: &CaseSettings, steps: &mut Vec<String>) -> ComfyuiApply {
     out
 }
 
-/// This tool's candle port: the `run` flags that reproduce the case.
-fn candle(s: &CaseSettings, steps: &mut Vec<String>) {
-    let mut flags = format!("--engine candle --precision {}", s.precision.name());
+/// An engine of this tool's own (candle, its Rust port): the `run` flags that reproduce the case.
+fn tool_flags(s: &CaseSettings, steps: &mut Vec<String>) {
+    let engine = s.engine.name();
+    let mut flags = format!("--engine {engine} --precision {}", s.precision.name());
     if let Some(t) = s.tiling {
         flags += &format!(" --tile {}:{}", t.tile_px, t.overlap_px);
     }
@@ -139,11 +144,12 @@ fn candle(s: &CaseSettings, steps: &mut Vec<String>) {
     if s.chunk != 1 {
         flags += &format!(" --chunk {}", s.chunk);
     }
-    steps.push(format!("candle (this tool's Rust port): {flags}"));
+    let about = crate::engine::spec(s.engine).about;
+    steps.push(format!("{engine} ({about}): {flags}"));
 }
 
-/// The PyTorch engines (`torch`, `diffusers` and any other Python engine).
-fn python(report: &Report, s: &CaseSettings, steps: &mut Vec<String>) {
+/// The PyTorch engines (`torch`, `diffusers`: [`ApplyAs::PyTorch`], [`ApplyAs::Diffusers`]).
+fn python(report: &Report, s: &CaseSettings, how: ApplyAs, steps: &mut Vec<String>) {
     let p = s.precision.name();
     if p != "fp32" {
         let dtype = match p {
@@ -160,7 +166,7 @@ fn python(report: &Report, s: &CaseSettings, steps: &mut Vec<String>) {
     }
     if let Some(t) = s.tiling {
         let stride = t.tile_px - t.overlap_px;
-        steps.push(if s.engine.name() == "diffusers" {
+        steps.push(if how == ApplyAs::Diffusers {
             format!(
                 "vae.enable_tiling(tile_sample_min_height={0}, tile_sample_min_width={0}, tile_sample_stride_height={stride}, tile_sample_stride_width={stride}) (Wan 2.2 encode: halve them)",
                 t.tile_px

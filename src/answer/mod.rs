@@ -144,14 +144,15 @@ fn qualifies(c: &CaseRecord, floor: f64) -> bool {
 }
 
 /// The default of `cases` (one workload, one engine): untiled in space and time, chunk 1,
-/// the `baseline` env variant, default knobs (cuDNN/MIOpen on, benchmark off, the user's
-/// MIOpen database, or `n/a`), and fp32, or for `comfyui` its `auto` precision when the run
-/// has it.
+/// the `baseline` env variant, default knobs (left to the engine, `auto`, else set to
+/// torch's defaults: cuDNN/MIOpen on, benchmark off; the user's MIOpen database; or `n/a`),
+/// and fp32, or for an engine with its own dtype choice
+/// (`engine::EngineSpec::own_dtype`, comfyui) its `auto` precision when the run has it.
 fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
-    let comfy_auto = cases
-        .iter()
-        .any(|c| c.settings.engine.name() == "comfyui" && c.settings.precision.name() == "auto");
-    let precision = if comfy_auto { "auto" } else { "fp32" };
+    let own_auto = cases.iter().any(|c| {
+        crate::engine::spec(c.settings.engine).own_dtype && c.settings.precision == crate::model::Precision::Auto
+    });
+    let precision = if own_auto { "auto" } else { "fp32" };
     let default_settings = |c: &&CaseRecord, knobs: &[Switch], bench: &[Switch]| {
         let s = &c.settings;
         let k = &s.knobs;

@@ -1,5 +1,8 @@
 //! Unit tests of the answer: a clear winner, a tie within noise, no case within the
 //! floor, one case only, a default that ran out of memory, and ComfyUI's `apply`.
+//!
+//! Must not: be built outside `cargo test` (declared `#[cfg(test)]` in `super`) or run
+//! anything: the reports are built in memory.
 use super::*;
 use crate::model::{Precision, Tiling};
 use crate::report::{BudgetCheck, ErrorStats, ModelInfo, Outcome, PassStats, Quality as Q, RunSettings};

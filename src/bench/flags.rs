@@ -47,13 +47,18 @@ pub struct MatrixFlags {
     /// Timed passes per case.
     #[arg(long, short = 'r')]
     pub runs: Option<usize>,
-    /// Python interpreter of the torch, diffusers and comfyui engines (default: --comfyui's
-    /// venv for comfyui, else $WAN_VAE_BENCH_PYTHON, else python3).
-    #[arg(long)]
+    // The interpreter of the engines whose worker is the Python worker.
+    #[arg(long, help = format!(
+        "Python interpreter of the {} engines (default: the venv/ or .venv/ of an engine's \
+         folder, such as --comfyui DIR, else $WAN_VAE_BENCH_PYTHON, else python3)",
+        crate::engine::engine_names(|s| s.runs_python())
+    ))]
     pub python: Option<String>,
-    /// How the Python engines run bf16/fp16: cast (model.to(dtype)) or autocast (default: autocast
-    /// for torch, cast for diffusers).
-    #[arg(long = "torch-precision", value_parser = values::torch_precision_flag)]
+    // How the Python engines run bf16/fp16; the defaults come from `engine::ENGINES`.
+    #[arg(long = "torch-precision", value_parser = values::torch_precision_flag, help = format!(
+        "How the Python engines run bf16/fp16: cast (model.to(dtype)) or autocast (default: {})",
+        crate::engine::precision_mode_defaults()
+    ))]
     pub torch_precision: Option<TorchPrecision>,
     /// Weights: `synthetic` (the default: the real layout, seeded values), a local
     /// .safetensors/.pth file, or a hub reference.
@@ -75,7 +80,8 @@ pub struct MatrixFlags {
     /// Seed of the case shuffle.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Report file (default `results/<UTC time>-<host>.json`).
+    /// Report file (default `results/<UTC time>-<host>.json`); `-`: the report on stdout, as
+    /// --json (the file then goes to the default place).
     #[arg(long, short)]
     pub output: Option<PathBuf>,
     /// No progress bar and no per-case lines.
@@ -137,7 +143,7 @@ fn flag(axis: &'static Axis) -> Arg {
     Arg::new(axis.key)
         .long(axis.flag.trim_start_matches('-'))
         .aliases(axis.aliases)
-        .help(format!("{}; comma-separated, repeatable", axis.help))
+        .help(format!("{}; comma-separated, repeatable", axis.help_text()))
         // Built once per process; clap keeps names as `&'static str`.
         .value_name(&*Box::leak(format!("{},...", axis.key.to_uppercase()).into_boxed_str()))
         .action(ArgAction::Append)

@@ -3,13 +3,14 @@
 //! data flow.
 //!
 //! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run`
-//! flags (one per axis of `axes::AXES`), [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
+//! flags (one per axis of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps,
+//! [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
 //! [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their
 //! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
 //! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
 //! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
 //! outputs files and quality against references, [`progress`] the progress bar,
-//! [`interrupt`] SIGINT/SIGTERM. The engines, their workers and the wire format are
+//! `measured` the line above the results table, [`interrupt`] SIGINT/SIGTERM. The engines, their workers and the wire format are
 //! [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
 //!
 //! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or
@@ -70,7 +71,7 @@ pub struct RunArgs {
     /// Also write one CSV row per case to FILE (at the end of the run).
     #[arg(long = "export-csv", value_name = "FILE")]
     pub export_csv: Option<PathBuf>,
-    /// Write the JSON report to FILE: the same as -o/--output.
+    /// Write the JSON report to FILE: the same as -o/--output (`-`: on stdout, as --json).
     #[arg(long = "export-json", value_name = "FILE", conflicts_with = "output")]
     pub export_json: Option<PathBuf>,
     /// The answer's quality floor: the PSNR against the fp32 untiled reference a case needs
@@ -157,6 +158,9 @@ pub fn with_defaults(cmd: clap::Command) -> clap::Command {
     })
 }
 
+/// The `-o`/`--export-json` value that means stdout: the run then behaves as with `--json`.
+pub const STDOUT: &str = "-";
+
 /// `results/<UTC time>-<host>.json`.
 pub fn default_output(host: Option<&str>) -> PathBuf {
     let fmt = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
@@ -182,8 +186,14 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
 /// report's header written), let the [`Scheduler`] run every case, check the budgets, then
 /// print the table and write the exports. A SIGINT or SIGTERM stops the run cleanly
 /// ([`interrupt`]); the exit code is then 128 + the signal number.
-pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
+pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     let mut opts = options_from_args(&args)?;
+    if opts.output.as_deref() == Some(Path::new(STDOUT)) {
+        // `-o -`: the report on stdout, as with --json (hyperfine's `-` for stdout); the
+        // file the run rewrites after every case goes to the default place.
+        opts.output = None;
+        args.json = true;
+    }
     // With `--input` the frames and size come from the file, so the plan is checked once
     // the input is read (below); otherwise here, before anything else.
     if opts.input.is_none() {

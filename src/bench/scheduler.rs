@@ -102,12 +102,13 @@ impl Scheduler {
         if let Some(p) = self.prepared.get(&key) {
             return p.clone().map(Some);
         }
-        // One latent per frames x size, encoded by candle (always available), so every
-        // engine decodes the same bits.
+        // One latent per frames x size, encoded by the engine whose entry says it prepares
+        // them (one that is always available), so every engine decodes the same bits.
+        let preparer = crate::engine::spec(crate::engine::latent_preparer());
         let settings = CaseSettings {
             passes: Passes::Encode,
             env_variant: crate::settings::BASELINE.to_string(),
-            engine: crate::values::Engine::Candle,
+            engine: preparer.engine,
             knobs: Default::default(),
             ..s.reference()
         };
@@ -126,7 +127,8 @@ impl Scheduler {
             variant_vars: Vec::new(),
             outputs: Some(path.clone()),
             input: user,
-            engine_dir: None,
+            engine_dir: self.run_wide.engine_dirs.get(preparer.engine).cloned(),
+            python_module: preparer.python_module().map(String::from),
         };
         let progress = &self.progress;
         let r = self.executor.run(&spec, &BTreeMap::new(), &[], &mut |e| match e {
@@ -224,6 +226,7 @@ impl Scheduler {
             input,
             input_path: self.run_wide.input_path(&case.settings),
             engine_dir: self.run_wide.engine_dirs.get(case.settings.engine).cloned(),
+            python_module: engine.python_module().map(String::from),
         }
     }
 

@@ -6,9 +6,9 @@
 //! and the files the parent writes once for every engine ([`shared_files`]); and the two
 //! workers: this binary's ([`candle`]) and the shipped Python worker ([`python`]).
 //!
-//! Adding an engine is one entry in [`ENGINES`] (and its name in `settings::Engine`); a
-//! Python engine also adds its `.py` module(s) to `python/`, listed in its entry
-//! (`docs/architecture.md` has the recipe).
+//! Adding an engine is one entry in [`ENGINES`] (and its name in `values::Engine`); a
+//! Python engine also adds its `.py` module(s) to `python/`, listed in its entry with the
+//! one the worker imports to make it (`docs/architecture.md` has the recipe).
 //!
 //! Must not: schedule or spawn cases (that is `bench`) or write the report.
 use std::collections::BTreeMap;
@@ -54,6 +54,31 @@ pub struct EngineSpec {
     pub cross_check: Option<Engine>,
     /// A folder of the user's own install that it runs (given by a flag of its own).
     pub folder: Option<EngineFolder>,
+    /// How the answer of a run (`answer::apply`) tells the user to apply a winning case of
+    /// this engine outside the tool.
+    pub apply: ApplyAs,
+    /// Whether it encodes the latents that decode-only cases of every engine share (an
+    /// untimed fp32 encode per frames and size, [`latent_preparer`]): exactly one engine
+    /// does, one that needs nothing beyond this binary.
+    pub prepares_latents: bool,
+    /// What it is, in a few words, for `--help` lists of the engines ([`engines_help`]).
+    pub about: &'static str,
+}
+
+/// How a winning case of an engine is applied outside this tool (the steps of the answer's
+/// `apply`, `docs/answer.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApplyAs {
+    /// This tool's `run` flags that reproduce the case (the engine is this tool's own code).
+    ToolFlags,
+    /// PyTorch code: the dtype (cast or autocast), the tiling rule, chunking and the
+    /// `torch.backends.cudnn` knobs.
+    PyTorch,
+    /// As [`ApplyAs::PyTorch`], with diffusers' own tiling call (`vae.enable_tiling(...)`).
+    Diffusers,
+    /// ComfyUI: its VAE node and the node's parameters, and the launch switch of the
+    /// precision (`--bf16-vae`, ...; none for `auto`).
+    ComfyuiNodes,
 }
 
 /// How an engine's worker process starts.
@@ -64,8 +89,14 @@ pub enum WorkerKind {
     ThisBinary,
     /// The shipped Python worker ([`python`]) under the run's interpreter, which imports
     /// the engine's own `modules` (shipped beside the common files). It reads weights and
-    /// clips from files only ([`shared_files`]).
-    Python { modules: &'static [python::PyFile] },
+    /// clips from files only ([`shared_files`]). `module` (one of `modules`, without `.py`)
+    /// is the one the worker imports to make the engine: it reaches the worker as the spec's
+    /// `python_module` (validate mode: `--module`), and the module provides the factory and
+    /// its precision rule (`docs/worker-protocol.md`, section 9).
+    Python {
+        module: &'static str,
+        modules: &'static [python::PyFile],
+    },
 }
 
 /// A folder the user gives for an engine that runs code of their own install, with the flag
@@ -106,10 +137,15 @@ pub const ENGINES: &[EngineSpec] = &[
         own_dtype: false,
         cross_check: None,
         folder: None,
+        apply: ApplyAs::ToolFlags,
+        // Always available (no interpreter), so every engine decodes the same bits.
+        prepares_latents: true,
+        about: "this tool's Rust port",
     },
     EngineSpec {
         engine: Engine::Torch,
         worker: WorkerKind::Python {
+            module: "wan_torch",
             modules: &[
                 python::PyFile::new("wan_torch.py", include_str!("python/wan_torch.py")),
                 python::PyFile::new("wan21_torch.py", include_str!("python/wan21_torch.py")),
@@ -124,10 +160,14 @@ pub const ENGINES: &[EngineSpec] = &[
         own_dtype: false,
         cross_check: Some(Engine::Candle),
         folder: None,
+        apply: ApplyAs::PyTorch,
+        prepares_latents: false,
+        about: "PyTorch ports of the official Wan code",
     },
     EngineSpec {
         engine: Engine::Diffusers,
         worker: WorkerKind::Python {
+            module: "diffusers_engine",
             modules: &[python::PyFile::new(
                 "diffusers_engine.py",
                 include_str!("python/diffusers_engine.py"),
@@ -142,10 +182,14 @@ pub const ENGINES: &[EngineSpec] = &[
         own_dtype: false,
         cross_check: Some(Engine::Candle),
         folder: None,
+        apply: ApplyAs::Diffusers,
+        prepares_latents: false,
+        about: "diffusers' AutoencoderKLWan",
     },
     EngineSpec {
         engine: Engine::Comfyui,
         worker: WorkerKind::Python {
+            module: "comfyui_engine",
             modules: &[python::PyFile::new(
                 "comfyui_engine.py",
                 include_str!("python/comfyui_engine.py"),
@@ -163,6 +207,9 @@ pub const ENGINES: &[EngineSpec] = &[
             flag: "comfyui",
             holds: "a ComfyUI folder (checkout or install)",
         }),
+        apply: ApplyAs::ComfyuiNodes,
+        prepares_latents: false,
+        about: "the user's ComfyUI",
     },
 ];
 
@@ -189,7 +236,50 @@ pub fn spec(engine: Engine) -> &'static EngineSpec {
     ENGINES
         .iter()
         .find(|s| s.engine == engine)
-        .expect("every settings::Engine has an entry in ENGINES (checked by a test)")
+        .expect("every values::Engine has an entry in ENGINES (checked by a test)")
+}
+
+/// The engine that encodes the latents decode-only cases share
+/// ([`EngineSpec::prepares_latents`]).
+pub fn latent_preparer() -> Engine {
+    ENGINES
+        .iter()
+        .find(|s| s.prepares_latents)
+        .expect("one entry of ENGINES prepares latents (checked by a test)")
+        .engine
+}
+
+/// The engines for a `--help` text: `candle (this tool's Rust port), torch (...), ...,
+/// comfyui (the user's ComfyUI, with --comfyui DIR)`, from [`ENGINES`].
+pub fn engines_help() -> String {
+    ENGINES
+        .iter()
+        .map(|s| match s.folder {
+            Some(f) => format!("{} ({}, with --{} DIR)", s.name(), s.about, f.flag),
+            None => format!("{} ({})", s.name(), s.about),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The names of the engines that `keep` selects, `a, b and c` (for help texts).
+pub fn engine_names(keep: impl Fn(&EngineSpec) -> bool) -> String {
+    let names: Vec<&str> = ENGINES.iter().filter(|s| keep(s)).map(|s| s.name()).collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// Each engine's default `--torch-precision` mode, `autocast for torch, cast for diffusers`
+/// (the engines with modes, [`EngineSpec::precision_modes`]).
+pub fn precision_mode_defaults() -> String {
+    ENGINES
+        .iter()
+        .filter_map(|s| s.precision_modes.first().map(|m| format!("{m} for {}", s.name())))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Whether the PyTorch knobs act for `engine` on `device` (see [`EngineSpec::knobs`]).
@@ -213,6 +303,14 @@ impl EngineSpec {
     /// shared files).
     pub fn runs_python(&self) -> bool {
         matches!(self.worker, WorkerKind::Python { .. })
+    }
+
+    /// The module of the Python worker that makes this engine (`None`: not a Python engine).
+    pub fn python_module(&self) -> Option<&'static str> {
+        match self.worker {
+            WorkerKind::Python { module, .. } => Some(module),
+            WorkerKind::ThisBinary => None,
+        }
     }
 
     /// Whether the PyTorch knobs act in this engine on `device`.
@@ -442,7 +540,30 @@ mod tests {
                 assert_ne!(x, s.engine, "{} is cross-checked against itself", s.name());
             }
             assert!(!s.devices.is_empty(), "{}", s.name());
+            if let WorkerKind::Python { module, modules } = s.worker {
+                let file = format!("{module}.py");
+                assert!(
+                    modules.iter().any(|m| m.name == file),
+                    "{}: its module {file} is one of its own files",
+                    s.name()
+                );
+            }
         }
+        assert_eq!(ENGINES.iter().filter(|s| s.prepares_latents).count(), 1);
+        let preparer = spec(latent_preparer());
+        assert!(!preparer.runs_python() && preparer.folder.is_none());
+    }
+
+    #[test]
+    fn help_lists_every_engine() {
+        let h = engines_help();
+        for e in Engine::ALL {
+            assert!(h.contains(&format!("{e} (")), "{h}");
+        }
+        assert!(h.contains("comfyui (the user's ComfyUI, with --comfyui DIR)"), "{h}");
+        assert_eq!(engine_names(|s| s.runs_python()), "torch, diffusers and comfyui");
+        assert_eq!(engine_names(|s| !s.runs_python()), "candle");
+        assert_eq!(precision_mode_defaults(), "autocast for torch, cast for diffusers");
     }
 
     fn settings(engine: Engine, chunk: usize) -> CaseSettings {
@@ -509,6 +630,9 @@ mod tests {
             flag: "torch-home",
             holds: "a folder of torch code",
         }),
+        apply: ApplyAs::PyTorch,
+        prepares_latents: false,
+        about: "a test",
     }];
 
     #[test]

@@ -75,6 +75,11 @@ pub struct WorkerSpec {
     /// `engine::EngineFolder`); absent for engines that need none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_dir: Option<PathBuf>,
+    /// For a Python engine, the module of the shipped Python worker that makes it (its
+    /// entry's `WorkerKind::Python::module`, [`crate::engine::EngineSpec::python_module`]);
+    /// absent for other engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python_module: Option<String>,
 }
 
 /// The part of a [`WorkerSpec`] every case of a run shares (the scheduler keeps one and
@@ -341,6 +346,7 @@ mod tests {
             input: None,
             input_path: None,
             engine_dir: None,
+            python_module: None,
         };
         let v = serde_json::to_value(&spec).unwrap();
         assert_eq!(v["weights"], "synthetic");

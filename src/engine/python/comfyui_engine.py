@@ -303,3 +303,39 @@ def _knobs(torch) -> dict:
     after it (cuDNN off on AMD), the case's once the worker applied its knobs."""
     return {"cudnn": "on" if torch.backends.cudnn.enabled else "off",
             "cudnn_benchmark": "on" if torch.backends.cudnn.benchmark else "off"}
+
+
+# ----------------------------------------------------------------------------------------
+# Engine `comfyui`'s module interface (its `python_module`; docs/worker-protocol.md, section 9)
+
+def import_torch(spec: dict, import_torch_):
+    """Its checks before torch: its folder (stdlib only), then torch (`import_torch_`), named
+    with the folder and ComfyUI version when missing or too old."""
+    d = check_folder(spec.get("engine_dir"))
+    try:
+        return import_torch_()
+    except Exception as e:
+        if type(e).__name__ != "Unsupported":
+            raise
+        raise Unsupported(f"{describe_folder(d)}: {e}") from e
+
+
+def make_engine(torch, loaded, device, precision, spec: dict) -> Engine:
+    """The VAE of `spec`'s `engine_dir` on `spec`'s weights file."""
+    return Engine(torch, spec.get("engine_dir"), spec.get("weights_path") or spec["weights"], loaded.model, device,
+                  precision.name, fault_hooks=bool(spec.get("fault_hooks", False)))
+
+
+def precision(name: str, mode: Optional[str]):
+    """fp32/bf16/fp16 (ComfyUI's `--fp32-vae`, ... switches), or `auto`: no switch, ComfyUI's
+    own pick; the model is always cast (its `vae_dtype`)."""
+    import wan_runtime
+    if name == "auto":
+        import wan_common as wc
+        return wc.Precision(name, "cast")
+    return wan_runtime.dtype_precision(name, mode, "cast")
+
+
+def context(eng: Engine) -> dict:
+    """The report's `engines.comfyui` keys beyond PyTorch's: the ComfyUI that ran."""
+    return {"comfyui_version": version_of(eng.dir), "comfyui_commit": commit_of(eng.dir), "comfyui_dir": eng.dir}

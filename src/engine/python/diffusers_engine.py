@@ -16,7 +16,7 @@ How the benchmark's settings map onto it:
 from __future__ import annotations
 
 import re
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 
@@ -251,3 +251,27 @@ class Engine:
                 return self.vae.decode(z).sample
         finally:
             self._mod.torch = saved
+
+
+# ----------------------------------------------------------------------------------------
+# Engine `diffusers`'s module interface (its `python_module`; docs/worker-protocol.md, section 9)
+
+def make_engine(torch_, loaded, device, precision: wc.Precision, spec: dict) -> Engine:
+    return Engine(loaded.state_dict, loaded.model, device, precision)
+
+
+def precision(name: str, mode: Optional[str]) -> wc.Precision:
+    """fp32/bf16/fp16; 16-bit cast unless `autocast` is asked (pipelines' `torch_dtype`)."""
+    import wan_runtime
+    return wan_runtime.dtype_precision(name, mode, "cast")
+
+
+def check_options(opts: wc.RunOptions) -> None:
+    """Refused before loading: diffusers has no temporal chunk setting."""
+    if opts.chunk != 1:
+        raise Unsupported(chunk_message(opts.chunk))
+
+
+def context(eng: Engine) -> dict:
+    """The report's `engines.diffusers.diffusers`: the version that ran."""
+    return {"diffusers": eng.version}

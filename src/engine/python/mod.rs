@@ -1,8 +1,9 @@
-//! The shipped Python worker (engines `torch` and `diffusers`): its files (the common ones
-//! here, beside this module, see `docs/worker-protocol.md`, section 9; each engine's own modules listed in its
-//! [`super::ENGINES`] entry), written once into a folder (the run's scratch directory) and run
-//! with the chosen interpreter, and the checks that turn a missing interpreter into a clear
-//! `unsupported` message.
+//! The shipped Python worker (the Python engines: `torch`, `diffusers`, `comfyui`): its files
+//! (the common ones here, beside this module, see `docs/worker-protocol.md`, section 9; each
+//! engine's own modules listed in its [`super::ENGINES`] entry, with the one that makes it),
+//! written once into a folder (the run's scratch directory) and run with the chosen
+//! interpreter, and the checks that turn a missing interpreter into a clear `unsupported`
+//! message. The common files name no engine: the worker imports the module the spec names.
 //!
 //! Must not: decide which interpreter to use (that is `values::python_interpreter`) or
 //! measure anything (the Python files do).
@@ -41,7 +42,7 @@ pub const COMMON: &[PyFile] = &[
 pub fn files() -> Vec<PyFile> {
     let mut files = COMMON.to_vec();
     for spec in super::ENGINES {
-        if let super::WorkerKind::Python { modules } = spec.worker {
+        if let super::WorkerKind::Python { modules, .. } = spec.worker {
             for m in modules {
                 if !files.iter().any(|f| f.name == m.name) {
                     files.push(*m);

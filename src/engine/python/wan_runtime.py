@@ -1,10 +1,14 @@
 """What the worker and validate modes share: the interpreter and torch checks, opening a
-device, the PyTorch knobs, the context a report keeps, choosing an engine, and how an
-exception becomes a status. Only the standard library at import time (torch is imported
-by `import_torch`, so a Python without torch gets a clear `unsupported`).
+device, the PyTorch knobs, the context a report keeps, finding and calling an engine's
+module (the one its entry in `engine::ENGINES` names, see docs/worker-protocol.md section 9),
+and how an exception becomes a status. Only the standard library at import time (torch is
+imported by `import_torch`, so a Python without torch gets a clear `unsupported`).
+
+Nothing here names an engine: what differs between engines is in their modules.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import platform
 import sys
@@ -12,7 +16,6 @@ import traceback
 from typing import Callable, Dict, Optional
 
 MIN_TORCH = (2, 4)  # the oldest torch the engine tests ran on (torch 2.4.1, README)
-ENGINES = ("torch", "diffusers", "comfyui")
 TRACEBACK_TAIL = 3000
 
 
@@ -146,35 +149,100 @@ def peak_rss_bytes() -> Optional[int]:
         return None
 
 
-def make_engine(torch, engine: str, loaded, device, precision, spec: Optional[dict] = None):
-    """The engine object for the checkpoint's model; Unsupported for what it cannot run.
-    `spec` (the worker's case) gives the comfyui engine its folder and weights file."""
-    if engine == "torch":
-        if loaded.model == "wan2.1":
-            import wan21_torch
-            return wan21_torch.Engine(loaded.state_dict, device, precision)
-        import wan22_torch
-        return wan22_torch.Engine(loaded.state_dict, device, precision)
-    if engine == "diffusers":
-        import diffusers_engine
+def engine_module(engine: str, module: Optional[str]):
+    """The worker's module that makes `engine`: `module`, the spec's `python_module` (validate:
+    `--module`) that the parent takes from the engine's entry in `engine::ENGINES`. BadInput
+    when none is named or it is not one of the worker's modules. A module that fails to import
+    because torch is missing or too old gives that `unsupported` instead (`import_torch`)."""
+    if not module:
+        raise BadInput(f"engine {engine!r}: the spec names no python_module (the worker's module that makes the "
+                       "engine, from its entry in engine::ENGINES; candle runs in the Rust worker)")
+    if not module.isidentifier():
+        raise BadInput(f"engine {engine!r}: python_module {module!r} is not a module name")
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if e.name == module:
+            raise BadInput(f"engine {engine!r}: its module {module!r} is not part of this worker") from e
+        import_torch()
+        raise
+    except Exception:
+        import_torch()
+        raise
+
+
+def _ours(e: BaseException, suffix: str = "") -> BaseException:
+    """An engine module's own `Unsupported` as ours (with `suffix`); other exceptions as they are."""
+    if type(e).__name__ == "Unsupported" and not isinstance(e, Unsupported):
+        return Unsupported(f"{e}{suffix}")
+    return e
+
+
+def engine_torch(mod, spec: dict):
+    """torch for the engine of `mod`: through its `import_torch(spec, import_torch)` when it
+    checks something first (its folder, before torch), else `import_torch()`."""
+    prepare = getattr(mod, "import_torch", None)
+    if prepare is None:
+        return import_torch()
+    try:
+        return prepare(spec, import_torch)
+    except Exception as e:
+        raise _ours(e) from e
+
+
+def engine_precision(mod, name: str, mode: Optional[str]):
+    """The engine module's `precision(name, mode)`: its own rule for the precision names it
+    takes and its default `torch_precision` mode (see `dtype_precision`)."""
+    return mod.precision(name, mode)
+
+
+def dtype_precision(name: str, mode: Optional[str], default_mode: str):
+    """fp32/bf16/fp16 plus how 16-bit is applied (`cast` or `autocast`; absent: `default_mode`,
+    the engine's default): `wan_common.Precision`, the rule every engine module's `precision`
+    applies to those names."""
+    import wan_common as wc
+    if name not in wc.DTYPES:
+        raise BadInput(f"precision {name!r}: expected fp32, bf16 or fp16 (auto: only an engine with its own dtype "
+                       "choice)")
+    mode = mode or default_mode
+    if mode not in ("cast", "autocast"):
+        raise BadInput(f"torch_precision {mode!r}: expected cast or autocast")
+    return wc.Precision(name, mode)
+
+
+def check_options(mod, opts) -> None:
+    """The engine module's `check_options(opts)`, when it has one: settings it refuses before
+    loading anything (diffusers: a chunk other than 1)."""
+    check = getattr(mod, "check_options", None)
+    if check is not None:
         try:
-            return diffusers_engine.Engine(loaded.state_dict, loaded.model, device, precision)
-        except diffusers_engine.Unsupported as e:
-            raise Unsupported(f"{e} (interpreter {interpreter()})") from e
-    if engine == "comfyui":
-        import comfyui_engine
-        spec = spec or {}
-        try:
-            return comfyui_engine.Engine(torch, spec.get("engine_dir"), spec.get("weights_path") or spec["weights"],
-                                         loaded.model, device, precision.name,
-                                         fault_hooks=bool(spec.get("fault_hooks", False)))
-        except comfyui_engine.Unsupported as e:
-            raise Unsupported(f"{e} (interpreter {interpreter()})") from e
-    raise BadInput(f"engine {engine!r}: expected one of {', '.join(ENGINES)} (candle runs in the Rust worker)")
+            check(opts)
+        except Exception as e:
+            raise _ours(e) from e
+
+
+def make_engine(mod, torch, loaded, device, precision, spec: dict):
+    """The engine object for the checkpoint's model (the module's `make_engine`); Unsupported,
+    naming the interpreter, for what it cannot run. `spec` (the worker's case; validate: its
+    `engine_dir` and `weights`) gives an engine its folder and weights file."""
+    try:
+        return mod.make_engine(torch, loaded, device, precision, spec)
+    except Exception as e:
+        raise _ours(e, f" (interpreter {interpreter()})") from e
+
+
+def engine_context(mod, eng, torch, device) -> dict:
+    """The report's `engines.<name>` context: `context(torch, device)` plus the keys the
+    module's `context(eng)` adds (the diffusers version, the ComfyUI it ran)."""
+    ctx = context(torch, device)
+    extra = getattr(mod, "context", None)
+    if extra is not None:
+        ctx.update(extra(eng))
+    return ctx
 
 
 def run_engine(fn: Callable, *args):
-    """Call an engine method, turning the diffusers engine's Unsupported into ours."""
+    """Call an engine method, turning an engine module's own Unsupported into ours."""
     try:
         return fn(*args)
     except Exception as e:
@@ -193,20 +261,6 @@ def run_options(wc, chunk: int, tile_px: Optional[int], overlap_px: Optional[int
             raise BadInput(f"tile {tile_px}:{overlap}: expected TILE_PX:OVERLAP_PX, multiples of 8, overlap < tile")
         tiling = wc.Tiling(tile_px, overlap)
     return wc.RunOptions(chunk=chunk, tiling=tiling)
-
-
-def precision_of(wc, name: str, mode: Optional[str], engine: str):
-    """fp32/bf16/fp16 plus how 16-bit is applied; default: autocast for `torch` (the
-    official WanVAE wrapper), cast for `diffusers` (pipelines' torch_dtype) and `comfyui`
-    (which also takes `auto`: ComfyUI's own pick)."""
-    if engine == "comfyui" and name == "auto":
-        return wc.Precision(name, "cast")
-    if name not in wc.DTYPES:
-        raise BadInput(f"precision {name!r}: expected fp32, bf16 or fp16 (auto: comfyui engine only)")
-    mode = mode or ("autocast" if engine == "torch" else "cast")
-    if mode not in ("cast", "autocast"):
-        raise BadInput(f"torch_precision {mode!r}: expected cast or autocast")
-    return wc.Precision(name, mode)
 
 
 def gpu_target_hint() -> str:

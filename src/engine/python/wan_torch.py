@@ -382,3 +382,22 @@ class Engine:
             else:
                 out = fn(x)
             return self.from_model(out)
+
+
+# ----------------------------------------------------------------------------------------
+# Engine `torch`'s module interface (its `python_module`; docs/worker-protocol.md, section 9)
+
+def make_engine(torch_, loaded, device, precision, spec: dict):
+    """Engine `torch`: the port of the checkpoint's model (Wan 2.1 or Wan 2.2)."""
+    if loaded.model == "wan2.1":
+        import wan21_torch as port
+    else:
+        import wan22_torch as port
+    return port.Engine(loaded.state_dict, device, precision)
+
+
+def precision(name: str, mode: Optional[str]):
+    """fp32/bf16/fp16; 16-bit under autocast unless `cast` is asked (the official WanVAE
+    wrapper's way)."""
+    import wan_runtime
+    return wan_runtime.dtype_precision(name, mode, "autocast")

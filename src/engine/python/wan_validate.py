@@ -11,15 +11,16 @@ import os
 import sys
 from typing import Dict
 
-from wan_runtime import (BadInput, Unsupported, apply_knobs, classify, context, diffusers_version, import_torch,
-                         make_engine, open_device, precision_of, psnr_db, run_engine, run_options)
+from wan_runtime import (BadInput, Unsupported, apply_knobs, classify, engine_context, engine_module, engine_precision,
+                         engine_torch, make_engine, open_device, psnr_db, run_engine, run_options)
 
 
 def tolerance_rule(precision: str, tiled: bool) -> tuple:
-    """validate.rs's Tolerance::for_settings: (metric, factor)."""
+    """validate.rs's Tolerance::for_settings: (metric, factor); `auto` (the engine's own
+    dtype) is judged as bf16."""
     if tiled:
         return "mean_abs_error", 0.2
-    return "max_abs_error", {"fp32": 1e-4, "fp16": 2e-2, "bf16": 1e-1}[precision]
+    return "max_abs_error", {"fp32": 1e-4, "fp16": 2e-2, "bf16": 1e-1, "auto": 1e-1}[precision]
 
 
 def rust_e(x: float) -> str:
@@ -70,12 +71,15 @@ def read_cases(path: str) -> Dict[str, dict]:
 
 
 def validate(args: argparse.Namespace) -> dict:
-    torch = import_torch()
+    mod = engine_module(args.engine, args.module)
+    # What the engine's factory reads of a worker spec: its folder and the weights file.
+    spec = {"engine": args.engine, "engine_dir": args.engine_dir, "weights": args.weights}
+    torch = engine_torch(mod, spec)
     import wan_common as wc
     import wan_weights
     cases = read_cases(args.cases)
     device = open_device(torch, args.device)
-    precision = precision_of(wc, args.precision, args.torch_precision, args.engine)
+    precision = engine_precision(mod, args.precision, args.torch_precision)
     tile = args.tile.split(":") if args.tile else None
     opts = run_options(wc, args.chunk, int(tile[0]) if tile else None, int(tile[1]) if tile and len(tile) > 1 else
                        (int(tile[0]) // 4 // 8 * 8 if tile else None))
@@ -83,9 +87,7 @@ def validate(args: argparse.Namespace) -> dict:
         loaded = wan_weights.load(args.weights)
     except wan_weights.WeightsError as e:
         raise BadInput(str(e)) from e
-    # The spec fields an engine reads besides the settings (comfyui: its folder, the file).
-    spec = {"engine_dir": args.engine_dir, "weights": args.weights, "weights_path": args.weights}
-    eng = make_engine(torch, args.engine, loaded, device, precision, spec)
+    eng = make_engine(mod, torch, loaded, device, precision, spec)
     # After the engine's start-up (ComfyUI's changes cuDNN on AMD): ours are in force.
     knobs = apply_knobs(torch, {"cudnn": args.cudnn, "cudnn_benchmark": args.cudnn_benchmark}, device)
     rule = tolerance_rule(args.precision, opts.tiling is not None)
@@ -108,7 +110,7 @@ def validate(args: argparse.Namespace) -> dict:
         "conv": args.engine, "knobs": knobs,
         "tolerance_rule": f"{rule[0]} <= {rust_e(rule[1])} x max(1, max|expected|)", "cases": reports,
         "pass": all(o["pass"] for r in reports for o in r["outputs"]),
-        "python": context(torch, device, diffusers_version() if args.engine == "diffusers" else None),
+        "python": engine_context(mod, eng, torch, device),
     }
 
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""wan-vae-bench's PyTorch worker: engines `torch` (ports of the official Wan code) and
-`diffusers` (diffusers' AutoencoderKLWan), one case per process, speaking the candle
-worker's protocol (see docs/worker-protocol.md, section 9).
+"""wan-vae-bench's PyTorch worker: the Python engines (`torch`, `diffusers`, `comfyui`; each
+made by the module its entry in engine::ENGINES names, the spec's `python_module`), one case
+per process, speaking the candle worker's protocol (see docs/worker-protocol.md, section 9).
 
     python3 wan_worker.py worker --case-json JSON --result PATH
-    python3 wan_worker.py validate --engine torch|diffusers --weights W --cases C [--json] ...
+    python3 wan_worker.py validate --engine E --module M --weights W --cases C [--json] ...
     python3 wan_worker.py probe [--device cpu|cuda:N]
 
 This module owns the `worker` mode (one case: load, warm up, time, save outputs, write the
@@ -25,9 +25,9 @@ from typing import Dict, List, Optional
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from wan_runtime import (ENGINES, BadInput, Unsupported, apply_knobs, classify, context,  # noqa: E402
-                         diffusers_version, import_torch, make_engine, open_device, peak_rss_bytes, precision_of,
-                         psnr_db, run_engine, run_options)
+from wan_runtime import (BadInput, Unsupported, apply_knobs, check_options, classify, context,  # noqa: E402
+                         diffusers_version, engine_context, engine_module, engine_precision, engine_torch,
+                         import_torch, make_engine, open_device, peak_rss_bytes, psnr_db, run_engine, run_options)
 import wan_validate  # noqa: E402
 
 PHASE_MARKER = "@@wan-vae-bench-phase "
@@ -98,23 +98,16 @@ def measure(spec: dict) -> dict:
     """Load, warm up, time `runs` encode+decode passes (device synchronized before each
     clock read), save the last pass's outputs. Raises Unsupported/BadInput/others."""
     engine = spec.get("engine") or "torch"
-    if engine not in ENGINES:
-        raise BadInput(f"engine {engine!r}: expected one of {', '.join(ENGINES)}")
     phase("device")
-    if engine == "comfyui":
-        torch = comfyui_torch(spec)
-    else:
-        torch = import_torch()
+    mod = engine_module(engine, spec.get("python_module"))
+    torch = engine_torch(mod, spec)
     import wan_common as wc
     import wan_flops
     import wan_weights
     device = open_device(torch, spec["device"])
-    precision = precision_of(wc, spec["precision"], spec.get("torch_precision"), engine)
+    precision = engine_precision(mod, spec["precision"], spec.get("torch_precision"))
     opts = run_options(wc, spec["chunk"], spec.get("tile_px"), spec.get("overlap_px"))
-    if engine == "diffusers" and opts.chunk != 1:
-        # Refused before loading: diffusers has no temporal chunk setting.
-        import diffusers_engine
-        raise Unsupported(diffusers_engine.chunk_message(opts.chunk))
+    check_options(mod, opts)  # what the engine refuses before loading
 
     def sync() -> None:
         if device.type == "cuda":
@@ -132,7 +125,7 @@ def measure(spec: dict) -> dict:
         raise BadInput(str(e)) from e
     if spec.get("model") and spec["model"] != loaded.model:
         raise BadInput(f"{weights_file} holds a {loaded.model} VAE, but the case asks for {spec['model']}")
-    eng = make_engine(torch, engine, loaded, device, precision, spec)
+    eng = make_engine(mod, torch, loaded, device, precision, spec)
     # The knobs after the engine started: ComfyUI's start-up switches cuDNN (MIOpen) off on
     # AMD, and the case's own setting must be the one in force when the clocks run.
     knobs = apply_knobs(torch, spec, device)
@@ -235,7 +228,7 @@ def measure(spec: dict) -> dict:
         "engine": engine,
         "model_name": model["model"],
         "knobs": knobs,
-        "python": context(torch, device, diffusers_version() if engine == "diffusers" else None),
+        "python": engine_context(mod, eng, torch, device),
     })
     if hasattr(eng, "facts"):
         # What the engine's own code did (comfyui: dtype, version, retries, estimate, knobs).
@@ -245,27 +238,11 @@ def measure(spec: dict) -> dict:
             facts["oom_tiled_retries_timed"] = eng.retries() - retries_warm
             result["oom_tiled_retry"] = facts["oom_tiled_retries_timed"] > 0
         result["engine_case"] = facts
-        if "comfyui_version" in facts:
-            result["python"].update({k: facts[k] for k in ("comfyui_version", "comfyui_commit", "comfyui_dir")})
     if device.type == "cuda":
         result["device_peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(device))
         result["device_peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(device))
         result["device_memory_bytes"] = result["device_peak_reserved_bytes"]
     return result
-
-
-def comfyui_torch(spec: dict):
-    """The comfyui engine's checks before torch: its folder (stdlib only), then torch, named
-    with the folder and ComfyUI version when missing or too old."""
-    import comfyui_engine
-    try:
-        d = comfyui_engine.check_folder(spec.get("engine_dir"))
-    except comfyui_engine.Unsupported as e:
-        raise Unsupported(str(e)) from e
-    try:
-        return import_torch()
-    except Unsupported as e:
-        raise Unsupported(f"{comfyui_engine.describe_folder(d)}: {e}") from e
 
 
 def inject_fault(spec: dict) -> Optional[dict]:
@@ -373,10 +350,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     w.add_argument("--case-json", required=True)
     w.add_argument("--result", required=True)
     v = sub.add_parser("validate", help="run a golden cases file through an engine")
-    v.add_argument("--engine", required=True, choices=ENGINES)
+    v.add_argument("--engine", required=True, help="the engine's name (messages and the JSON)")
+    v.add_argument("--module", required=True, help="the module that makes it (its entry's python_module)")
+    v.add_argument("--engine-dir", default=None, help="the engine's folder (its --<flag> DIR), if it has one")
     v.add_argument("--weights", required=True, help=".safetensors or .pth with the original Wan key names")
     v.add_argument("--cases", required=True)
-    v.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16"))
+    v.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16", "auto"))
     v.add_argument("--torch-precision", choices=("cast", "autocast"), default=None)
     v.add_argument("--chunk", type=int, default=1)
     v.add_argument("--tile", default=None, help="TILE_PX[:OVERLAP_PX]")

@@ -3,6 +3,8 @@
 //!
 //! Owns only register-level arithmetic on packed panels (layouts in `super`); callers must
 //! have checked the CPU features (see `super::Isa`) before calling anything here.
+//!
+//! Must not: pack panels or pick a path (that is `pack`, `direct` and `super`).
 use std::arch::x86_64::*;
 
 /// Output channels per tile (rows, broadcast from the packed weights).

@@ -3,6 +3,8 @@
 //! positions are numbered over the padded row width, so that every `K` row of a register
 //! strip is one contiguous load at a fixed offset from the strip's origin. The padding
 //! columns are computed too and dropped at write-back (2 of `w+2` lanes per row).
+//!
+//! Must not: choose between the paths (`super` does) nor hold intrinsics (`avx512` has them).
 use std::ops::Range;
 use std::sync::Mutex;
 

@@ -2,6 +2,8 @@
 //! output pixel of a task into register-strip panels (implicit im2col, zeros in the
 //! padding), then run the packed-panel micro-kernels. Used where the direct path cannot
 //! run: spatial stride 2 (the downsampling convs).
+//!
+//! Must not: choose between the paths (`super` does) nor hold intrinsics (`avx512` has them).
 use std::ops::Range;
 
 use super::{Aligned, ConvShape, Operands, PackedWeights, Plan, Run, Src, NR};

@@ -1,6 +1,8 @@
 //! The AVX-512 kernels against a direct f64 convolution, on shapes that hit every edge:
 //! partial register tiles, several `K` blocks, strides, padding, dead time taps.
 //! Skipped (with a note on stderr) where the CPU lacks the instructions.
+//!
+//! Must not: be built outside `cargo test` (declared `#[cfg(test)]` in `super`).
 use super::*;
 
 /// Direct convolution in f64: `[m, to, ho, wo]`.

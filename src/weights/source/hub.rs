@@ -15,6 +15,9 @@
 //! is flowing no gap between bytes may exceed `download_timeout`. On expiry the caller
 //! returns an error at once and abandons the thread (it dies with the process; its `.part`
 //! file is resumed by the next download).
+//!
+//! Must not: parse weight references or presets (that is `weights::source`) nor read
+//! tensors.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
