@@ -362,7 +362,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     v.add_argument("--device", default="cpu")
     v.add_argument("--cudnn", choices=("on", "off"), default=None)
     v.add_argument("--cudnn-benchmark", choices=("on", "off"), default=None)
-    v.add_argument("--engine-dir", default=None, help="the engine's folder (comfyui: the ComfyUI checkout)")
     v.add_argument("--json", action="store_true")
     p = sub.add_parser("probe", help="print interpreter, torch and device context as JSON")
     p.add_argument("--device", default="cpu")
