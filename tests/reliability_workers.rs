@@ -3,11 +3,11 @@
 //! the case, stderr is kept bounded, worker results are checked, and the fault hook acts
 //! only under `--fault-hooks`. Workers are stood in for by small shell scripts given as
 //! the Python interpreter (the parent runs `INTERPRETER -u SCRIPT worker ... --result PATH`).
-use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::cli::{bench, fixture, load, scratch, stderr, write};
+use crate::util::procs::{alive, fake_python, run_bounded, spawn_group, wait_exit};
 
 /// One tiny case (weights fixture, one frame, one timed run) with extra flags.
 fn tiny(extra: &[&str]) -> Vec<String> {
@@ -23,17 +23,6 @@ fn tiny(extra: &[&str]) -> Vec<String> {
     v
 }
 
-/// A fake interpreter: a shell script that finds `--result PATH` and runs `body` with
-/// `$r` set to it.
-fn fake_python(dir: &Path, body: &str) -> PathBuf {
-    let path = dir.join("fake-python");
-    let text = format!("#!/bin/sh\nr=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --result ] && r=$2; shift; done\n{body}\n");
-    std::fs::write(&path, text).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
 /// A result file of status ok whose encode and decode hold `samples`.
 fn result_json(samples: &str, stat: &str) -> String {
     let pass = format!(
@@ -42,30 +31,6 @@ fn result_json(samples: &str, stat: &str) -> String {
     format!(
         r#"{{"status":"ok","error":null,"compute_dtype":"f32","encode":{pass},"decode":{pass},"load_s":0.1,"peak_rss_bytes":null,"device_memory_bytes":null,"env":{{}},"model":null,"roundtrip_psnr_db":null,"outputs_error":null}}"#
     )
-}
-
-/// Run `args` to its end, at most `limit`; killed (and the test failed) past it.
-fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> Output {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("the run did not end within {limit:?}");
-        }
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie is gone for our purpose; /proc says which.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
 }
 
 #[test]
@@ -243,21 +208,6 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    let t = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if t.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the run did not end after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_signal_during_set_up_leaves_no_lock() {
     use std::os::unix::process::ExitStatusExt;
@@ -271,19 +221,19 @@ fn a_signal_during_set_up_leaves_no_lock() {
     let report = dir.path().join("r.json");
     let lock = dir.path().join("r.json.lock");
     for sig in [libc::SIGTERM, libc::SIGINT] {
-        let mut child = bench()
-            .args(tiny(&["--input", fifo.to_str().unwrap()]))
-            .arg("-o")
-            .arg(&report)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_group(
+            bench()
+                .args(tiny(&["--input", fifo.to_str().unwrap()]))
+                .arg("-o")
+                .arg(&report)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
         // Opening the FIFO blocks (no writer) with the lock held.
         wait_for("the lock", || lock.exists());
         std::thread::sleep(Duration::from_millis(200));
         unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child);
+        let status = wait_exit(&mut child, Duration::from_secs(30));
         assert_eq!(status.code(), Some(128 + sig), "{status:?} {:?}", status.signal());
         assert!(!lock.exists(), "the lock was left behind after signal {sig}");
         assert!(!report.exists());
