@@ -240,37 +240,75 @@ fn a_signal_during_set_up_leaves_no_lock() {
     }
 }
 
-#[test]
-fn a_huge_python_engine_size_is_an_error_not_an_abort() {
-    let dir = scratch();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let py = fake_python(dir.path(), "exit 1");
-    let report = dir.path().join("r.json");
+/// `run --engine torch` (a fake interpreter whose worker exits 1; the weights fixture, so
+/// the parent holds little besides the clip) at `frames` x `size`, in its own temp folder,
+/// with its address space bounded to `address_space` bytes (so what fits does not depend on
+/// the machine's overcommit settings).
+fn python_run_bounded(
+    dir: &std::path::Path,
+    frames: &str,
+    size: &str,
+    address_space: u64,
+) -> (crate::util::files::Bounded, std::path::PathBuf) {
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let py = fake_python(dir, "exit 1");
+    let report = dir.join("r.json");
     let mut cmd = bench();
     cmd.args([
-        "run",
-        "--engine",
-        "torch",
-        "--size",
-        "65536x65536",
-        "--frames",
-        "81",
+        "run", "--quiet", "--engine", "torch", "--size", size, "--frames", frames,
+    ])
+    .args([
         "--warmup",
         "0",
         "--runs",
         "1",
+        "--python",
+        py.to_str().unwrap(),
+        "--weights",
     ])
-    .args(["--python", py.to_str().unwrap(), "-o"])
+    .arg(fixture("wan21_tiny.weights.safetensors"))
+    .arg("-o")
     .arg(&report)
     .env("TMPDIR", &tmp);
-    let out = run_bounded(cmd, Duration::from_secs(120));
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let out = crate::util::files::run_limited(cmd, Duration::from_secs(300), address_space);
+    (out, report)
+}
+
+#[test]
+fn a_huge_python_engine_size_is_an_error_not_an_abort() {
+    let dir = scratch();
+    let (out, report) = python_run_bounded(dir.path(), "81", "65536x65536", 4 << 30);
+    let err = &out.stderr;
+    assert_eq!((out.code, out.signal), (Some(2), None), "{err}");
     assert!(
-        err.contains("cannot allocate the input clip of 81 frames at 65536x65536"),
+        err.contains("cannot allocate the input clip of 81 frames at 65536x65536 (3888.0 GiB of f32): more than the"),
         "{err}"
     );
     assert!(!report.exists() && !dir.path().join("r.json.lock").exists());
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "scratch left behind");
+    let left = std::fs::read_dir(dir.path().join("tmp")).unwrap().count();
+    assert_eq!(left, 0, "scratch left behind");
+}
+
+#[test]
+fn a_clip_that_fits_once_but_not_twice_is_written_without_a_second_copy() {
+    // 1 frame at 8960x8960 is a 0.9 GiB clip: under a 1.5 GiB address space it fits beside
+    // the parent itself (a few tens of MiB until the first case), but not twice, as
+    // candle's save made it (the parent aborted with "memory allocation of ... failed").
+    let dir = scratch();
+    let (out, report) = python_run_bounded(dir.path(), "1", "8960x8960", 3 << 29);
+    let err = &out.stderr;
+    assert_eq!(out.signal, None, "the parent was killed: {err}");
+    // The parent carried on: the (fake) worker failed the case.
+    assert_eq!(out.code, Some(1), "{err}");
+    let r = load(&report);
+    assert_eq!(r.cases[0].outcome.status.name(), "failed");
+    assert!(r.cases[0]
+        .outcome
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("exited with code 1"));
+    let left = std::fs::read_dir(dir.path().join("tmp")).unwrap().count();
+    assert_eq!(left, 0, "scratch left behind");
 }

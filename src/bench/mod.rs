@@ -215,6 +215,11 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let (cases, seed) = plan_cases(&opts, &model.cfg)?;
+    // The clips the parent makes for the Python worker must fit in its memory: checked
+    // before anything is created.
+    for (frames, width, height) in clip_sizes(&cases) {
+        crate::engine::clip::check_fits(frames, width, height)?;
+    }
     let kind = model.cfg.kind();
     let mut report = new_report(
         &opts,
@@ -344,6 +349,16 @@ fn runs_python(cases: &[Case]) -> bool {
         .any(|c| crate::engine::spec(c.settings.engine).runs_python())
 }
 
+/// The clips the parent writes for the Python worker, one per frames x size of the run;
+/// none when no case runs in it.
+fn clip_sizes(cases: &[Case]) -> std::collections::BTreeSet<(usize, usize, usize)> {
+    if !runs_python(cases) {
+        return Default::default();
+    }
+    let size = |c: &Case| (c.settings.frames, c.settings.width, c.settings.height);
+    cases.iter().map(size).collect()
+}
+
 /// The report before any case ran.
 fn new_report(
     opts: &BenchOptions,
@@ -404,10 +419,7 @@ fn start_workers(
     let kind = Some(model.cfg.kind());
     let shared = if runs_python(cases) {
         executor.prepare_python(opts.python())?;
-        let sizes = cases
-            .iter()
-            .map(|c| (c.settings.frames, c.settings.width, c.settings.height));
-        shared_files::write_shared(&executor.scratch, &model.source, kind, sizes)?
+        shared_files::write_shared(&executor.scratch, &model.source, kind, clip_sizes(cases))?
     } else {
         shared_files::Shared::default()
     };
