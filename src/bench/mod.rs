@@ -17,8 +17,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use anyhow::Context;
-
 use crate::engine::protocol::RunSpec;
 use crate::engine::shared_files;
 use crate::engine::EngineDirs;
@@ -171,11 +169,12 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{host}.json"))
 }
 
-/// `wan-vae-bench run`: set up (options; the matrix size, the outputs and the weights
-/// checked before anything runs; the output locked; cases expanded and ordered; the
-/// report's header written), let the [`Scheduler`] run every case, check the budgets, then
-/// print the table and write the exports. A SIGINT or SIGTERM stops the run cleanly
-/// ([`interrupt`]); the exit code is then 128 + the signal number.
+/// `wan-vae-bench run`: set up (options; the matrix size, the outputs, the weights and the
+/// memory the parent's clips need checked before anything runs; the output locked; cases
+/// expanded and ordered), let the [`Scheduler`] run every case (the report is written after
+/// each), check the budgets, then print the table and write the exports. A SIGINT or
+/// SIGTERM stops the run cleanly ([`interrupt`]); the exit code is then 128 + the signal
+/// number, and an existing report is left as it was when no case had finished.
 pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     let mut opts = options_from_args(&args)?;
     // With `--input` the frames and size come from the file, so the plan is checked once
@@ -200,6 +199,8 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
     let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
+    // An existing report stays as it was until a case has finished.
+    let old_report = std::fs::symlink_metadata(&output).is_ok();
     let model = ResolvedModel::resolve(&opts)?;
     // Read and checked once, in the parent, against the model's config; the workers get
     // the checked tensor as a file.
@@ -232,15 +233,14 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     );
     interrupt::install()?;
     let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
-    // Only now that the run can start (scratch folder, worker files) is the report touched:
-    // a failed set-up leaves an existing report as it was.
-    report
-        .save_atomic(&output)
-        .with_context(|| format!("cannot write the report {}", output.display()))?;
+    // The report is first written once a case has finished: a failed set-up, or a signal
+    // before the first case ends, leaves an existing report as it was (the scheduler checks
+    // for a signal that came during set-up before it starts a case).
     let progress = progress::Progress::new(cases.len(), opts.quiet);
     let total = cases.len();
     let added = cases.iter().filter(|c| c.added_as_reference).count();
     let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
+    scheduler.old_report = old_report;
     let added_note = match added {
         0 => String::new(),
         n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
@@ -260,6 +260,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         total,
         kept_scratch: scratch,
         model: kind,
+        old_report,
     };
     finish(&opts, &args, &mut report, &output, ended)
 }
@@ -274,6 +275,8 @@ struct Ended {
     kept_scratch: Option<PathBuf>,
     /// The model measured.
     model: crate::model::ModelKind,
+    /// Whether a file was at the output before the run (left as it was when no case finished).
+    old_report: bool,
 }
 
 /// Every output (report and exports) is checked before the first case, not after an hour
@@ -451,6 +454,22 @@ fn finish(
     output: &Path,
     ended: Ended,
 ) -> anyhow::Result<i32> {
+    if let (Some(sig), true) = (ended.signal, report.cases.is_empty()) {
+        // Nothing was measured: no table, no exports, and an existing report untouched.
+        let what = if ended.old_report {
+            format!("{} was left as it was", output.display())
+        } else {
+            format!("report: {} (no case)", output.display())
+        };
+        eprintln!(
+            "interrupted by {} before any case finished: {what}",
+            interrupt::name(sig)
+        );
+        if let Some(scratch) = &ended.kept_scratch {
+            eprintln!("outputs: {}", scratch.display());
+        }
+        return Ok(128 + sig);
+    }
     if !opts.budgets.is_empty() {
         for rec in report.cases.iter_mut().filter(|c| !c.added_as_reference) {
             rec.budgets = budgets::check(&opts.budgets, rec);
