@@ -77,9 +77,13 @@ pub struct SystemArgs {
     pub json: bool,
 }
 
-/// Root under which `/sys` is read: `WAN_VAE_BENCH_SYSFS_ROOT`, or `/`.
+/// The variable that replaces `/` for every `/sys` read ([`sysfs_root`]): for tests that
+/// present a fake machine. `run` records it when set (`run.overrides`).
+pub const SYSFS_ROOT_ENV: &str = "WAN_VAE_BENCH_SYSFS_ROOT";
+
+/// Root under which `/sys` is read: [`SYSFS_ROOT_ENV`], or `/`.
 pub fn sysfs_root() -> PathBuf {
-    std::env::var_os("WAN_VAE_BENCH_SYSFS_ROOT")
+    std::env::var_os(SYSFS_ROOT_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"))
 }

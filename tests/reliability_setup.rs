@@ -1,12 +1,13 @@
-//! Issue 17, the gaps an audit found in item 4: a signal after `run`'s set-up began (scratch
-//! folder, the Python engines' clips) leaves the old report as it was, and one while `merge`
-//! reads a blocking input leaves no lock.
+//! Issue 17, the gaps an audit found in items 4 and 9: a signal after `run`'s set-up began
+//! (scratch folder, the Python engines' clips) leaves the old report as it was, and one
+//! while `merge` reads a blocking input leaves no lock; the tool's own variables that shape
+//! a run are recorded and named.
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::cli::{bench, scratch};
-use crate::util::procs::{fake_python, spawn_group, wait_exit};
+use crate::util::cli::{bench, load, scratch, stderr};
+use crate::util::procs::{fake_python, run_bounded, spawn_group, wait_exit};
 use crate::util::reports::{case, report, save};
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -113,4 +114,78 @@ fn a_signal_while_merge_reads_its_inputs_leaves_no_lock() {
         assert!(!lock.exists(), "the lock was left behind after signal {sig}");
         assert!(!out.exists());
     }
+}
+
+/// One tiny candle case writing `dir/r.json`, with `env` set (and the tool's variables
+/// removed otherwise).
+fn tiny_run(dir: &Path, env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = bench();
+    cmd.args([
+        "run",
+        "--quiet",
+        "--frames",
+        "1",
+        "--size",
+        "16x16",
+        "--precision",
+        "fp32",
+    ])
+    .args(["--warmup", "0", "--runs", "1", "-o"])
+    .arg(dir.join("r.json"))
+    .env_remove("WAN_VAE_BENCH_CPU_ISA")
+    .env_remove("WAN_VAE_BENCH_SYSFS_ROOT");
+    cmd.envs(env.iter().copied());
+    run_bounded(cmd, Duration::from_secs(120))
+}
+
+#[test]
+fn the_tools_own_variables_that_shape_a_run_are_recorded_and_named() {
+    let dir = scratch();
+    let fake_root = dir.path().join("fake-root");
+    std::fs::create_dir(&fake_root).unwrap();
+    let root = fake_root.to_str().unwrap();
+    let out = tiny_run(
+        dir.path(),
+        &[
+            ("WAN_VAE_BENCH_CPU_ISA", "portable"),
+            ("WAN_VAE_BENCH_SYSFS_ROOT", root),
+        ],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("note: WAN_VAE_BENCH_CPU_ISA=portable caps the candle engine's CPU kernels at portable"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("note: WAN_VAE_BENCH_SYSFS_ROOT={root} replaces / ")),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(dir.path().join("r.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let overrides = &v["run"]["overrides"];
+    assert_eq!(overrides["WAN_VAE_BENCH_CPU_ISA"], "portable", "{text}");
+    assert_eq!(overrides["WAN_VAE_BENCH_SYSFS_ROOT"], root, "{text}");
+    assert_eq!(load(&dir.path().join("r.json")).run.overrides.len(), 2);
+
+    // Unset: nothing said, nothing recorded.
+    let out = tiny_run(dir.path(), &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("WAN_VAE_BENCH_"), "{}", stderr(&out));
+    let text = std::fs::read_to_string(dir.path().join("r.json")).unwrap();
+    assert!(!text.contains("overrides"), "{text}");
+
+    // A value the kernels would ignore: refused up front, naming it.
+    let before = std::fs::read(dir.path().join("r.json")).unwrap();
+    let out = tiny_run(dir.path(), &[("WAN_VAE_BENCH_CPU_ISA", "sse9")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "invalid value \"sse9\" for WAN_VAE_BENCH_CPU_ISA (environment variable): portable, avx512 or \
+             avx512-bf16; unset it to use the best the CPU has"
+        ),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(dir.path().join("r.json")).unwrap(), before);
 }

@@ -9,8 +9,9 @@
 //! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
 //! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
 //! outputs files and quality against references, [`progress`] the progress bar,
-//! [`interrupt`] SIGINT/SIGTERM. The engines, their workers and the wire format are
-//! [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
+//! [`interrupt`] SIGINT/SIGTERM, [`tool_env`] the tool's own variables that alter a run.
+//! The engines, their workers and the wire format are [`crate::engine`]'s; the end-of-run
+//! table and the exports are [`crate::export`]'s.
 //!
 //! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or
 //! render exports (those are `model`, `engine` and `export`).
@@ -40,6 +41,7 @@ pub mod plan;
 pub mod progress;
 pub mod run_files;
 pub mod scheduler;
+pub mod tool_env;
 pub mod user_input;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
@@ -191,6 +193,8 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
             opts.python = Some(p.display().to_string());
         }
     }
+    // Before the system facts are read: one of them may say where they come from.
+    let overrides = tool_env::collect()?;
     let system = crate::system::collect();
     let output = opts
         .output
@@ -231,6 +235,7 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
         input.as_ref(),
         args.fault_hooks,
     );
+    report.run.overrides = overrides;
     interrupt::install()?;
     let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
     // The report is first written once a case has finished: a failed set-up, or a signal
@@ -394,6 +399,7 @@ fn new_report(
             python: runs_python(cases).then(|| opts.python()),
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
             fault_hooks,
+            overrides: Default::default(),
         },
         cases: Vec::new(),
         engines: Default::default(),
