@@ -1,13 +1,14 @@
-//! Issue 17, the gaps an audit found in items 4 and 9: a signal after `run`'s set-up began
-//! (scratch folder, the Python engines' clips) leaves the old report as it was, and one
-//! while `merge` reads a blocking input leaves no lock; the tool's own variables that shape
-//! a run are recorded and named.
+//! Issue 17, the gaps an audit found in items 3, 4 and 9: a signal after `run`'s set-up
+//! began (scratch folder, the Python engines' clips) leaves the old report as it was, and
+//! one while `merge` reads a blocking input leaves no lock; the tool's own variables that
+//! shape a run are recorded and named; `validate --engine torch` runs the Python worker in
+//! its own process group, bounded in time, with nothing it started left behind.
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::cli::{bench, load, scratch, stderr};
-use crate::util::procs::{fake_python, run_bounded, spawn_group, wait_exit};
+use crate::util::cli::{bench, fixture, load, scratch, stderr};
+use crate::util::procs::{alive, fake_python, run_bounded, spawn_group, wait_exit};
 use crate::util::reports::{case, report, save};
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -188,4 +189,86 @@ fn the_tools_own_variables_that_shape_a_run_are_recorded_and_named() {
         "{err}"
     );
     assert_eq!(std::fs::read(dir.path().join("r.json")).unwrap(), before);
+}
+
+/// `validate --engine torch` with the fake interpreter `py` (and `extra` flags).
+fn validate_with(py: &Path, extra: &[&str]) -> Command {
+    let mut cmd = bench();
+    cmd.args(["validate", "--engine", "torch", "--python", py.to_str().unwrap()])
+        .arg("--weights")
+        .arg(fixture("wan21_tiny.weights.pth"))
+        .arg("--cases")
+        .arg(fixture("wan21_tiny.cases.safetensors"))
+        .args(extra);
+    cmd
+}
+
+fn pid_in(file: &Path) -> i32 {
+    std::fs::read_to_string(file).unwrap().trim().parse().unwrap()
+}
+
+#[test]
+fn validate_leaves_no_background_child_and_bounds_the_python_worker() {
+    let dir = scratch();
+    let pidfile = dir.path().join("bg.pid");
+    // A worker that says its verdict and leaves a child holding stdout and stderr open.
+    let body = format!(
+        "sleep 300 &\necho $! > '{}'\necho 'all outputs within tolerance'\nexit 0",
+        pidfile.display()
+    );
+    let py = fake_python(dir.path(), &body);
+    let t = Instant::now();
+    let out = run_bounded(validate_with(&py, &[]), Duration::from_secs(60));
+    let pid = pid_in(&pidfile);
+    let left = alive(pid);
+    if left {
+        // SAFETY: plain kill(2) of the child our fake interpreter started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("all outputs within tolerance"));
+    assert!(!left, "the Python worker's background child outlived validate");
+    assert!(t.elapsed() < Duration::from_secs(30), "{:?}", t.elapsed());
+
+    // A worker that never ends: killed with its group at --timeout, exit 2 naming it.
+    let body = format!("sleep 300 &\necho $! > '{}'\nwait", pidfile.display());
+    let py = fake_python(dir.path(), &body);
+    let out = run_bounded(validate_with(&py, &["--timeout", "1"]), Duration::from_secs(60));
+    let err = stderr(&out);
+    let pid = pid_in(&pidfile);
+    let left = alive(pid);
+    if left {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("engine torch: the Python worker (") && err.contains("did not finish within --timeout 1.000 s"),
+        "{err}"
+    );
+    assert!(!left, "the timed-out worker's child is still running");
+    let out = run_bounded(validate_with(&py, &["--timeout", "0"]), Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--timeout"), "{}", stderr(&out));
+}
+
+#[test]
+fn validate_python_temp_folder_is_removed_after_a_signal() {
+    let dir = scratch();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let started = dir.path().join("started");
+    let py = fake_python(dir.path(), &format!("touch '{}'\nsleep 300", started.display()));
+    let mut child = spawn_group(
+        validate_with(&py, &[])
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_for("the Python worker", || started.exists());
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let status = wait_exit(&mut child, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "temp folder left behind");
 }
