@@ -166,9 +166,9 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     }
     merged.save_atomic(&args.output)?;
     eprintln!(
-        "merged {} case(s) from {} report(s) into {}",
-        merged.cases.len(),
-        args.inputs.len(),
+        "merged {} from {} into {}",
+        crate::format::count(merged.cases.len(), "case"),
+        crate::format::count(args.inputs.len(), "report"),
         args.output.display()
     );
     Ok(0)

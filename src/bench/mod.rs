@@ -253,9 +253,9 @@ pub fn run_command(args: RunArgs) -> anyhow::Result<i32> {
     match seed {
         Some(s) => scheduler.println(&format!(
             "{}{added_note}, shuffled with seed {s}",
-            measured::cases(total)
+            crate::format::count(total, "case")
         )),
-        None if added > 0 => scheduler.println(&format!("{}{added_note}", measured::cases(total))),
+        None if added > 0 => scheduler.println(&format!("{}{added_note}", crate::format::count(total, "case"))),
         None => {}
     }
     let signal = scheduler.run(&mut report, &output)?;
