@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::cli::{bench, fixture, load, scratch, stderr};
-use crate::util::procs::{alive, fake_python, run_bounded, spawn_group, wait_exit};
+use crate::util::procs::{alive, fake_python, kill_tree, run_bounded, spawn_group, wait_exit};
 use crate::util::reports::{case, report, save};
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -70,6 +70,7 @@ fn a_signal_before_the_first_case_finishes_leaves_the_old_report_as_it_was() {
         // SAFETY: plain kill(2) of our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let status = wait_exit(&mut child, Duration::from_secs(60));
+        kill_tree(child.id() as i32); // whatever it left in its group, should a check fail
         let mut err = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
         assert_eq!(status.code(), Some(128 + sig), "{err}");
@@ -111,6 +112,7 @@ fn a_signal_while_merge_reads_its_inputs_leaves_no_lock() {
         // SAFETY: plain kill(2) of our own child.
         unsafe { libc::kill(child.id() as i32, sig) };
         let status = wait_exit(&mut child, Duration::from_secs(30));
+        kill_tree(child.id() as i32);
         assert_eq!(status.code(), Some(128 + sig), "{status:?}");
         assert!(!lock.exists(), "the lock was left behind after signal {sig}");
         assert!(!out.exists());
@@ -269,6 +271,7 @@ fn validate_python_temp_folder_is_removed_after_a_signal() {
     // SAFETY: plain kill(2) of our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let status = wait_exit(&mut child, Duration::from_secs(30));
+    kill_tree(child.id() as i32);
     assert_eq!(status.code(), Some(130), "{status:?}");
     assert_eq!(entries(&tmp), Vec::<String>::new(), "temp folder left behind");
 }
