@@ -1,8 +1,14 @@
-//! How numbers are shown to people, in one place: seconds (with and without a unit) and
-//! PSNR values (identical outputs have infinite PSNR, stored as null). Every table, export
+//! How numbers are shown to people, in one place: seconds (with and without a unit), PSNR
+//! values (identical outputs have infinite PSNR, stored as null) and counts of things (`1
+//! case`, `3 cases`). Every table, export
 //! and comparison renders through these, so a change of style happens once.
 //!
 //! Must not: decide what to show (that is the table's or exporter's job) or touch JSON.
+
+/// `1 case`, `3 cases`: `n` and `noun`, plural unless `n` is 1 (nouns that take an `s`).
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
 
 /// Seconds with a unit that keeps 3-4 significant digits: `1.234 s`, `12.3 ms`.
 pub fn seconds(s: f64) -> String {
@@ -56,5 +62,8 @@ mod tests {
         assert_eq!(seconds_plain(f64::NAN), "n/a");
         assert_eq!(psnr(None, 1, "inf"), "inf");
         assert_eq!(psnr(Some(40.04), 1, "inf"), "40.0");
+        assert_eq!(count(1, "case"), "1 case");
+        assert_eq!(count(0, "case"), "0 cases");
+        assert_eq!(count(3, "report"), "3 reports");
     }
 }

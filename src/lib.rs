@@ -17,7 +17,8 @@
 //! - [`files`], [`format`]: writing files (create parent, temp + rename; no output that is
 //!   also an input) and rendering seconds and PSNR, each in one place; [`read`]: reading
 //!   the user's files with a bound; [`lock`]: output locks and folder ownership
-//!   (kernel file locks); [`shuffle`]: the seeded case order.
+//!   (kernel file locks); [`shuffle`]: the seeded case order; [`process`]: child processes
+//!   in their own group, killed with it.
 //! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
 //!   merging reports, Markdown/CSV/SVG exports; [`answer`]: what to set, from a finished run.
 //! - [`cli`], [`completions`]: the command line and its shell completions.
@@ -40,6 +41,7 @@ pub mod inspect;
 pub mod lock;
 pub mod merge;
 pub mod model;
+pub mod process;
 pub mod quality;
 pub mod read;
 pub mod report;

@@ -7,6 +7,10 @@
 //! case's host name), else `@inputN` (1-based input position), plus `-2`, `-3`, ... if still
 //! taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
 //!
+//! The output is locked while it is written (`<output>.lock`); a SIGINT or SIGTERM meanwhile
+//! (reading an input that blocks, a FIFO) removes the lock and exits with 128 + the signal
+//! number ([`crate::bench::interrupt::guard_setup`]).
+//!
 //! Must not: re-measure or recompute statistics; cases are copied as they are.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -128,6 +132,9 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     crate::files::check_distinct(&inputs, &[("-o", Some(&args.output))])?;
     crate::files::check_output(&args.output, "merged report")?;
     let _lock = crate::lock::OutputLock::acquire(&args.output)?;
+    // Reading the inputs may block (a FIFO): a SIGINT/SIGTERM until we are done removes the
+    // lock file and exits with 128 + the signal number.
+    let _guard = crate::bench::interrupt::guard_setup(&crate::lock::OutputLock::path_for(&args.output))?;
     let mut reports = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         reports.push(Report::load(path)?);
@@ -159,9 +166,9 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     }
     merged.save_atomic(&args.output)?;
     eprintln!(
-        "merged {} case(s) from {} report(s) into {}",
-        merged.cases.len(),
-        args.inputs.len(),
+        "merged {} from {} into {}",
+        crate::format::count(merged.cases.len(), "case"),
+        crate::format::count(args.inputs.len(), "report"),
         args.output.display()
     );
     Ok(0)

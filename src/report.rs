@@ -149,6 +149,10 @@ pub struct RunSettings {
     /// (`run --fault-hooks`): its timings may be made up. Absent otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fault_hooks: bool,
+    /// The tool's own variables that alter what was measured or recorded, as set in `run`'s
+    /// environment (`WAN_VAE_BENCH_CPU_ISA`, `WAN_VAE_BENCH_SYSFS_ROOT`). Absent when none is.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, String>,
 }
 
 /// The input file a run decoded or encoded (`run.input`).

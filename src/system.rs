@@ -77,9 +77,13 @@ pub struct SystemArgs {
     pub json: bool,
 }
 
-/// Root under which `/sys` is read: `WAN_VAE_BENCH_SYSFS_ROOT`, or `/`.
+/// The variable that replaces `/` for every `/sys` read ([`sysfs_root`]): for tests that
+/// present a fake machine. `run` records it when set (`run.overrides`).
+pub const SYSFS_ROOT_ENV: &str = "WAN_VAE_BENCH_SYSFS_ROOT";
+
+/// Root under which `/sys` is read: [`SYSFS_ROOT_ENV`], or `/`.
 pub fn sysfs_root() -> PathBuf {
-    std::env::var_os("WAN_VAE_BENCH_SYSFS_ROOT")
+    std::env::var_os(SYSFS_ROOT_ENV)
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"))
 }
@@ -133,6 +137,59 @@ pub fn collect() -> SystemInfo {
         tool_version: Some(tool.version),
         git_commit: tool.git_commit,
     }
+}
+
+/// How much more memory this process can allocate and use, as far as the kernel says: the
+/// smaller of `MemAvailable` (`/proc/meminfo`) and, under an address-space limit (`ulimit
+/// -v`, `RLIMIT_AS`), what the limit leaves above the current `VmSize`; in bytes, with a
+/// phrase saying which it is. `None` when neither is known (not Linux).
+pub fn memory_headroom() -> Option<(u64, &'static str)> {
+    let kib = |text: &str, key: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line[key.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse::<u64>()
+            .ok()?
+            .checked_mul(1024)
+    };
+    let available = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| kib(&t, "MemAvailable:"))
+        .map(|b| (b, "of memory available (MemAvailable in /proc/meminfo)"));
+    let limit = address_space_limit().map(|lim| {
+        let used = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|t| kib(&t, "VmSize:"))
+            .unwrap_or(0);
+        (
+            lim.saturating_sub(used),
+            "of address space left under this process's limit (ulimit -v)",
+        )
+    });
+    match (available, limit) {
+        (Some(a), Some(l)) => Some(if l.0 < a.0 { l } else { a }),
+        (a, l) => a.or(l),
+    }
+}
+
+/// `RLIMIT_AS` in bytes, when it is set.
+#[cfg(unix)]
+#[allow(clippy::unnecessary_cast)] // rlim_t is u64 on Linux, not on every Unix
+fn address_space_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0;
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur as u64)
+}
+
+#[cfg(not(unix))]
+fn address_space_limit() -> Option<u64> {
+    None
 }
 
 /// SIMD features relevant to candle's CPU kernels that this CPU has.

@@ -7,8 +7,11 @@
 //!
 //! With an engine whose worker is the Python worker (`--engine torch`, ...) the same
 //! cases run through its `validate` mode (same rules, same output; see
-//! `src/engine/python/`), started once with the chosen interpreter. Settings the engine
-//! cannot run ([`crate::engine::EngineSpec::unsupported`]) are refused first (exit 2).
+//! `src/engine/python/`), started once with the chosen interpreter, as `run` starts its
+//! workers ([`crate::process`]): in its own process group, which is killed when the worker
+//! exits, at `--timeout` (exit 2) or at a SIGINT/SIGTERM (exit 128 + the signal number), so
+//! nothing it started outlives `validate`. Settings the engine cannot run
+//! ([`crate::engine::EngineSpec::unsupported`]) are refused first (exit 2).
 //!
 //! Must not: write a benchmark report; candle runs in this process.
 use std::collections::BTreeMap;
@@ -69,9 +72,24 @@ pub struct ValidateArgs {
         crate::engine::engine_names(|s| s.runs_python())
     ))]
     pub python: Option<String>,
+    /// The Python engines: seconds the Python worker may take before its process group is
+    /// killed (exit 2).
+    #[arg(long, value_name = "SECONDS", default_value_t = 900.0, value_parser = timeout_flag)]
+    pub timeout: f64,
     /// The folders of engines that run the user's own install (one flag per such engine).
     #[command(flatten)]
     pub engine_dirs: EngineDirs,
+}
+
+/// `--timeout`: seconds, more than 0 and at most a year.
+fn timeout_flag(s: &str) -> Result<f64, String> {
+    let max = crate::bench::options::MAX_TIMEOUT_S;
+    match s.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() && t > 0.0 && t <= max => Ok(t),
+        _ => Err(format!(
+            "`{s}` is not a number of seconds greater than 0 and at most {max} (one year)"
+        )),
+    }
 }
 
 pub fn parse_conv_impl(s: &str) -> Result<ConvImpl, String> {
@@ -447,12 +465,33 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
     if args.json {
         cmd.arg("--json");
     }
-    let status = cmd.status().map_err(|e| {
-        UserError::Other(format!(
-            "engine {}: cannot run the Python interpreter {interpreter}: {e}",
-            args.engine
-        ))
-    })?;
+    crate::bench::interrupt::install()?;
+    let status = match run_worker(cmd, std::time::Duration::from_secs_f64(args.timeout)) {
+        Ok(Ended::Exited(status)) => status,
+        Ok(Ended::Signal(sig)) => {
+            eprintln!(
+                "interrupted by {}: the Python worker's process group was killed",
+                crate::bench::interrupt::name(sig)
+            );
+            return Ok(128 + sig);
+        }
+        Ok(Ended::TimedOut) => {
+            return Err(UserError::Other(format!(
+                "engine {}: the Python worker ({interpreter}) did not finish within --timeout {}: its process \
+                 group was killed; give it more time with --timeout SECONDS",
+                args.engine,
+                crate::format::seconds(args.timeout)
+            ))
+            .into())
+        }
+        Err(e) => {
+            return Err(UserError::Other(format!(
+                "engine {}: cannot run the Python interpreter {interpreter}: {e}",
+                args.engine
+            ))
+            .into())
+        }
+    };
     match status.code() {
         Some(code @ 0..=2) => Ok(code),
         _ => Err(UserError::Other(format!(
@@ -461,4 +500,73 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
         ))
         .into()),
     }
+}
+
+/// How the Python worker of `validate` ended.
+enum Ended {
+    Exited(std::process::ExitStatus),
+    TimedOut,
+    /// A SIGINT or SIGTERM stopped `validate`.
+    Signal(i32),
+}
+
+/// Run the Python worker as the run's workers are ([`crate::process::isolate`]: its own
+/// process group, killed with us), its stdout and stderr passed on line by line; kill its
+/// group at the timeout, at a SIGINT/SIGTERM, and after it exits (so a background child it
+/// left, one holding our stderr open say, goes too). Its output is waited for a bounded
+/// time once the group is gone.
+fn run_worker(mut cmd: std::process::Command, timeout: std::time::Duration) -> std::io::Result<Ended> {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    crate::process::isolate(&mut cmd);
+    let mut child = cmd.spawn()?;
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let out = child
+        .stdout
+        .take()
+        .map(|r| pass_on(r, std::io::stdout, done_tx.clone()));
+    let err = child.stderr.take().map(|r| pass_on(r, std::io::stderr, done_tx));
+    let deadline = Instant::now() + timeout;
+    let ended = loop {
+        if let Some(status) = child.try_wait()? {
+            break Ended::Exited(status);
+        }
+        if let Some(sig) = crate::bench::interrupt::received() {
+            crate::process::kill_group(child.id());
+            let _ = child.wait();
+            break Ended::Signal(sig);
+        }
+        if Instant::now() >= deadline {
+            crate::process::kill_group(child.id());
+            let _ = child.wait();
+            break Ended::TimedOut;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    };
+    crate::process::kill_group(child.id());
+    // Both readers end when the pipes close (every writer gone with the group); one held
+    // by a process that left the group is not waited for past this.
+    let close_by = Instant::now() + Duration::from_secs(2);
+    for _ in out.into_iter().chain(err) {
+        let _ = done_rx.recv_timeout(close_by.saturating_duration_since(Instant::now()));
+    }
+    Ok(ended)
+}
+
+/// A thread copying `from` to `to()` as it comes (a buffer at a time), sending on `done`
+/// at its end.
+fn pass_on<R, W>(mut from: R, to: fn() -> W, done: std::sync::mpsc::Sender<()>) -> std::thread::JoinHandle<()>
+where
+    R: std::io::Read + Send + 'static,
+    W: std::io::Write + 'static,
+{
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n @ 1..) = from.read(&mut buf) {
+            let mut w = to();
+            let _ = w.write_all(&buf[..n]).and_then(|()| w.flush());
+        }
+        let _ = done.send(());
+    })
 }

@@ -325,7 +325,7 @@ pub fn parse_precision(what: &str, s: &str) -> Result<Precision, UserError> {
 }
 
 /// `none`, `TILE` or `TILE:OVERLAP` in pixels (the model's rules: multiples of 8, overlap <
-/// tile, overlap defaulting to a quarter of the tile rounded down to 8).
+/// tile, overlap defaulting to [`Tiling::default_overlap`]).
 pub fn parse_tile(what: &str, s: &str) -> Result<Option<Tiling>, UserError> {
     let s = s.trim();
     if s.eq_ignore_ascii_case("none") || s == "0" {

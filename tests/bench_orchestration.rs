@@ -237,11 +237,26 @@ fn settings_an_engine_cannot_run_are_unsupported_without_a_worker() {
     );
 }
 
+/// The names in `dir`, sorted.
+fn entries(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn killing_the_parent_mid_sweep_leaves_a_parseable_report_and_no_worker() {
+    use crate::util::procs::{alive, kill_tree, processes_mentioning, spawn_group};
     use std::time::{Duration, Instant};
     let dir = scratch();
+    // The run's own temp folder: its scratch folder goes there, and the worker's command
+    // line names it (`--result TMP/wan-vae-bench-XXXXXX/...`).
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
     let cfg = write(
         dir.path(),
         "kill.toml",
@@ -261,18 +276,25 @@ WAN_VAE_BENCH_FAULT = "hang"
 "#,
     );
     let report = dir.path().join("report.json");
-    let mut parent = bench()
-        .args(["run", "--fault-hooks", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--output")
-        .arg(&report)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut parent = spawn_group(
+        bench()
+            .args(["run", "--fault-hooks", "--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--output")
+            .arg(&report)
+            .env("TMPDIR", &tmp)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    let give_up = |what: &str, parent: i32| -> ! {
+        kill_tree(parent);
+        panic!("{what}");
+    };
     let start = Instant::now();
     loop {
-        assert!(start.elapsed() < Duration::from_secs(60), "first case never finished");
+        if start.elapsed() > Duration::from_secs(60) {
+            give_up("first case never finished", parent.id() as i32);
+        }
         if let Ok(r) = wan_vae_bench::report::Report::load(&report) {
             if !r.cases.is_empty() {
                 break;
@@ -280,8 +302,19 @@ WAN_VAE_BENCH_FAULT = "hang"
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(300)); // the hanging worker is running now
-    let marker = format!("wan-vae-bench-{}", parent.id());
+    // The hanging worker of the second case.
+    let needle = tmp.to_str().unwrap().to_string();
+    let start = Instant::now();
+    let workers = loop {
+        let found = processes_mentioning(&needle);
+        if !found.is_empty() {
+            break found;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            give_up("the second case's worker never started", parent.id() as i32);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
     parent.kill().unwrap(); // SIGKILL: no chance to clean up
     parent.wait().unwrap();
     let r = load(&report);
@@ -289,17 +322,31 @@ WAN_VAE_BENCH_FAULT = "hang"
     assert_eq!(r.cases[0].outcome.status, CaseStatus::Ok);
     // The worker dies with its parent (PR_SET_PDEATHSIG).
     let deadline = Instant::now() + Duration::from_secs(10);
-    while worker_alive(&marker) {
-        assert!(Instant::now() < deadline, "worker survived its parent");
+    while workers.iter().any(|&w| alive(w)) {
+        if Instant::now() > deadline {
+            workers.iter().for_each(|&w| kill_tree(w));
+            panic!("worker survived its parent");
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
-}
-
-#[cfg(target_os = "linux")]
-fn worker_alive(marker: &str) -> bool {
-    std::fs::read_dir("/proc").unwrap().flatten().any(|e| {
-        std::fs::read(e.path().join("cmdline"))
-            .map(|c| String::from_utf8_lossy(&c).contains(marker))
-            .unwrap_or(false)
-    })
+    assert!(processes_mentioning(&needle).is_empty());
+    // The dead run's scratch folder stays (nothing could remove it); the next run in the
+    // same temp folder removes it as stale, and its own at its end.
+    let left = entries(&tmp);
+    assert!(left.len() == 1 && left[0].starts_with("wan-vae-bench-"), "{left:?}");
+    let quick = write(
+        dir.path(),
+        "quick.toml",
+        &FAKE.replace("precision = [\"fp32\", \"bf16\"]", "precision = [\"fp32\"]"),
+    );
+    let out = bench()
+        .args(["run", "--fault-hooks", "--quiet", "--config"])
+        .arg(&quick)
+        .arg("--output")
+        .arg(dir.path().join("again.json"))
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(entries(&tmp), Vec::<String>::new(), "scratch left in the temp folder");
 }

@@ -1,5 +1,6 @@
-//! Issue 17, items 13-15 and 19: what a newcomer reads. The default run says what it
-//! measured and counts "1 case"; README, `configs/smoke.toml` and the comments agree with
+//! Issue 17, items 13-16 and 19: what a newcomer reads. The default run says what it
+//! measured and counts "1 case" (so do `plot` and `merge`); the tile help says what an 8 px
+//! tile overlaps; README, `configs/smoke.toml` and the comments agree with
 //! what runs; `run --list` costs decode-only cases and Wan 2.2 weights as they are.
 use std::path::Path;
 
@@ -115,4 +116,39 @@ fn list_costs_decode_only_cases_and_wan22_weights_as_they_are() {
 #[test]
 fn the_wan22_config_does_not_say_decode_only_cases_are_missing() {
     assert!(!repo("configs/wan22-ti2v.toml").contains("do not exist yet"));
+}
+
+#[test]
+fn plot_and_merge_count_one_case_and_the_tile_help_is_true() {
+    use crate::util::reports::{case, report, save};
+    let dir = scratch();
+    let one = save(dir.path(), "one.json", &report("h", vec![case("a", &[1.0], &[1.0])]));
+    let svg = dir.path().join("one.svg");
+    let out = bench().arg("plot").arg(&one).arg("-o").arg(&svg).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("one.svg (1 case)"), "{}", stderr(&out));
+    let merged = dir.path().join("all.json");
+    let out = bench().arg("merge").arg(&one).arg("-o").arg(&merged).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("merged 1 case from 1 report into"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A tile given alone overlaps by a quarter, at least 8 px, but an 8 px tile cannot.
+    let help = stdout(&bench().args(["run", "--help"]).output().unwrap());
+    let tile_px = help.split("--tile-px <PX").nth(1).unwrap_or_default();
+    let tile_px = tile_px.split("--overlap-px <PX").next().unwrap_or_default();
+    let tile_px = tile_px.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        tile_px.contains("at least 8 (none for an 8 px tile, which cannot overlap)"),
+        "{tile_px}"
+    );
+    let out = bench()
+        .args(["run", "--list", "--tile-px", "8", "--frames", "1", "--size", "16x16"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("tile8o0"), "{}", stdout(&out));
 }

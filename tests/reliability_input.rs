@@ -33,7 +33,7 @@ fn finish(mut child: Child, limit: Duration) -> (Option<i32>, String) {
             return (out.status.code(), stderr(&out));
         }
         if t.elapsed() > limit {
-            let _ = child.kill();
+            crate::util::procs::kill_tree(child.id() as i32);
             let out = child.wait_with_output().unwrap();
             return (None, format!("still running after {limit:?}: {}", stderr(&out)));
         }

@@ -148,7 +148,7 @@ fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitSta
             return Some(s);
         }
         if t.elapsed() > limit {
-            let _ = child.kill();
+            crate::util::procs::kill_tree(child.id() as i32);
             let _ = child.wait();
             return None;
         }

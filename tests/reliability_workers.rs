@@ -3,11 +3,11 @@
 //! the case, stderr is kept bounded, worker results are checked, and the fault hook acts
 //! only under `--fault-hooks`. Workers are stood in for by small shell scripts given as
 //! the Python interpreter (the parent runs `INTERPRETER -u SCRIPT worker ... --result PATH`).
-use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::cli::{bench, fixture, load, scratch, stderr, write};
+use crate::util::procs::{alive, fake_python, run_bounded, spawn_group, wait_exit};
 
 /// One tiny case (weights fixture, one frame, one timed run) with extra flags.
 fn tiny(extra: &[&str]) -> Vec<String> {
@@ -23,17 +23,6 @@ fn tiny(extra: &[&str]) -> Vec<String> {
     v
 }
 
-/// A fake interpreter: a shell script that finds `--result PATH` and runs `body` with
-/// `$r` set to it.
-fn fake_python(dir: &Path, body: &str) -> PathBuf {
-    let path = dir.join("fake-python");
-    let text = format!("#!/bin/sh\nr=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --result ] && r=$2; shift; done\n{body}\n");
-    std::fs::write(&path, text).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
 /// A result file of status ok whose encode and decode hold `samples`.
 fn result_json(samples: &str, stat: &str) -> String {
     let pass = format!(
@@ -42,30 +31,6 @@ fn result_json(samples: &str, stat: &str) -> String {
     format!(
         r#"{{"status":"ok","error":null,"compute_dtype":"f32","encode":{pass},"decode":{pass},"load_s":0.1,"peak_rss_bytes":null,"device_memory_bytes":null,"env":{{}},"model":null,"roundtrip_psnr_db":null,"outputs_error":null}}"#
     )
-}
-
-/// Run `args` to its end, at most `limit`; killed (and the test failed) past it.
-fn run_bounded(mut cmd: std::process::Command, limit: Duration) -> Output {
-    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let pid = child.id();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(limit) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            panic!("the run did not end within {limit:?}");
-        }
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie is gone for our purpose; /proc says which.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.contains(") Z "))
-        .unwrap_or(false)
 }
 
 #[test]
@@ -243,21 +208,6 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
-fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
-    let t = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            return s;
-        }
-        if t.elapsed() > Duration::from_secs(30) {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the run did not end after the signal");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 #[test]
 fn a_signal_during_set_up_leaves_no_lock() {
     use std::os::unix::process::ExitStatusExt;
@@ -271,56 +221,94 @@ fn a_signal_during_set_up_leaves_no_lock() {
     let report = dir.path().join("r.json");
     let lock = dir.path().join("r.json.lock");
     for sig in [libc::SIGTERM, libc::SIGINT] {
-        let mut child = bench()
-            .args(tiny(&["--input", fifo.to_str().unwrap()]))
-            .arg("-o")
-            .arg(&report)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_group(
+            bench()
+                .args(tiny(&["--input", fifo.to_str().unwrap()]))
+                .arg("-o")
+                .arg(&report)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        );
         // Opening the FIFO blocks (no writer) with the lock held.
         wait_for("the lock", || lock.exists());
         std::thread::sleep(Duration::from_millis(200));
         unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child);
+        let status = wait_exit(&mut child, Duration::from_secs(30));
         assert_eq!(status.code(), Some(128 + sig), "{status:?} {:?}", status.signal());
         assert!(!lock.exists(), "the lock was left behind after signal {sig}");
         assert!(!report.exists());
     }
 }
 
-#[test]
-fn a_huge_python_engine_size_is_an_error_not_an_abort() {
-    let dir = scratch();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let py = fake_python(dir.path(), "exit 1");
-    let report = dir.path().join("r.json");
+/// `run --engine torch` (a fake interpreter whose worker exits 1; the weights fixture, so
+/// the parent holds little besides the clip) at `frames` x `size`, in its own temp folder,
+/// with its address space bounded to `address_space` bytes (so what fits does not depend on
+/// the machine's overcommit settings).
+fn python_run_bounded(
+    dir: &std::path::Path,
+    frames: &str,
+    size: &str,
+    address_space: u64,
+) -> (crate::util::files::Bounded, std::path::PathBuf) {
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let py = fake_python(dir, "exit 1");
+    let report = dir.join("r.json");
     let mut cmd = bench();
     cmd.args([
-        "run",
-        "--engine",
-        "torch",
-        "--size",
-        "65536x65536",
-        "--frames",
-        "81",
+        "run", "--quiet", "--engine", "torch", "--size", size, "--frames", frames,
+    ])
+    .args([
         "--warmup",
         "0",
         "--runs",
         "1",
+        "--python",
+        py.to_str().unwrap(),
+        "--weights",
     ])
-    .args(["--python", py.to_str().unwrap(), "-o"])
+    .arg(fixture("wan21_tiny.weights.safetensors"))
+    .arg("-o")
     .arg(&report)
     .env("TMPDIR", &tmp);
-    let out = run_bounded(cmd, Duration::from_secs(120));
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let out = crate::util::files::run_limited(cmd, Duration::from_secs(300), address_space);
+    (out, report)
+}
+
+#[test]
+fn a_huge_python_engine_size_is_an_error_not_an_abort() {
+    let dir = scratch();
+    let (out, report) = python_run_bounded(dir.path(), "81", "65536x65536", 4 << 30);
+    let err = &out.stderr;
+    assert_eq!((out.code, out.signal), (Some(2), None), "{err}");
     assert!(
-        err.contains("cannot allocate the input clip of 81 frames at 65536x65536"),
+        err.contains("cannot allocate the input clip of 81 frames at 65536x65536 (3888.0 GiB of f32): more than the"),
         "{err}"
     );
     assert!(!report.exists() && !dir.path().join("r.json.lock").exists());
-    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "scratch left behind");
+    let left = std::fs::read_dir(dir.path().join("tmp")).unwrap().count();
+    assert_eq!(left, 0, "scratch left behind");
+}
+
+#[test]
+fn a_clip_that_fits_once_but_not_twice_is_written_without_a_second_copy() {
+    // 1 frame at 8960x8960 is a 0.9 GiB clip: under a 1.5 GiB address space it fits beside
+    // the parent itself (a few tens of MiB until the first case), but not twice, as
+    // candle's save made it (the parent aborted with "memory allocation of ... failed").
+    let dir = scratch();
+    let (out, report) = python_run_bounded(dir.path(), "1", "8960x8960", 3 << 29);
+    let err = &out.stderr;
+    assert_eq!(out.signal, None, "the parent was killed: {err}");
+    // The parent carried on: the (fake) worker failed the case.
+    assert_eq!(out.code, Some(1), "{err}");
+    let r = load(&report);
+    assert_eq!(r.cases[0].outcome.status.name(), "failed");
+    assert!(r.cases[0]
+        .outcome
+        .error
+        .as_deref()
+        .unwrap()
+        .contains("exited with code 1"));
+    let left = std::fs::read_dir(dir.path().join("tmp")).unwrap().count();
+    assert_eq!(left, 0, "scratch left behind");
 }

@@ -21,6 +21,7 @@ mod newcomer;
 mod reliability_input;
 mod reliability_numbers;
 mod reliability_outputs;
+mod reliability_setup;
 mod reliability_workers;
 mod run_cli;
 mod same_file;

@@ -1,6 +1,6 @@
 //! Spawning one worker process per case, as the case's engine says
 //! ([`crate::engine::WorkerKind`]): this binary's hidden `worker` subcommand, or the Python
-//! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group with the variant's variables (plus
+//! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group ([`crate::process`]) with the variant's variables (plus
 //! a random-length padding variable, as hyperfine does) added to the environment, and with
 //! `miopen_db = fresh` an empty per-case MIOpen database folder, removed afterwards. The
 //! executor enforces the per-case timeout, kills the worker's whole group at the end of
@@ -159,7 +159,7 @@ impl Executor {
         for name in unset {
             cmd.env_remove(name);
         }
-        isolate(&mut cmd);
+        crate::process::isolate(&mut cmd);
         let child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => return WorkerResult::empty(spawn_failure, Some(format!("{cannot_start}: {e}")), vars),
@@ -252,14 +252,14 @@ impl Executor {
                 Err(_) => break None,
             }
             if super::interrupt::received().is_some() {
-                kill_group(child.id());
+                crate::process::kill_group(child.id());
                 let _ = child.kill();
                 let _ = child.wait();
                 return None;
             }
             if Instant::now() >= deadline {
                 timed_out = true;
-                kill_group(child.id());
+                crate::process::kill_group(child.id());
                 let _ = child.kill();
                 break child.wait().ok();
             }
@@ -267,7 +267,7 @@ impl Executor {
         };
         // The case is over, however it ended: nothing the worker started outlives it (a
         // background child holding stderr open would otherwise keep the reader waiting).
-        kill_group(child.id());
+        crate::process::kill_group(child.id());
         let (tail, miopen) = done_rx.recv_timeout(STDERR_CLOSE_WAIT).unwrap_or_default();
         forward(&rx, on_event);
         Some(Watched {
@@ -568,33 +568,3 @@ fn signal_of(status: Option<ExitStatus>) -> Option<i32> {
 fn signal_of(_status: Option<ExitStatus>) -> Option<i32> {
     None
 }
-
-/// Own process group (so a timeout kills everything the worker started), and on Linux
-/// die with the parent (so Ctrl-C or a kill of `run` leaves no worker behind).
-#[cfg(unix)]
-fn isolate(cmd: &mut Command) {
-    use std::os::unix::process::CommandExt;
-    cmd.process_group(0);
-    #[cfg(target_os = "linux")]
-    unsafe {
-        // SAFETY: prctl is async-signal-safe and touches only the child's own state.
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(unix))]
-fn isolate(_cmd: &mut Command) {}
-
-#[cfg(unix)]
-fn kill_group(pid: u32) {
-    // SAFETY: plain syscall; the group id is the worker's pid (process_group(0)).
-    unsafe {
-        libc::kill(-(pid as i32), libc::SIGKILL);
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pid: u32) {}

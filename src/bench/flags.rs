@@ -21,7 +21,8 @@ pub struct MatrixFlags {
     #[command(flatten)]
     pub axes: AxisFlags,
     /// Tile sizes in pixels, comma-separated (0 = untiled); overlap from --overlap-px, else a
-    /// quarter of the tile rounded down to a multiple of 8, at least 8.
+    /// quarter of the tile rounded down to a multiple of 8, at least 8 (none for an 8 px
+    /// tile, which cannot overlap).
     #[arg(
         long = "tile-px",
         alias = "tile_px",

@@ -6,6 +6,10 @@
 //! Before that, during set-up (the output locked, the weights hashed, a FIFO input opened, a
 //! hub download), [`guard_setup`] makes SIGINT/SIGTERM remove the output's lock file and
 //! exit at once with 128 + the signal number: nothing else exists yet to clean up or keep.
+//! `merge` uses the same guard while it holds its output's lock. From [`install`] on (the
+//! scratch folder, the worker files), a signal is a flag: the scheduler sees it before the
+//! first case, and a run stopped before any case finished leaves an existing report as it
+//! was.
 //!
 //! Must not: do anything else in the handler (setting an atomic is all that is safe there).
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};

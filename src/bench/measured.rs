@@ -1,15 +1,10 @@
 //! The line `run` prints above its results table, saying what was measured: the model,
 //! synthetic or real weights, the device, the worker threads and the best GFLOP/s of the
-//! `ok` cases; and the case count spelled for one or many.
+//! `ok` cases.
 //!
 //! Must not: spawn workers or write files.
 use crate::model::ModelKind;
 use crate::report::{CaseStatus, Report};
-
-/// `1 case`, `3 cases`.
-pub fn cases(n: usize) -> String {
-    format!("{n} case{}", if n == 1 { "" } else { "s" })
-}
 
 /// The threads a CPU worker uses: `RAYON_NUM_THREADS` (candle) or `OMP_NUM_THREADS`
 /// (torch) when set, else every logical CPU.

@@ -10,15 +10,14 @@
 //! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
 //! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
 //! outputs files and quality against references, [`progress`] the progress bar,
-//! `measured` the line above the results table, [`interrupt`] SIGINT/SIGTERM. The engines, their workers and the wire format are
-//! [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
+//! `measured` the line above the results table, [`interrupt`] SIGINT/SIGTERM, [`tool_env`]
+//! the tool's own variables that alter a run. The engines, their workers and the wire format
+//! are [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
 //!
 //! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or
 //! render exports (those are `model`, `engine` and `export`).
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use anyhow::Context;
 
 use crate::engine::protocol::RunSpec;
 use crate::engine::shared_files;
@@ -43,6 +42,7 @@ pub mod plan;
 pub mod progress;
 pub mod run_files;
 pub mod scheduler;
+pub mod tool_env;
 pub mod user_input;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
@@ -181,19 +181,14 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
     PathBuf::from("results").join(format!("{stamp}-{host}.json"))
 }
 
-/// `wan-vae-bench run`: set up (options; the matrix size, the outputs and the weights
-/// checked before anything runs; the output locked; cases expanded and ordered; the
-/// report's header written), let the [`Scheduler`] run every case, check the budgets, then
-/// print the table and write the exports. A SIGINT or SIGTERM stops the run cleanly
-/// ([`interrupt`]); the exit code is then 128 + the signal number.
+/// `wan-vae-bench run`: set up (options; the matrix size, the outputs, the weights and the
+/// memory the parent's clips need checked before anything runs; the output locked; cases
+/// expanded and ordered), let the [`Scheduler`] run every case (the report is written after
+/// each), check the budgets, then print the table and write the exports. A SIGINT or
+/// SIGTERM stops the run cleanly ([`interrupt`]); the exit code is then 128 + the signal
+/// number, and an existing report is left as it was when no case had finished.
 pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
-    let mut opts = options_from_args(&args)?;
-    if opts.output.as_deref() == Some(Path::new(STDOUT)) {
-        // `-o -`: the report on stdout, as with --json (hyperfine's `-` for stdout); the
-        // file the run rewrites after every case goes to the default place.
-        opts.output = None;
-        args.json = true;
-    }
+    let mut opts = run_options(&mut args)?;
     // With `--input` the frames and size come from the file, so the plan is checked once
     // the input is read (below); otherwise here, before anything else.
     if opts.input.is_none() {
@@ -201,13 +196,8 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
-    opts.engine_dirs.check(opts.axes.engines())?;
-    if opts.python.is_none() {
-        // An engine folder's own venv (ComfyUI's) before the run-wide rule.
-        if let Some(p) = opts.engine_dirs.venv_python(opts.axes.engines()) {
-            opts.python = Some(p.display().to_string());
-        }
-    }
+    // Before the system facts are read: one of them may say where they come from.
+    let overrides = tool_env::collect()?;
     let system = crate::system::collect();
     let output = opts
         .output
@@ -216,6 +206,8 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
     let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
+    // An existing report stays as it was until a case has finished.
+    let old_report = std::fs::symlink_metadata(&output).is_ok();
     let model = ResolvedModel::resolve(&opts)?;
     // Read and checked once, in the parent, against the model's config; the workers get
     // the checked tensor as a file.
@@ -231,6 +223,11 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let (cases, seed) = plan_cases(&opts, &model.cfg)?;
+    // The clips the parent makes for the Python worker must fit in its memory: checked
+    // before anything is created.
+    for (frames, width, height) in clip_sizes(&cases) {
+        crate::engine::clip::check_fits(frames, width, height)?;
+    }
     let kind = model.cfg.kind();
     let mut report = new_report(
         &opts,
@@ -241,28 +238,19 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         input.as_ref(),
         args.fault_hooks,
     );
+    report.run.overrides = overrides;
     interrupt::install()?;
     let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
-    // Only now that the run can start (scratch folder, worker files) is the report touched:
-    // a failed set-up leaves an existing report as it was.
-    report
-        .save_atomic(&output)
-        .with_context(|| format!("cannot write the report {}", output.display()))?;
+    // The report is first written once a case has finished: a failed set-up, or a signal
+    // before the first case ends, leaves an existing report as it was (the scheduler checks
+    // for a signal that came during set-up before it starts a case).
     let progress = progress::Progress::new(cases.len(), opts.quiet);
     let total = cases.len();
     let added = cases.iter().filter(|c| c.added_as_reference).count();
     let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
-    let added_note = match added {
-        0 => String::new(),
-        n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
-    };
-    match seed {
-        Some(s) => scheduler.println(&format!(
-            "{}{added_note}, shuffled with seed {s}",
-            measured::cases(total)
-        )),
-        None if added > 0 => scheduler.println(&format!("{}{added_note}", measured::cases(total))),
-        None => {}
+    scheduler.old_report = old_report;
+    if let Some(line) = cases_line(total, added, seed) {
+        scheduler.println(&line);
     }
     let signal = scheduler.run(&mut report, &output)?;
     let scratch = args.keep_outputs.then(|| scheduler.executor.scratch.clone());
@@ -271,8 +259,43 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         total,
         kept_scratch: scratch,
         model: kind,
+        old_report,
     };
     finish(&opts, &args, &mut report, &output, ended)
+}
+
+/// The options of `run` with what the flags imply: `-o -` (the report on stdout, as
+/// `--json`: hyperfine's `-` for stdout; the file the run rewrites after every case goes to
+/// the default place), the engine folders checked, and an engine folder's own venv (ComfyUI's)
+/// as the interpreter before the run-wide rule.
+fn run_options(args: &mut RunArgs) -> anyhow::Result<BenchOptions> {
+    let mut opts = options_from_args(args)?;
+    if opts.output.as_deref() == Some(Path::new(STDOUT)) {
+        opts.output = None;
+        args.json = true;
+    }
+    opts.engine_dirs.check(opts.axes.engines())?;
+    if opts.python.is_none() {
+        if let Some(p) = opts.engine_dirs.venv_python(opts.axes.engines()) {
+            opts.python = Some(p.display().to_string());
+        }
+    }
+    Ok(opts)
+}
+
+/// The line above the progress: how many cases, how many were added as quality references,
+/// and the shuffle seed; none for an unshuffled run with nothing added.
+fn cases_line(total: usize, added: usize, seed: Option<u64>) -> Option<String> {
+    let added_note = match added {
+        0 => String::new(),
+        n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
+    };
+    let cases = crate::format::count(total, "case");
+    match seed {
+        Some(s) => Some(format!("{cases}{added_note}, shuffled with seed {s}")),
+        None if added > 0 => Some(format!("{cases}{added_note}")),
+        None => None,
+    }
 }
 
 /// How the scheduler's run ended.
@@ -285,6 +308,8 @@ struct Ended {
     kept_scratch: Option<PathBuf>,
     /// The model measured.
     model: crate::model::ModelKind,
+    /// Whether a file was at the output before the run (left as it was when no case finished).
+    old_report: bool,
 }
 
 /// Every output (report and exports) is checked before the first case, not after an hour
@@ -360,6 +385,16 @@ fn runs_python(cases: &[Case]) -> bool {
         .any(|c| crate::engine::spec(c.settings.engine).runs_python())
 }
 
+/// The clips the parent writes for the Python worker, one per frames x size of the run;
+/// none when no case runs in it.
+fn clip_sizes(cases: &[Case]) -> std::collections::BTreeSet<(usize, usize, usize)> {
+    if !runs_python(cases) {
+        return Default::default();
+    }
+    let size = |c: &Case| (c.settings.frames, c.settings.width, c.settings.height);
+    cases.iter().map(size).collect()
+}
+
 /// The report before any case ran.
 fn new_report(
     opts: &BenchOptions,
@@ -392,6 +427,7 @@ fn new_report(
             python: runs_python(cases).then(|| opts.python()),
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
             fault_hooks,
+            overrides: Default::default(),
         },
         cases: Vec::new(),
         engines: Default::default(),
@@ -420,10 +456,7 @@ fn start_workers(
     let kind = Some(model.cfg.kind());
     let shared = if runs_python(cases) {
         executor.prepare_python(opts.python())?;
-        let sizes = cases
-            .iter()
-            .map(|c| (c.settings.frames, c.settings.width, c.settings.height));
-        shared_files::write_shared(&executor.scratch, &model.source, kind, sizes)?
+        shared_files::write_shared(&executor.scratch, &model.source, kind, clip_sizes(cases))?
     } else {
         shared_files::Shared::default()
     };
@@ -455,6 +488,22 @@ fn finish(
     output: &Path,
     ended: Ended,
 ) -> anyhow::Result<i32> {
+    if let (Some(sig), true) = (ended.signal, report.cases.is_empty()) {
+        // Nothing was measured: no table, no exports, and an existing report untouched.
+        let what = if ended.old_report {
+            format!("{} was left as it was", output.display())
+        } else {
+            format!("report: {} (no case)", output.display())
+        };
+        eprintln!(
+            "interrupted by {} before any case finished: {what}",
+            interrupt::name(sig)
+        );
+        if let Some(scratch) = &ended.kept_scratch {
+            eprintln!("outputs: {}", scratch.display());
+        }
+        return Ok(128 + sig);
+    }
     if !opts.budgets.is_empty() {
         for rec in report.cases.iter_mut().filter(|c| !c.added_as_reference) {
             rec.budgets = budgets::check(&opts.budgets, rec);

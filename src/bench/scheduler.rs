@@ -70,6 +70,9 @@ pub struct Scheduler {
     /// Latents prepared for decode-only cases, by (frames, width, height): the path, or
     /// why the untimed encode failed.
     prepared: BTreeMap<(usize, usize, usize), Result<WorkerInput, String>>,
+    /// Whether a file was at the output before the run: a signal before any case finished
+    /// then leaves it as it was (else the interrupted report with no case is written).
+    pub old_report: bool,
 }
 
 impl Scheduler {
@@ -83,6 +86,7 @@ impl Scheduler {
             progress,
             book,
             prepared: BTreeMap::new(),
+            old_report: false,
         }
     }
 
@@ -157,8 +161,10 @@ impl Scheduler {
     /// Run every case: spec it, run it in a worker, record it in `report` (the first case
     /// that loaded the model also fills `report.model`), fill quality as references finish,
     /// and rewrite the report at `output` after each case, so a crash loses at most the
-    /// case in flight. A SIGINT/SIGTERM stops the loop: the case in flight is dropped, the
-    /// report says `run.interrupted`, and the signal is returned.
+    /// case in flight. A SIGINT/SIGTERM (also one during set-up, seen before the first
+    /// case) stops the loop: the case in flight is dropped, the report says
+    /// `run.interrupted`, and the signal is returned; with no case finished, an existing
+    /// file at `output` ([`Scheduler::old_report`]) is not touched.
     pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<Option<i32>> {
         // Every variable any variant sets or removes is recorded in every case, so the
         // baseline shows what the parent's environment held (or that it lacked it).
@@ -270,6 +276,9 @@ impl Scheduler {
 
     fn interrupted(&self, report: &mut Report, output: &Path, sig: i32, total: usize) -> anyhow::Result<Option<i32>> {
         self.progress.finish();
+        if report.cases.is_empty() && self.old_report {
+            return Ok(Some(sig));
+        }
         report.run.interrupted = Some(format!(
             "{} after {} of {total} cases",
             super::interrupt::name(sig),

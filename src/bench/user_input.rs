@@ -19,7 +19,6 @@
 //! Must not: run the model or spawn processes.
 use std::path::Path;
 
-use anyhow::Context;
 use candle_core::{DType, Device, Tensor};
 
 use crate::engine::protocol::{InputKind, WorkerInput};
@@ -380,13 +379,10 @@ fn read_npy(path: &Path, bytes: &[u8]) -> Result<(Vec<usize>, String, Vec<f32>),
 
 impl InputFile {
     /// Write the checked tensor for the workers: f32 safetensors, tensor [`LATENT`] or
-    /// [`VIDEO`].
+    /// [`VIDEO`], straight from its storage (no second copy in memory).
     pub fn save(&self, path: &Path) -> anyhow::Result<WorkerInput> {
         let name = if self.is_latent { LATENT } else { VIDEO };
-        let tensors = std::collections::HashMap::from([(name.to_string(), self.tensor.clone())]);
-        crate::files::write_atomic_with(path, |tmp| {
-            candle_core::safetensors::save(&tensors, tmp).with_context(|| format!("cannot write {}", tmp.display()))
-        })?;
+        crate::engine::shared_files::save_f32(path, name, &self.tensor)?;
         Ok(WorkerInput {
             path: path.to_path_buf(),
             kind: if self.is_latent {

@@ -1,7 +1,8 @@
 //! The worker's input: a deterministic structured clip ([`structured_clip`], a function of
-//! frames and size only, so every engine and every run gets the same video), and the
-//! round-trip PSNR of its reconstruction ([`roundtrip_psnr`], meaningful with real weights
-//! only).
+//! frames and size only, so every engine and every run gets the same video; whether the
+//! parent, which makes it for the Python engines, has the memory for it: [`check_fits`]),
+//! and the round-trip PSNR of its reconstruction ([`roundtrip_psnr`], meaningful with real
+//! weights only).
 //!
 //! Must not: time anything or know about the report.
 use anyhow::Context;
@@ -29,9 +30,8 @@ pub fn structured_clip(frames: usize, width: usize, height: usize, device: &Devi
     let mut data: Vec<f32> = Vec::new();
     data.try_reserve_exact(n).map_err(|_| {
         anyhow::anyhow!(
-            "cannot allocate the input clip of {frames} frames at {width}x{height} ({:.1} GiB of f32): not enough \
-             memory; choose a smaller --size or --frames",
-            n as f64 * 4.0 / (1u64 << 30) as f64
+            "{}: not enough memory; choose a smaller --size or --frames",
+            cannot_allocate(frames, width, height)
         )
     })?;
     data.resize(n, 0.0);
@@ -69,6 +69,42 @@ pub fn structured_clip(frames: usize, width: usize, height: usize, device: &Devi
         }
     }
     Tensor::from_vec(data, (1, 3, frames, height, width), device).context("building the input clip")
+}
+
+/// Bytes of the f32 clip of `frames` at `width`x`height` ([`structured_clip`]), as f64 (no
+/// overflow, however large).
+pub fn clip_bytes(frames: usize, width: usize, height: usize) -> f64 {
+    12.0 * frames as f64 * width as f64 * height as f64
+}
+
+/// `cannot allocate the input clip of F frames at WxH (G GiB of f32)`.
+fn cannot_allocate(frames: usize, width: usize, height: usize) -> String {
+    format!(
+        "cannot allocate the input clip of {frames} frames at {width}x{height} ({:.1} GiB of f32)",
+        clip_bytes(frames, width, height) / GIB
+    )
+}
+
+const GIB: f64 = (1u64 << 30) as f64;
+
+/// Whether the parent can hold the clip of `frames` at `width`x`height` (it makes one, and
+/// writes it, for the Python engines): checked up front against the memory the kernel says
+/// is left ([`crate::system::memory_headroom`]). A clip that is too large is an error naming
+/// frames, size and GiB, never an allocation that the out-of-memory killer ends (with
+/// overcommit an allocation larger than the free memory can succeed, and the process dies
+/// when it touches it).
+pub fn check_fits(frames: usize, width: usize, height: usize) -> Result<(), crate::error::UserError> {
+    let Some((headroom, what)) = crate::system::memory_headroom() else {
+        return Ok(());
+    };
+    if clip_bytes(frames, width, height) <= headroom as f64 {
+        return Ok(());
+    }
+    Err(crate::error::UserError::Other(format!(
+        "{}: more than the {:.1} GiB {what}; choose a smaller --size or --frames",
+        cannot_allocate(frames, width, height),
+        headroom as f64 / GIB
+    )))
 }
 
 /// Whether the round-trip PSNR means anything: real weights only (random synthetic weights

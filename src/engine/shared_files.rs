@@ -6,11 +6,11 @@
 //! reads those clips and its given input (`bench::user_input` writes the user's) back.
 //!
 //! Must not: run workers or decide which engines run.
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use candle_core::{Device, Tensor};
+use candle_core::{DType, Device, Tensor};
 
 use super::protocol::{input_path, INPUT_VIDEO};
 use crate::weights::WeightsSource;
@@ -56,11 +56,62 @@ pub fn write_shared(
 }
 
 fn save_clip(path: &Path, clip: &Tensor) -> anyhow::Result<()> {
-    let map = HashMap::from([(INPUT_VIDEO.to_string(), clip.clone())]);
+    save_f32(path, INPUT_VIDEO, clip)
+}
+
+/// Write `tensor` as the one tensor `name` (dtype F32) of a safetensors file at `path`
+/// (temp file + rename), straight from its storage: the header, then its values as
+/// little-endian bytes, a buffer at a time. No second copy of the data is made (candle's
+/// `safetensors::save` copies every tensor whole first, infallibly: a clip that fits in
+/// memory once but not twice would abort the process).
+pub fn save_f32(path: &Path, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
     crate::files::write_atomic_with(path, |tmp| {
-        candle_core::safetensors::save(&map, tmp).with_context(|| format!("cannot write {}", tmp.display()))
+        write_f32(tmp, name, tensor).with_context(|| format!("cannot write {}", tmp.display()))
     })
 }
+
+fn write_f32(path: &Path, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
+    use std::io::Write;
+    // A tensor that is not f32, contiguous and on the CPU is made so first (a copy; the
+    // parent's clips and inputs are all f32 CPU tensors built from one Vec).
+    let owned;
+    let t = if tensor.dtype() == DType::F32 && tensor.is_contiguous() && tensor.device().is_cpu() {
+        tensor
+    } else {
+        owned = tensor.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.contiguous()?;
+        &owned
+    };
+    let (storage, layout) = t.storage_and_layout();
+    let (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(all)), Some((start, end))) =
+        (&*storage, layout.contiguous_offsets())
+    else {
+        anyhow::bail!("tensor `{name}` is not a contiguous f32 tensor on the CPU");
+    };
+    let values = &all[start..end];
+    let bytes = values.len() as u64 * 4;
+    let mut header = serde_json::json!({
+        name: { "dtype": "F32", "shape": t.dims(), "data_offsets": [0, bytes] }
+    })
+    .to_string();
+    // The data starts 8-byte aligned: the header is padded with spaces (the format's rule).
+    while !header.len().is_multiple_of(8) {
+        header.push(' ');
+    }
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path)?);
+    out.write_all(&(header.len() as u64).to_le_bytes())?;
+    out.write_all(header.as_bytes())?;
+    let mut buf = Vec::with_capacity(WRITE_CHUNK * 4);
+    for chunk in values.chunks(WRITE_CHUNK) {
+        buf.clear();
+        buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
+        out.write_all(&buf)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Values converted to bytes per write in [`save_f32`].
+const WRITE_CHUNK: usize = 1 << 16;
 
 /// Read an input clip written by [`write_shared`], checking its shape `[1, 3, F, H, W]`.
 pub fn load_clip(path: &Path, frames: usize, width: usize, height: usize, device: &Device) -> anyhow::Result<Tensor> {
@@ -117,5 +168,40 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("shape"));
+    }
+
+    #[test]
+    fn save_f32_writes_a_safetensors_file_candle_and_safetensors_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.safetensors");
+        // 7 values: the header is padded so the data starts 8-byte aligned.
+        let t = Tensor::new(&[1f32, -2.5, 3.0, f32::MIN_POSITIVE, 0.0, 1e30, -0.0], &Device::Cpu)
+            .unwrap()
+            .reshape((1, 7))
+            .unwrap();
+        save_f32(&path, "video", &t).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        assert_eq!((8 + n) % 8, 0);
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        assert_eq!(st.tensor("video").unwrap().shape(), &[1, 7]);
+        let back = read_worker_input(&path, "video", &Device::Cpu).unwrap();
+        let (a, b): (Vec<f32>, Vec<f32>) = (
+            t.flatten_all().unwrap().to_vec1().unwrap(),
+            back.flatten_all().unwrap().to_vec1().unwrap(),
+        );
+        assert_eq!(
+            a.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            b.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+        );
+        // A strided view and a bf16 tensor are written as their f32 values.
+        let wide = Tensor::arange(0f32, 12.0, &Device::Cpu)
+            .unwrap()
+            .reshape((3, 4))
+            .unwrap();
+        save_f32(&path, "x", &wide.t().unwrap().to_dtype(DType::BF16).unwrap()).unwrap();
+        let back = read_worker_input(&path, "x", &Device::Cpu).unwrap();
+        assert_eq!(back.dims(), &[4, 3]);
+        assert_eq!(back.to_vec2::<f32>().unwrap()[1], vec![1.0, 5.0, 9.0]);
     }
 }

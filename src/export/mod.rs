@@ -104,7 +104,8 @@ pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
     let mut exports = ExportManager::default();
     exports.add(SvgChart, Some(&args.output));
     exports.write_all(&report)?;
-    eprintln!("wrote {} ({} cases)", args.output.display(), report.cases.len());
+    let cases = crate::format::count(report.cases.len(), "case");
+    eprintln!("wrote {} ({cases})", args.output.display());
     Ok(0)
 }
 

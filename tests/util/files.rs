@@ -1,5 +1,5 @@
 //! Helpers of the tests on untrusted files (issue 17): run the binary under a time and
-//! memory bound, write `.npy` files by hand, rewrite a `.pth` checkpoint's pickle.
+//! memory bound (its process tree killed past the time), write `.npy` files by hand, rewrite a `.pth` checkpoint's pickle.
 use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -13,6 +13,8 @@ const ADDRESS_SPACE_BYTES: u64 = 4 << 30;
 pub struct Bounded {
     /// Exit code; `None` when killed (timeout or a signal such as an abort).
     pub code: Option<i32>,
+    /// The signal that ended it (6 for an abort), if one did.
+    pub signal: Option<i32>,
     pub stdout: String,
     pub stderr: String,
     pub elapsed: Duration,
@@ -22,20 +24,24 @@ pub struct Bounded {
 /// bounded (so that an unbounded read fails fast instead of eating the machine's memory).
 pub fn run_bounded<S: AsRef<std::ffi::OsStr>>(args: &[S], limit: Duration) -> Bounded {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_wan-vae-bench"));
-    cmd.args(args)
-        .env_remove("WAN_VAE_BENCH_FAULT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.args(args).env_remove("WAN_VAE_BENCH_FAULT");
+    run_limited(cmd, limit, ADDRESS_SPACE_BYTES)
+}
+
+/// Run `cmd` (stdin closed) with its address space bounded to `address_space` bytes
+/// (`RLIMIT_AS`: an allocation past it fails whatever the machine's overcommit settings);
+/// past `limit` its whole process tree is killed.
+pub fn run_limited(mut cmd: Command, limit: Duration, address_space: u64) -> Bounded {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
         // SAFETY: only setrlimit (async-signal-safe) runs between fork and exec.
         unsafe {
-            cmd.pre_exec(|| {
+            cmd.pre_exec(move || {
                 let lim = libc::rlimit {
-                    rlim_cur: ADDRESS_SPACE_BYTES as libc::rlim_t,
-                    rlim_max: ADDRESS_SPACE_BYTES as libc::rlim_t,
+                    rlim_cur: address_space as libc::rlim_t,
+                    rlim_max: address_space as libc::rlim_t,
                 };
                 if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
                     return Err(std::io::Error::last_os_error());
@@ -45,7 +51,7 @@ pub fn run_bounded<S: AsRef<std::ffi::OsStr>>(args: &[S], limit: Duration) -> Bo
         }
     }
     let start = Instant::now();
-    let mut child = cmd.spawn().expect("start the binary");
+    let mut child = super::procs::spawn_group(&mut cmd);
     let mut stdout = child.stdout.take().unwrap();
     let mut stderr = child.stderr.take().unwrap();
     let out_reader = std::thread::spawn(move || {
@@ -63,7 +69,7 @@ pub fn run_bounded<S: AsRef<std::ffi::OsStr>>(args: &[S], limit: Duration) -> Bo
             break Some(status);
         }
         if start.elapsed() > limit {
-            let _ = child.kill();
+            super::procs::kill_tree(child.id() as i32);
             let _ = child.wait();
             break None;
         }
@@ -73,6 +79,7 @@ pub fn run_bounded<S: AsRef<std::ffi::OsStr>>(args: &[S], limit: Duration) -> Bo
     let text = |v: Vec<u8>| String::from_utf8_lossy(&v).into_owned();
     Bounded {
         code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
         stdout: text(out_reader.join().unwrap()),
         stderr: text(err_reader.join().unwrap()),
         elapsed,
