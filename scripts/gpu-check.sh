@@ -72,6 +72,7 @@ if [[ $smoke == 1 ]]; then
     device=cpu
 fi
 command -v python3 >/dev/null || die "python3 is needed to read the reports"
+[[ -z $comfyui || -f $comfyui/comfy/sd.py ]] || die "--comfyui $comfyui: not a ComfyUI folder (no comfy/sd.py)"
 
 bin=${WAN_VAE_BENCH:-}
 if [[ -z $bin ]]; then
@@ -134,10 +135,7 @@ if [[ -z $engines ]]; then
 fi
 py_args=()
 [[ -n $python ]] && py_args=(--python "$python")
-if [[ -n $comfyui ]]; then
-    [[ -f $comfyui/comfy/sd.py ]] || die "--comfyui $comfyui: not a ComfyUI folder (no comfy/sd.py)"
-    [[ ,$engines, == *,comfyui,* ]] || engines+=,comfyui
-fi
+[[ -n $comfyui ]] && [[ ,$engines, != *,comfyui,* ]] && engines+=,comfyui
 
 if wants system; then
     say "system"

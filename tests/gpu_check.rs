@@ -200,9 +200,16 @@ fn gpu_check_oom_wants_the_size_in_the_message_and_a_next_case_that_runs() {
 #[test]
 fn gpu_check_takes_the_comfyui_engine_into_its_matrices() {
     let dir = scratch();
-    let out = gpu_check(&["--comfyui", dir.path().join("nowhere").to_str().unwrap()]);
+    let refused_out = dir.path().join("refused");
+    let out = gpu_check(&[
+        "--comfyui",
+        dir.path().join("nowhere").to_str().unwrap(),
+        "--out",
+        refused_out.to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("not a ComfyUI folder"), "{}", stderr(&out));
+    assert!(!refused_out.exists(), "refused before anything is written");
 
     // A folder that passes the script's check; the fault hook stands in for the engines.
     let comfy = dir.path().join("ComfyUI");
