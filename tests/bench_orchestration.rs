@@ -237,16 +237,6 @@ fn settings_an_engine_cannot_run_are_unsupported_without_a_worker() {
     );
 }
 
-/// The names in `dir`, sorted.
-fn entries(dir: &std::path::Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
 #[cfg(target_os = "linux")]
 #[test]
 fn killing_the_parent_mid_sweep_leaves_a_parseable_report_and_no_worker() {

@@ -6,7 +6,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::util::cli::fixture;
-use crate::util::cli::{bench, scratch, stderr, write};
+use crate::util::cli::{bench, entries, scratch, stderr, write};
 
 /// The smallest real run: one fake-free case of 8x8, one frame.
 const TINY: &[&str] = &[
@@ -42,15 +42,6 @@ fn mkfifo(path: &Path) {
 fn is_fifo(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_fifo())
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 #[test]

@@ -7,8 +7,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::util::cli::{bench, fixture, load, scratch, stderr};
-use crate::util::procs::{alive, fake_python, kill_tree, run_bounded, spawn_group, wait_exit};
+use crate::util::cli::{bench, entries, fixture, load, scratch, stderr};
+use crate::util::procs::{alive, fake_python, kill_tree, run_bounded, signal_and_wait, spawn_group, wait_exit};
 use crate::util::reports::{case, report, save};
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
@@ -17,15 +17,6 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         assert!(t.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-fn entries(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
 }
 
 fn mkfifo(path: &Path) {
@@ -67,10 +58,7 @@ fn a_signal_before_the_first_case_finishes_leaves_the_old_report_as_it_was() {
                 .stderr(Stdio::piped()),
         );
         wait_for("the scratch folder", || !entries(&tmp).is_empty());
-        // SAFETY: plain kill(2) of our own child.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child, Duration::from_secs(60));
-        kill_tree(child.id() as i32); // whatever it left in its group, should a check fail
+        let status = signal_and_wait(&mut child, sig, Duration::from_secs(60));
         let mut err = String::new();
         std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
         assert_eq!(status.code(), Some(128 + sig), "{err}");
@@ -109,10 +97,7 @@ fn a_signal_while_merge_reads_its_inputs_leaves_no_lock() {
         // Opening the FIFO blocks (no writer) with the lock held.
         wait_for("the lock", || lock.exists());
         std::thread::sleep(Duration::from_millis(200));
-        // SAFETY: plain kill(2) of our own child.
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child, Duration::from_secs(30));
-        kill_tree(child.id() as i32);
+        let status = signal_and_wait(&mut child, sig, Duration::from_secs(30));
         assert_eq!(status.code(), Some(128 + sig), "{status:?}");
         assert!(!lock.exists(), "the lock was left behind after signal {sig}");
         assert!(!out.exists());

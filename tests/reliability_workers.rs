@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::cli::{bench, fixture, load, scratch, stderr, write};
-use crate::util::procs::{alive, fake_python, run_bounded, spawn_group, wait_exit};
+use crate::util::procs::{alive, fake_python, run_bounded, signal_and_wait, spawn_group};
 
 /// One tiny case (weights fixture, one frame, one timed run) with extra flags.
 fn tiny(extra: &[&str]) -> Vec<String> {
@@ -232,8 +232,7 @@ fn a_signal_during_set_up_leaves_no_lock() {
         // Opening the FIFO blocks (no writer) with the lock held.
         wait_for("the lock", || lock.exists());
         std::thread::sleep(Duration::from_millis(200));
-        unsafe { libc::kill(child.id() as i32, sig) };
-        let status = wait_exit(&mut child, Duration::from_secs(30));
+        let status = signal_and_wait(&mut child, sig, Duration::from_secs(30));
         assert_eq!(status.code(), Some(128 + sig), "{status:?} {:?}", status.signal());
         assert!(!lock.exists(), "the lock was left behind after signal {sig}");
         assert!(!report.exists());

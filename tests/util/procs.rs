@@ -128,3 +128,13 @@ pub fn fake_python(dir: &Path, body: &str) -> PathBuf {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
     path
 }
+
+/// Send `sig` to `child` and wait for it to exit (at most `limit`), then kill whatever it
+/// left in its group, should a check of the caller fail.
+pub fn signal_and_wait(child: &mut Child, sig: i32, limit: Duration) -> ExitStatus {
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    let status = wait_exit(child, limit);
+    kill_tree(child.id() as i32);
+    status
+}
