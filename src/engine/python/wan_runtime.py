@@ -251,6 +251,12 @@ def run_engine(fn: Callable, *args):
         raise
 
 
+def encode_input(eng, video):
+    """What `eng.encode` takes for the clip `video`: the engine's `prepare_video(video)`
+    where it has one (comfyui: ComfyUI's IMAGE), else the clip; made before any clock."""
+    return eng.prepare_video(video) if hasattr(eng, "prepare_video") else video
+
+
 def run_options(wc, chunk: int, tile_px: Optional[int], overlap_px: Optional[int]):
     if chunk < 1:
         raise BadInput(f"chunk {chunk}: expected a positive number of latent frames per call (1 = reference)")

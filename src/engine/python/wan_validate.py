@@ -11,8 +11,8 @@ import os
 import sys
 from typing import Dict
 
-from wan_runtime import (BadInput, Unsupported, apply_knobs, classify, engine_context, engine_module, engine_precision,
-                         engine_torch, make_engine, open_device, psnr_db, run_engine, run_options)
+from wan_runtime import (BadInput, Unsupported, apply_knobs, classify, encode_input, engine_context, engine_module,
+                         engine_precision, engine_torch, make_engine, open_device, psnr_db, run_engine, run_options)
 
 
 def tolerance_rule(precision: str, tiled: bool) -> tuple:
@@ -96,7 +96,7 @@ def validate(args: argparse.Namespace) -> dict:
         c, outputs = cases[name], []
         if "latent" in c:
             video = c["input"].to(device)
-            z = run_engine(eng.encode, eng.prepare_video(video) if hasattr(eng, "prepare_video") else video, opts)
+            z = run_engine(eng.encode, encode_input(eng, video), opts)
             outputs.append(check_output(torch, "latent", z, c["latent"], rule))
             y = run_engine(eng.decode, c["latent"].to(device), opts)
         else:

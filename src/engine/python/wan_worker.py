@@ -26,7 +26,7 @@ from typing import Dict, List, Optional
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from wan_runtime import (BadInput, Unsupported, apply_knobs, check_options, classify, context,  # noqa: E402
-                         diffusers_version, engine_context, engine_module, engine_precision, engine_torch,
+                         diffusers_version, encode_input, engine_context, engine_module, engine_precision, engine_torch,
                          import_torch, make_engine, open_device, peak_rss_bytes, psnr_db, run_engine, run_options)
 import wan_validate  # noqa: E402
 
@@ -157,7 +157,7 @@ def measure(spec: dict) -> dict:
         raise BadInput("a decode-only case needs `input` of kind `latent`")
     tt = (spec.get("temporal_tile_frames"), spec.get("temporal_overlap_frames"))
     # What the engine's encode takes, made before any clock (comfyui: ComfyUI's IMAGE).
-    enc_in = eng.prepare_video(video) if video is not None and hasattr(eng, "prepare_video") else video
+    enc_in = None if video is None else encode_input(eng, video)
 
     def decode(z):
         if getattr(eng, "tiles_time", False):  # the engine's own temporal tiling (comfyui)
