@@ -212,8 +212,14 @@ def check_context(name, rep, device):
         runtime = ", ".join(
             f"{k} {ctx[k]}" for k in ("torch", "cuda", "hip", "cudnn_version", "diffusers") if ctx.get(k) is not None
         )
-        if dev and mem:
-            line("PASS", check, f"{dev}{' ' + ctx['gcn_arch_name'] if ctx.get('gcn_arch_name') else ''}, {gib(mem)}; {runtime}")
+        # AMD: its gfx target; NVIDIA: compute capability and driver (gcn_arch_name is null there).
+        arch = ctx.get("gcn_arch_name") or (
+            f"compute capability {ctx['compute_capability']}" if ctx.get("compute_capability") else None)
+        driver = f", driver {ctx['nvidia_driver']}" if ctx.get("nvidia_driver") else ""
+        if ctx.get("gcn_arch_name") and ctx.get("gcn_arch_name") == dev:
+            line("FAIL", check, f"gcn_arch_name repeats the device name {dev!r} (it is AMD's gfx target, null elsewhere)")
+        elif dev and mem:
+            line("PASS", check, f"{dev}{' (' + arch + ')' if arch else ''}, {gib(mem)}{driver}; {runtime}")
         else:
             line("FAIL", check, f"device name {dev!r} / total memory {mem!r} missing from the report; {runtime}")
 
@@ -245,7 +251,8 @@ def size_of(c):
 
 
 def check_oom(name, cases):
-    """The first case (largest size) must be `oom` naming its size; the next must be ok."""
+    """The first case (largest size) must be `oom` with a message that names its size, its
+    precision and the device's memory when it failed (GiB total and free); the next must be ok."""
     ordered = sorted(cases, key=lambda c: -(c.get("width", 0) * c.get("height", 0)))
     big, rest = ordered[0], ordered[1:]
     check = f"oom {name} {case_label(big)}"
@@ -254,11 +261,17 @@ def check_oom(name, cases):
         line("SKIP", check, f"did not run out of memory ({timing(big)}): the GPU has more memory than this size needs")
     elif status == "oom":
         w, h = big.get("width"), big.get("height")
-        named = any(s in err for s in (f"{w}x{h}", f"{h}x{w}", f"{h}, {w}"))
+        lacks = []
+        if not any(s in err for s in (f"{w}x{h}", f"{h}x{w}", f"{h}, {w}")):
+            lacks.append("the size " + size_of(big))
+        if big.get("precision") and big["precision"] not in err:
+            lacks.append("the precision " + big["precision"])
+        if "GiB total" not in err:
+            lacks.append("the device memory")
         line(
-            "PASS" if named else "FAIL",
+            "FAIL" if lacks else "PASS",
             check,
-            f"status oom, {'the message names the size' if named else 'the message does not name the size ' + size_of(big)}: "
+            f"status oom, {'the message does not name ' + ', '.join(lacks) if lacks else 'the message names the size'}: "
             + first_line(err),
         )
     else:

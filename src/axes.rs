@@ -148,7 +148,7 @@ pub fn keys() -> String {
 }
 
 /// Every axis, in matrix order (the last varies fastest).
-pub static AXES: [&Axis; 12] = [
+pub static AXES: [&Axis; 13] = [
     &ENGINE,
     &FRAMES,
     &SIZE,
@@ -161,12 +161,13 @@ pub static AXES: [&Axis; 12] = [
     &CUDNN,
     &CUDNN_BENCHMARK,
     &MIOPEN_DB,
+    &TF32,
 ];
 
 /// The order of the axes' parts in [`CaseSettings::id`]: `torch-` `bf16` `-chunk2`
 /// `-tile256o64` `-ttile64o8` `-17` `x320x320` `-baseline` `-decode` `-cudnn_off`
-/// `-bench_on` `-miopen_fresh`.
-pub static ID_ORDER: [&Axis; 12] = [
+/// `-bench_on` `-miopen_fresh` `-tf32_off`.
+pub static ID_ORDER: [&Axis; 13] = [
     &ENGINE,
     &PRECISION,
     &CHUNK,
@@ -179,6 +180,7 @@ pub static ID_ORDER: [&Axis; 12] = [
     &CUDNN,
     &CUDNN_BENCHMARK,
     &MIOPEN_DB,
+    &TF32,
 ];
 
 pub static ENGINE: Axis = Axis {
@@ -381,7 +383,25 @@ pub static MIOPEN_DB: Axis = Axis {
     id: |s| knob_id("miopen", s.knobs.miopen_db.name()),
 };
 
-/// `-{prefix}_{value}`, or nothing for `n/a`.
+// `auto` by default, as the engine leaves it: on NVIDIA, torch lets cuDNN run fp32 convolutions
+// in TF32 (matmuls not); the reference of every case sets it `off` (`CaseSettings::reference`).
+pub static TF32: Axis = Axis {
+    key: "tf32",
+    flag: "--tf32",
+    aliases: &[],
+    help: "TF32 for fp32 convolutions and matmuls (NVIDIA since Ampere): auto (as the engine leaves it: \
+           torch's default is TF32 convolutions, fp32 matmuls), on, off; set after the engine's start-up \
+           (Python engines on cuda:N only; recorded not applicable on ROCm). The fp32 reference is always off",
+    default: "auto",
+    applies: Applies::WhereKnobsAct,
+    set: |s, what, v| {
+        s.knobs.tf32 = Switch::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.knobs.tf32.name().to_string(),
+    id: |s| knob_id("tf32", s.knobs.tf32.name()),
+};
+
 /// A knob's part of the id: none where it does not apply or is left to the engine (`auto`).
 fn knob_id(prefix: &str, value: &str) -> String {
     match value {
@@ -425,6 +445,10 @@ mod tests {
         assert!(e.contains("--temporal-tile") && e.contains("TILE:OVERLAP"), "{e}");
         // `n/a` is recorded where a knob does not act, never chosen.
         assert!(CUDNN.canonical("c", "n/a").is_err());
+        assert_eq!(TF32.canonical("--tf32", "TRUE").unwrap(), "on");
+        let e = TF32.canonical("--tf32", "tf32").unwrap_err().to_string();
+        assert!(e.contains("--tf32") && e.contains("auto, on or off"), "{e}");
+        assert_eq!(TF32.canonical_recorded("tf32", "n/a").unwrap(), "n/a");
         assert_eq!(MIOPEN_DB.canonical_recorded("m", "N/A").unwrap(), "n/a");
         assert!(PASSES.canonical_recorded("p", "n/a").is_err());
         let torch = crate::engine::spec(Engine::Torch).run_as(&CaseSettings::defaults(), "cuda:0");

@@ -145,6 +145,11 @@ pub struct RunSettings {
     /// The user's input file (`--input`); null when the cases used the built-in clip.
     #[serde(default)]
     pub input: Option<InputRecord>,
+    /// The engine that encoded the latents its decode-only cases decoded, when it had no
+    /// `--input` latent (`candle (an untimed fp32 encode per frames and size)`): candle where
+    /// the build has the device, else the run's engine on it. Absent when none was prepared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prepared_latents: Option<String>,
     /// True when the run let workers act on the `WAN_VAE_BENCH_FAULT` testing hook
     /// (`run --fault-hooks`): its timings may be made up. Absent otherwise.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -292,6 +297,32 @@ pub struct Outcome {
     /// estimate, the knobs after its start-up and after ours; docs/report-schema.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engine_case: Option<BTreeMap<String, serde_json::Value>>,
+    /// The PyTorch knobs in force while the case ran, read back from torch once the worker
+    /// set the case's: `cudnn`, `cudnn_benchmark` (`on`/`off`), `tf32` (`on`, `off`, or which
+    /// of the convolutions and matmuls use it: `conv on, matmul off`), or `not applicable
+    /// (cpu)` / `not applicable (rocm)`; absent for candle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knobs_in_force: Option<BTreeMap<String, String>>,
+    /// An `oom` case's device memory when it failed (the Python worker's on a GPU, the
+    /// parent's reading of the CPU's); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_at_failure: Option<MemoryAtFailure>,
+}
+
+/// The memory of a case's device when it ran out of it (`memory_at_failure`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MemoryAtFailure {
+    /// The device (`cuda:0`, `cpu`).
+    pub device: String,
+    /// Its total memory, bytes.
+    pub total_bytes: u64,
+    /// Its free memory then, bytes (the CPU: `MemAvailable`).
+    pub free_bytes: u64,
+    /// What torch's caching allocator held then (`memory_reserved`), bytes; GPUs only.
+    #[serde(default)]
+    pub torch_reserved_bytes: Option<u64>,
+    /// Where the numbers come from (`torch.cuda.mem_get_info`, `/proc/meminfo`).
+    pub source: String,
 }
 
 impl Outcome {
@@ -323,6 +354,8 @@ impl Outcome {
             miopen: None,
             oom_tiled_retry: None,
             engine_case: None,
+            knobs_in_force: None,
+            memory_at_failure: None,
         }
     }
 }
@@ -575,6 +608,7 @@ mod tests {
             "cudnn",
             "cudnn_benchmark",
             "miopen_db",
+            "tf32",
             "frames_used",
             "compute_dtype",
             "env",

@@ -3,7 +3,7 @@
 //! and the report's `CaseRecord`. serde flattens it into their JSON as the flat keys
 //! `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`, `width`, `height`,
 //! `env_variant`, `passes`, `temporal_tile_frames`, `temporal_overlap_frames`, `cudnn`,
-//! `cudnn_benchmark`, `miopen_db` (tiling read back through [`Tiling::new`]'s checks). Also
+//! `cudnn_benchmark`, `miopen_db`, `tf32` (tiling read back through [`Tiling::new`]'s checks). Also
 //! owns the PyTorch [`Knobs`] (with where they act) and the reference settings of a case.
 //! How each field is spelled, parsed, defaulted and named in the case id is `axes`' table
 //! (which also implements [`CaseSettings::defaults`] and [`CaseSettings::id`] from it).
@@ -29,6 +29,10 @@ pub struct Knobs {
     pub cudnn_benchmark: Switch,
     /// The MIOpen database directories.
     pub miopen_db: MiopenDb,
+    /// TF32 for fp32 convolutions and matmuls (`torch.backends.cudnn.conv` and
+    /// `torch.backends.cuda.matmul`): NVIDIA GPUs since Ampere; the worker records that it is
+    /// not applicable on ROCm.
+    pub tf32: Switch,
 }
 
 /// The settings of one case: one point of the matrix.
@@ -88,6 +92,9 @@ struct Wire {
     cudnn_benchmark: Switch,
     #[serde(default)]
     miopen_db: MiopenDb,
+    /// Absent in specs and reports written before the knob existed: `n/a`.
+    #[serde(default)]
+    tf32: Switch,
 }
 
 fn baseline() -> String {
@@ -126,6 +133,7 @@ impl TryFrom<Wire> for CaseSettings {
                 cudnn: w.cudnn,
                 cudnn_benchmark: w.cudnn_benchmark,
                 miopen_db: w.miopen_db,
+                tf32: w.tf32,
             },
         })
     }
@@ -149,6 +157,7 @@ impl From<CaseSettings> for Wire {
             cudnn: s.knobs.cudnn,
             cudnn_benchmark: s.knobs.cudnn_benchmark,
             miopen_db: s.knobs.miopen_db,
+            tf32: s.knobs.tf32,
         }
     }
 }
@@ -172,15 +181,22 @@ impl CaseSettings {
         }
     }
 
-    /// The settings whose outputs these are compared with: fp32, untiled in space and time,
-    /// chunk 1, the rest (engine, knobs and passes included, so a decode-only case is
-    /// compared with a decode of the same latent) unchanged.
+    /// The settings whose outputs these are compared with: true fp32 (TF32 off where the
+    /// knob acts, so an NVIDIA GPU's default TF32 convolutions are measured against it, not
+    /// taken for it), untiled in space and time, chunk 1, the rest (engine, the other knobs
+    /// and passes included, so a decode-only case is compared with a decode of the same
+    /// latent) unchanged.
     pub fn reference(&self) -> CaseSettings {
+        let tf32 = match self.knobs.tf32 {
+            Switch::NotApplicable => Switch::NotApplicable,
+            _ => Switch::Off,
+        };
         CaseSettings {
             precision: Precision::Fp32,
             tiling: None,
             temporal_tile: None,
             chunk: 1,
+            knobs: Knobs { tf32, ..self.knobs },
             ..self.clone()
         }
     }
@@ -211,7 +227,7 @@ mod tests {
             serde_json::json!({"engine": "candle", "precision": "bf16", "chunk": 2, "tile_px": 256,
                 "overlap_px": 64, "frames": 5, "width": 64, "height": 32, "env_variant": "f",
                 "passes": "both", "temporal_tile_frames": null, "temporal_overlap_frames": null,
-                "cudnn": "n/a", "cudnn_benchmark": "n/a", "miopen_db": "n/a"})
+                "cudnn": "n/a", "cudnn_benchmark": "n/a", "miopen_db": "n/a", "tf32": "n/a"})
         );
         assert_eq!(serde_json::from_value::<CaseSettings>(v).unwrap(), s);
         assert_eq!(s.id(), "bf16-chunk2-tile256o64-5x64x32-f");
@@ -267,10 +283,20 @@ mod tests {
             cudnn: Switch::Off,
             cudnn_benchmark: Switch::On,
             miopen_db: MiopenDb::Fresh,
+            tf32: Switch::Auto,
         };
         assert_eq!(
             t.id(),
             "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"
         );
+        // The reference of an `auto` TF32 case is true fp32; `on` and `off` are in the id.
+        assert_eq!(
+            t.reference().id(),
+            "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh-tf32_off"
+        );
+        t.knobs.tf32 = Switch::On;
+        assert!(t.id().ends_with("-miopen_fresh-tf32_on"), "{}", t.id());
+        t.knobs.tf32 = Switch::NotApplicable;
+        assert_eq!(t.reference().id(), t.id(), "no TF32 knob: its own reference");
     }
 }

@@ -243,6 +243,15 @@ fn kfd_properties(text: &str) -> std::collections::HashMap<String, u64> {
         .collect()
 }
 
+/// Whether this machine's `cuda:N` devices are AMD GPUs only: the KFD topology lists an AMD
+/// GPU and no NVIDIA kernel driver is loaded (`/proc/driver/nvidia/version`; both read
+/// through [`sysfs_root`]). Then TF32, an NVIDIA feature, does not act (the `tf32` knob is
+/// `n/a`, so fp32 references are not measured twice). Read once per process.
+pub fn amd_gpus_only() -> bool {
+    static ONLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ONLY.get_or_init(|| !amd_gpus().is_empty() && !sysfs_root().join("proc/driver/nvidia/version").exists())
+}
+
 /// AMD GPUs from the KFD topology, with VRAM/GTT from the matching DRM device.
 fn amd_gpus() -> Vec<GpuInfo> {
     let root = sysfs_root();

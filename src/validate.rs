@@ -56,6 +56,12 @@ pub struct ValidateArgs {
     /// Convolution implementation: auto (im2col+gemm on CPU) or candle (conv2d).
     #[arg(long, default_value = "auto", value_parser = parse_conv_impl)]
     pub conv: ConvImpl,
+    /// TF32 for fp32 convolutions and matmuls on NVIDIA GPUs (Python engines): off (default:
+    /// true fp32, judged against the 1e-4 rule), on or auto (as torch leaves it: TF32
+    /// convolutions), judged against the TF32 rule when TF32 is in force. candle computes
+    /// true fp32 and takes off only.
+    #[arg(long, default_value = "off", value_parser = values::tf32_flag)]
+    pub tf32: crate::values::Switch,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -200,6 +206,8 @@ pub struct Tolerance {
 
 impl Tolerance {
     /// - fp32 untiled (any chunk): max abs error, 1e-4: rounding only.
+    /// - fp32 with TF32 in force (the Python engines on NVIDIA, `validate --tf32 on|auto`):
+    ///   max abs, [`Tolerance::TF32_FACTOR`].
     /// - bf16: max abs, 1e-1; fp16: max abs, 2e-2: rounding of 8- and 11-bit mantissas
     ///   through ~40 layers (measured on the fixtures: at most 0.054 and 0.0062).
     /// - tiled (any precision): mean abs error, 0.2. Tiles are encoded/decoded separately
@@ -224,6 +232,14 @@ impl Tolerance {
             factor,
         }
     }
+
+    /// The rule of fp32 with TF32 in force (`wan_validate.tolerance_rule` applies it): 1e-2.
+    /// TF32 rounds the inputs of each convolution and matmul to a 10-bit mantissa (unit
+    /// roundoff 2^-11, fp16's) and accumulates in fp32, and activations stay fp32 between
+    /// layers, so its error is below fp16's, whose rule is 2e-2 (activations stored in fp16
+    /// too): half of fp16's. Measured on an H100 (torch 2.11, cuDNN 9.19): 3.97e-3 at
+    /// max|expected| 2.30 (1.7e-3 relative), a margin of 5.8x.
+    pub const TF32_FACTOR: f64 = 1e-2;
 
     pub fn describe(&self) -> String {
         format!("{} <= {:e} x max(1, max|expected|)", self.metric, self.factor)
@@ -268,6 +284,14 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
     let engine = crate::engine::spec(args.engine);
     if let Some(why) = engine.unsupported(args.chunk, &args.device, args.precision) {
         return Err(UserError::Other(why).into());
+    }
+    if !engine.runs_python() && args.tf32 != crate::values::Switch::Off {
+        return Err(UserError::invalid(
+            "--tf32",
+            args.tf32.name(),
+            format!("off with --engine {} (it computes true fp32; TF32 is a knob of the PyTorch engines)", args.engine),
+        )
+        .into());
     }
     // As in `run`: the flag, else the environment; the folder's own venv, else the usual
     // interpreter rule.
@@ -455,7 +479,9 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
         .arg("--chunk")
         .arg(args.chunk.to_string())
         .arg("--device")
-        .arg(&args.device);
+        .arg(&args.device)
+        .arg("--tf32")
+        .arg(args.tf32.name());
     if let Some(t) = args.tile {
         cmd.arg("--tile").arg(format!("{}:{}", t.tile_px, t.overlap_px));
     }

@@ -405,6 +405,11 @@ pub fn torch_precision_flag(s: &str) -> Result<TorchPrecision, UserError> {
     TorchPrecision::parse("--torch-precision", s)
 }
 
+/// `validate --tf32` value (clap value parser).
+pub fn tf32_flag(s: &str) -> Result<Switch, UserError> {
+    Switch::parse("--tf32", s)
+}
+
 /// `--order` value (clap value parser).
 pub fn order_flag(s: &str) -> Result<Order, UserError> {
     Order::parse("--order", s)

@@ -4,7 +4,7 @@ use crate::util::cli::*;
 
 use wan_vae_bench::system::SystemInfo;
 
-fn fake_strix_halo(root: &std::path::Path) {
+pub fn fake_strix_halo(root: &std::path::Path) {
     let mk = |rel: &str, text: &str| {
         let p = root.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();

@@ -22,6 +22,7 @@ cudnn = ["on", "off"]
 miopen_db = ["user", "fresh"]
 passes = ["both", "encode"]
 size = ["16x8"]
+tf32 = ["off"]  # true fp32: each fp32 untiled case is its own reference
 env = ["fake"]
 [env.fake]
 WAN_VAE_BENCH_FAULT = "fake"
@@ -107,7 +108,7 @@ fn filters_on_engine_cudnn_miopen_db_and_passes_pick_the_recorded_cases() {
     assert!(r
         .cases
         .iter()
-        .any(|c| c.id == "torch-fp32-chunk1-untiled-5x16x8-fake-encode-cudnn_off-miopen_fresh"));
+        .any(|c| c.id == "torch-fp32-chunk1-untiled-5x16x8-fake-encode-cudnn_off-miopen_fresh-tf32_off"));
     let broken = stdout(&out)
         .lines()
         .filter(|l| l.starts_with("budget broken: "))

@@ -5,6 +5,7 @@
 //! packages are `unsupported`, naming the cause.
 use std::path::Path;
 
+use crate::need;
 use crate::util::cli::*;
 use wan_vae_bench::report::{CaseStatus, Report};
 
@@ -45,7 +46,7 @@ fn the_folder_comes_from_the_flag_the_matrix_file_or_the_environment() {
     for name in ["from-file", "from-flag", "from-env"] {
         std::fs::create_dir(dir.path().join(name)).unwrap();
     }
-    let py = python();
+    let py = need!(python());
     let py = py.to_str().unwrap();
     // `[model] comfyui`, relative to the matrix file's folder.
     let matrix = write(
@@ -106,6 +107,7 @@ fn the_folder_comes_from_the_flag_the_matrix_file_or_the_environment() {
 
 #[test]
 fn the_folders_own_venv_is_the_interpreter_without_python() {
+    let py = need!(python());
     let dir = scratch();
     let folder = dir.path().join("not-comfy-with-venv");
     std::fs::create_dir_all(folder.join("venv/bin")).unwrap();
@@ -116,7 +118,7 @@ fn the_folders_own_venv_is_the_interpreter_without_python() {
         &format!(
             "#!/bin/sh\ntouch '{}'\nexec '{}' \"$@\"\n",
             marker.display(),
-            python().display()
+            py.display()
         ),
     );
     let (_, r) = run_comfyui(
@@ -132,9 +134,9 @@ fn the_folders_own_venv_is_the_interpreter_without_python() {
 #[test]
 fn a_comfyui_too_old_or_without_its_packages_is_unsupported() {
     let dir = scratch();
-    let folder = comfyui(dir.path());
+    let folder = need!(comfyui(dir.path()));
     let f = folder.to_str().unwrap();
-    let py = python();
+    let py = need!(python());
     let py = py.to_str().unwrap();
     // Before the Wan 2.2 VAE.
     std::fs::remove_file(folder.join("comfy/ldm/wan/vae2_2.py")).unwrap();

@@ -5,6 +5,7 @@
 //! How the folder and interpreter are found, and what is refused: `comfyui_setup`.
 use std::path::Path;
 
+use crate::need;
 use crate::util::cli::*;
 use wan_vae_bench::report::{CaseStatus, Report};
 
@@ -41,12 +42,13 @@ fn case<'a>(r: &'a Report, id: &str) -> &'a wan_vae_bench::report::CaseRecord {
 
 #[test]
 fn comfyui_agrees_with_candle_and_records_its_own_choices() {
+    let py = need!(python());
     let dir = scratch();
-    let folder = comfyui(dir.path());
+    let folder = need!(comfyui(dir.path()));
     let r = comfy_run(
         dir.path(),
         &folder,
-        &python(),
+        &py,
         &[
             "--engine",
             "candle,comfyui",
@@ -83,12 +85,13 @@ fn comfyui_agrees_with_candle_and_records_its_own_choices() {
 
 #[test]
 fn comfyui_wan22_tiles_in_its_own_units_and_records_a_forced_oom_retry() {
+    let py = need!(python());
     let dir = scratch();
-    let folder = comfyui(dir.path());
+    let folder = need!(comfyui(dir.path()));
     let r = comfy_run(
         dir.path(),
         &folder,
-        &python(),
+        &py,
         &[
             "--engine",
             "candle,comfyui",
@@ -147,7 +150,7 @@ fn comfyui_wan22_tiles_in_its_own_units_and_records_a_forced_oom_retry() {
             folder.to_str().unwrap(),
             "--python",
         ])
-        .arg(python())
+        .arg(&py)
         .args([
             "--model",
             "wan2.2",
@@ -179,13 +182,14 @@ fn comfyui_wan22_tiles_in_its_own_units_and_records_a_forced_oom_retry() {
 
 #[test]
 fn not_a_comfyui_folder_and_a_python_without_its_packages_are_unsupported() {
+    let py = need!(python());
     let dir = scratch();
     let plain = dir.path().join("not-comfy");
     std::fs::create_dir(&plain).unwrap();
     let r = comfy_run(
         dir.path(),
         &plain,
-        &python(),
+        &py,
         &["--engine", "comfyui,candle", "--size", "32x32"],
     );
     let c = r.cases.iter().find(|c| c.settings.engine.name() == "comfyui").unwrap();
@@ -200,7 +204,7 @@ fn not_a_comfyui_folder_and_a_python_without_its_packages_are_unsupported() {
 
     // A Python that lacks torch (a wrapper that hides every installed package).
     let other = scratch();
-    let folder = comfyui(other.path());
+    let folder = need!(comfyui(other.path()));
     let bare = executable(other.path(), "bare-python", "#!/bin/sh\nexec python3 -S -I \"$@\"\n");
     let r = comfy_run(
         other.path(),
@@ -219,13 +223,14 @@ fn not_a_comfyui_folder_and_a_python_without_its_packages_are_unsupported() {
 
 #[test]
 fn comfyui_bf16_and_spatial_tiles_run_as_its_nodes_do() {
+    let py = need!(python());
     let dir = scratch();
-    let folder = comfyui(dir.path());
+    let folder = need!(comfyui(dir.path()));
     // One frame at 64x64 keeps ComfyUI's real-width VAE quick on a CPU, bf16 included.
     let r = comfy_run(
         dir.path(),
         &folder,
-        &python(),
+        &py,
         &[
             "--engine",
             "comfyui",
@@ -262,7 +267,7 @@ fn comfyui_bf16_and_spatial_tiles_run_as_its_nodes_do() {
     let r = comfy_run(
         dir22.path(),
         &folder,
-        &python(),
+        &py,
         &[
             "--engine",
             "comfyui",
@@ -296,7 +301,7 @@ fn comfyui_bf16_and_spatial_tiles_run_as_its_nodes_do() {
 #[test]
 fn the_cases_knobs_win_over_comfyuis_start_up() {
     let dir = scratch();
-    let folder = comfyui(dir.path());
+    let folder = need!(comfyui(dir.path()));
     // ComfyUI turns cuDNN (MIOpen) off when it starts on an AMD GPU; this copy does it on
     // every device, and an interpreter wrapper asks for cuDNN on (on a CPU the parent sends
     // no knob, so the test sets the spec's).
@@ -304,7 +309,7 @@ fn the_cases_knobs_win_over_comfyuis_start_up() {
     let mut text = std::fs::read_to_string(&mm).unwrap();
     text.push_str("\ntorch.backends.cudnn.enabled = False  # the test's stand-in for the AMD start-up\n");
     std::fs::write(&mm, text).unwrap();
-    let real = python();
+    let real = need!(python());
     let wrapper = executable(
         dir.path(),
         "python-cudnn-on",
@@ -335,8 +340,9 @@ fn the_cases_knobs_win_over_comfyuis_start_up() {
 
 #[test]
 fn validate_runs_the_users_comfyui_with_its_folder_and_auto() {
+    let py = need!(python());
     let dir = scratch();
-    let folder = comfyui(dir.path());
+    let folder = need!(comfyui(dir.path()));
     let out = bench()
         .args([
             "validate",
@@ -349,7 +355,7 @@ fn validate_runs_the_users_comfyui_with_its_folder_and_auto() {
         ])
         .arg(&folder)
         .arg("--python")
-        .arg(python())
+        .arg(&py)
         .arg("--weights")
         .arg(fixture("wan21_tiny.weights.safetensors"))
         .arg("--cases")

@@ -8,6 +8,7 @@
 //! (`.ci/run` creates it); without either the tests fail, saying how to create it.
 use std::path::{Path, PathBuf};
 
+use crate::need;
 use crate::util::cli::*;
 use wan_vae_bench::report::{CaseStatus, Report};
 use wan_vae_bench::values::Engine;
@@ -48,7 +49,7 @@ fn run_engines(dir: &Path, python: &Path, extra: &[&str]) -> (std::process::Outp
 
 #[test]
 fn validate_torch_and_diffusers_pass_the_fixtures_from_safetensors_and_pth() {
-    let python = python();
+    let python = need!(python());
     for engine in ["torch", "diffusers"] {
         for format in ["safetensors", "pth"] {
             let out = bench()
@@ -84,7 +85,7 @@ fn validate_torch_and_diffusers_pass_the_fixtures_from_safetensors_and_pth() {
 #[test]
 fn a_run_over_three_engines_agrees_across_engines() {
     let dir = scratch();
-    let python = python();
+    let python = need!(python());
     let (out, r) = run_engines(dir.path(), &python, &["--engine", "candle,torch,diffusers"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(r.cases.len(), 3);
@@ -124,6 +125,7 @@ fn a_run_over_three_engines_agrees_across_engines() {
 
 #[test]
 fn variant_variables_reach_the_python_worker_and_garbage_fails() {
+    let py = need!(python());
     let dir = scratch();
     let cfg = write(
         dir.path(),
@@ -142,7 +144,7 @@ WAN_VAE_BENCH_FAULT = "garbage"
 WAN_VAE_BENCH_FAULT = "crash"
 "#,
     );
-    let (out, r) = run_engines(dir.path(), &python(), &["--config", cfg.to_str().unwrap()]);
+    let (out, r) = run_engines(dir.path(), &py, &["--config", cfg.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let by = |v: &str| r.cases.iter().find(|c| c.settings.env_variant == v).unwrap();
     let tuned = by("tuned");
@@ -169,13 +171,14 @@ WAN_VAE_BENCH_FAULT = "crash"
 
 #[test]
 fn missing_interpreter_and_python_without_torch_are_unsupported() {
+    let py = need!(python());
     let dir = scratch();
     let missing = dir.path().join("no-such-python");
     // -S: no site-packages, so this Python has no torch.
     let bare = script(
         dir.path(),
         "bare-python",
-        &format!("exec '{}' -S \"$@\"", python().display()),
+        &format!("exec '{}' -S \"$@\"", py.display()),
     );
     for (python, says) in [
         (&missing, vec![missing.to_str().unwrap().to_string()]),
@@ -212,12 +215,13 @@ const DRIVER: &str = "./bin/MIOpenDriver conv -n 1 -c 96 --in_d 6 -H 482 -W 834 
 
 #[test]
 fn miopen_solver_lines_are_parsed_from_the_worker_stderr() {
+    let py = need!(python());
     let dir = scratch();
     let body = format!(
         "echo '{SOLVER}' >&2\necho '{SOLVER}' >&2\necho '{SOLVER_PLAIN}' >&2\n\
          echo 'MIOpen(HIP): Command [LogCmdConvolution] {DRIVER}' >&2\necho 'MIOpen: Command [LogCmdConvolution] {DRIVER}' >&2\n\
          exec '{}' \"$@\"",
-        python().display()
+        py.display()
     );
     let wrapper = script(dir.path(), "logging-python", &body);
     let cfg = write(
@@ -238,6 +242,7 @@ fn miopen_solver_lines_are_parsed_from_the_worker_stderr() {
 
 #[test]
 fn a_fresh_miopen_folder_is_set_empty_then_removed() {
+    let py = need!(python());
     let dir = scratch();
     let seen = dir.path().join("seen.txt");
     // The wrapper records what the worker gets: the folder, whether it exists, its entries.
@@ -245,7 +250,7 @@ fn a_fresh_miopen_folder_is_set_empty_then_removed() {
         "echo \"db=$MIOPEN_USER_DB_PATH cache=$MIOPEN_CUSTOM_CACHE_DIR exists=$(test -d \"$MIOPEN_USER_DB_PATH\" && echo yes) \
          entries=$(ls -A \"$MIOPEN_USER_DB_PATH\" 2>/dev/null | wc -l)\" >> '{}'\nexec '{}' \"$@\"",
         seen.display(),
-        python().display()
+        py.display()
     );
     let wrapper = script(dir.path(), "recording-python", &body);
     let cfg = write(
@@ -273,7 +278,10 @@ fn a_fresh_miopen_folder_is_set_empty_then_removed() {
         ids,
         [
             "torch-fp32-chunk1-untiled-5x64x64-fake-miopen_fresh",
-            "torch-fp32-chunk1-untiled-5x64x64-fake-miopen_user"
+            "torch-fp32-chunk1-untiled-5x64x64-fake-miopen_user",
+            // On cuda:N every TF32-auto case gets a true-fp32 reference (issue 27).
+            "torch-fp32-chunk1-untiled-5x64x64-fake-miopen_fresh-tf32_off",
+            "torch-fp32-chunk1-untiled-5x64x64-fake-miopen_user-tf32_off"
         ]
     );
     let fresh = &r.cases[0];
@@ -289,13 +297,14 @@ fn a_fresh_miopen_folder_is_set_empty_then_removed() {
 
 #[test]
 fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
+    let py = need!(python());
     let dir = scratch();
     let spec_file = dir.path().join("spec.json");
     // The wrapper keeps the spec (the argument after --case-json), then runs the worker.
     let body = format!(
         "prev=\nfor a in \"$@\"; do [ \"$prev\" = --case-json ] && printf '%s' \"$a\" > '{}'; prev=$a; done\nexec '{}' \"$@\"",
         spec_file.display(),
-        python().display()
+        py.display()
     );
     let wrapper = script(dir.path(), "spec-python", &body);
     let cfg = write(
@@ -359,7 +368,7 @@ fn a_python_engine_fails_a_case_whose_outputs_are_not_finite() {
     // pass and the count, and `run` exits 1.
     let dir = scratch();
     let weights = crate::reliability_numbers::nan_weights(dir.path());
-    let py = python();
+    let py = need!(python());
     let (out, path) = run(
         dir.path(),
         &[
@@ -396,6 +405,7 @@ fn a_python_engine_fails_a_case_whose_outputs_are_not_finite() {
 /// API; a missing diffusers names the versions each model needs.
 #[test]
 fn the_python_worker_speaks_to_a_users_rocm_venv() {
+    let py = need!(python());
     let code = r#"
 import sys, warnings
 sys.path.insert(0, sys.argv[1])
@@ -413,7 +423,7 @@ except diffusers_engine.Unsupported as e:
     print("diffusers:", e)
 "#;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
-    let out = std::process::Command::new(python())
+    let out = std::process::Command::new(&py)
         .args(["-c", code])
         .arg(&dir)
         .output()

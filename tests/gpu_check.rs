@@ -142,7 +142,7 @@ fn gpu_check_rejects_an_unknown_step() {
 fn oom_report(message: &str, next_status: &str) -> String {
     format!(
         r#"{{"run": {{"device": "cuda:0"}}, "cases": [
-  {{"id": "torch-fp32-big", "engine": "torch", "width": 3072, "height": 1792, "passes": "both",
+  {{"id": "torch-fp32-big", "engine": "torch", "width": 3072, "height": 1792, "passes": "both", "precision": "fp32",
     "status": "oom", "error": "{message}"}},
   {{"id": "torch-fp32-small", "engine": "torch", "width": 320, "height": 320, "passes": "both",
     "status": "{next_status}", "encode": {{"median_s": 0.5}}, "decode": {{"median_s": 0.9}}}}
@@ -179,7 +179,8 @@ fn gpu_check_oom_wants_the_size_in_the_message_and_a_next_case_that_runs() {
     let v = read_oom(
         dir.path(),
         &oom_report(
-            "out of memory at 5x3072x1792: CUDA out of memory. Tried to allocate 20 GiB",
+            "out of memory: 5 frames at 3072x1792, encode+decode, fp32, untiled, chunk 1 on cuda:0 (failed in \
+             `decode run 1/1`; 79.19 GiB total, 0.31 GiB free when it failed); try spatial tiles",
             "ok",
         ),
     );
@@ -194,6 +195,7 @@ fn gpu_check_oom_wants_the_size_in_the_message_and_a_next_case_that_runs() {
     );
     assert_eq!(v[0].0, "FAIL", "no size in the message: {v:?}");
     assert!(v[0].1.contains("does not name the size 3072x1792"), "{v:?}");
+    assert!(v[0].1.contains("the precision fp32, the device memory"), "{v:?}");
     assert_eq!(v[1].0, "FAIL", "the next case must run: {v:?}");
 }
 

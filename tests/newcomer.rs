@@ -152,3 +152,51 @@ fn plot_and_merge_count_one_case_and_the_tile_help_is_true() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("tile8o0"), "{}", stdout(&out));
 }
+
+/// Issue 26: the README's test command is `scripts/test.sh`, CI runs the same script, and
+/// the test Python's packages are listed in that script only.
+#[test]
+fn readme_and_ci_run_one_test_script_that_lists_the_packages() {
+    let readme = repo("README.md");
+    assert!(readme.contains("\n# Run the tests (the first run also makes the test Python"), "README's two commands");
+    assert!(readme.contains("\nscripts/test.sh\n"), "README's test command");
+    let ci = repo(".ci/run");
+    assert!(ci.lines().any(|l| l.trim() == "exec scripts/test.sh"), "{ci}");
+    let script = repo("scripts/test.sh");
+    assert!(script.contains("PACKAGES=(torch diffusers safetensors"), "{script}");
+    for file in [".ci/run", "README.md", "docs/ci.md"] {
+        assert!(!repo(file).contains("pip install"), "{file} lists packages: scripts/test.sh is their one place");
+    }
+}
+
+/// Issue 26: a test whose outside input is absent says so in a line of its own (past
+/// libtest's capture), appends it to the skip log, and passes; under `CI=true` it fails.
+#[test]
+fn a_test_without_its_outside_input_skips_visibly_and_fails_under_ci() {
+    let dir = scratch();
+    let log = dir.path().join("skips.txt");
+    let test = "engine_comfyui::comfyui_agrees_with_candle_and_records_its_own_choices";
+    let run = |ci: bool| {
+        let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", test])
+            .env("WAN_VAE_BENCH_COMFYUI_TARBALL", dir.path().join("no-such.tar.xz"))
+            .env("WAN_VAE_BENCH_SKIP_LOG", &log)
+            .env_remove("CI");
+        if ci {
+            cmd.env("CI", "true");
+        }
+        cmd.output().unwrap()
+    };
+    let out = run(false);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let line = format!("SKIPPED {test}: no ComfyUI test data: ");
+    assert!(text.contains(&line) && text.contains("no-such.tar.xz"), "{text}");
+    let logged = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(logged.lines().count(), 1, "{logged}");
+    assert!(logged.starts_with(&line), "{logged}");
+    let out = run(true);
+    let text = format!("{}{}", stdout(&out), stderr(&out));
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("CI=true: a test may not skip there"), "{text}");
+}

@@ -13,6 +13,7 @@ mod compare_cli;
 mod engine_comfyui;
 mod engines;
 mod gpu_check;
+mod gpu_truth;
 mod hub;
 mod hub_cli;
 mod merge_plot_cli;

@@ -192,8 +192,8 @@ fn python(report: &Report, s: &CaseSettings, how: ApplyAs, steps: &mut Vec<Strin
     }
 }
 
-/// The `torch.backends.cudnn` knobs the case set (not left to the engine, `auto`) and the
-/// MIOpen database, where they apply; `on` is named too, since an engine may turn cuDNN
+/// The `torch.backends.cudnn` knobs and TF32 the case set (not left to the engine, `auto`)
+/// and the MIOpen database, where they apply; `on` is named too, since an engine may turn cuDNN
 /// off at start-up (ComfyUI on AMD), and `off` for the benchmark only where it was set.
 fn knobs(s: &CaseSettings, steps: &mut Vec<String>) {
     let k = &s.knobs;
@@ -204,6 +204,16 @@ fn knobs(s: &CaseSettings, steps: &mut Vec<String>) {
     }
     if k.cudnn_benchmark == Switch::On {
         steps.push("torch.backends.cudnn.benchmark = True".into());
+    }
+    match k.tf32 {
+        Switch::On | Switch::Off => {
+            let (v, legacy) = if k.tf32 == Switch::On { ("tf32", "True") } else { ("ieee", "False") };
+            steps.push(format!(
+                "torch.backends.cudnn.conv.fp32_precision = \"{v}\"; torch.backends.cuda.matmul.fp32_precision = \"{v}\" \
+                 (torch < 2.9: torch.backends.cudnn.allow_tf32 = {legacy}; torch.backends.cuda.matmul.allow_tf32 = {legacy})"
+            ));
+        }
+        Switch::Auto | Switch::NotApplicable => {}
     }
     if k.miopen_db == MiopenDb::Fresh {
         steps.push(

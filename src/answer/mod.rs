@@ -145,7 +145,8 @@ fn qualifies(c: &CaseRecord, floor: f64) -> bool {
 
 /// The default of `cases` (one workload, one engine): untiled in space and time, chunk 1,
 /// the `baseline` env variant, default knobs (left to the engine, `auto`, else set to
-/// torch's defaults: cuDNN/MIOpen on, benchmark off; the user's MIOpen database; or `n/a`),
+/// torch's defaults: cuDNN/MIOpen on, benchmark off, TF32 auto or off; the user's MIOpen
+/// database; or `n/a`),
 /// and fp32, or for an engine with its own dtype choice
 /// (`engine::EngineSpec::own_dtype`, comfyui) its `auto` precision when the run has it.
 fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
@@ -153,7 +154,7 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
         crate::engine::spec(c.settings.engine).own_dtype && c.settings.precision == crate::model::Precision::Auto
     });
     let precision = if own_auto { "auto" } else { "fp32" };
-    let default_settings = |c: &&CaseRecord, knobs: &[Switch], bench: &[Switch]| {
+    let default_settings = |c: &&CaseRecord, knobs: &[Switch], bench: &[Switch], tf32: &[Switch]| {
         let s = &c.settings;
         let k = &s.knobs;
         s.precision.name() == precision
@@ -163,6 +164,7 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
             && s.env_variant == BASELINE
             && knobs.contains(&k.cudnn)
             && bench.contains(&k.cudnn_benchmark)
+            && tf32.contains(&k.tf32)
             && matches!(k.miopen_db, MiopenDb::User | MiopenDb::NotApplicable)
     };
     // The knobs as the engine leaves them; else, set to torch's own defaults.
@@ -170,12 +172,19 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
     cases
         .iter()
         .copied()
-        .find(|c| default_settings(c, &left, &left))
+        .find(|c| default_settings(c, &left, &left, &left))
         .or_else(|| {
             cases
                 .iter()
                 .copied()
-                .find(|c| default_settings(c, &[Switch::On], &[Switch::Off, Switch::Auto]))
+                .find(|c| {
+                    default_settings(
+                        c,
+                        &[Switch::On],
+                        &[Switch::Off, Switch::Auto],
+                        &[Switch::Auto, Switch::NotApplicable, Switch::Off],
+                    )
+                })
         })
 }
 
@@ -196,6 +205,10 @@ fn cite(c: &CaseRecord) -> AnswerCase {
         psnr_db,
         peak_rss_bytes: c.outcome.peak_rss_bytes,
         device_peak_reserved_bytes: c.outcome.device_peak_reserved_bytes,
+        error: match c.outcome.status {
+            CaseStatus::Ok => None,
+            _ => c.outcome.error.as_deref().and_then(|e| e.lines().next()).map(str::to_string),
+        },
     }
 }
 
@@ -350,8 +363,10 @@ fn sentence(a: &Answer, floor: f64) -> String {
             time_of(b)
         ),
         (_, Some(b)) => format!(
-            "The default {} ended `{}`: the fastest setting that stays right is {fastest}; no ratio.",
-            b.id, b.status
+            "The default {} ended `{}`{}: the fastest setting that stays right is {fastest}; no ratio.",
+            b.id,
+            b.status,
+            b.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
         ),
         (_, None) => format!(
             "The default (the engine's default precision, untiled, chunk 1, env `baseline`, default knobs) was not in the run: the fastest setting that stays right is {fastest}; no ratio."

@@ -238,6 +238,7 @@ fn python_apply_names_dtype_tiling_and_knobs() {
         cudnn: Switch::Off,
         cudnn_benchmark: Switch::On,
         miopen_db: MiopenDb::Fresh,
+        tf32: Switch::On,
     };
     let mut c = case(s, &[1.0], Some(50.0));
     c.outcome.env.insert("MIOPEN_USER_DB_PATH".into(), "/tmp/x".into());
@@ -254,6 +255,8 @@ fn python_apply_names_dtype_tiling_and_knobs() {
         "cudnn.enabled = False",
         "cudnn.benchmark = True",
         "empty MIOpen database",
+        "cudnn.conv.fp32_precision = \"tf32\"",
+        "cuda.matmul.fp32_precision = \"tf32\"",
     ] {
         assert!(all.contains(needle), "{needle}: {all}");
     }

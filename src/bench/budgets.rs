@@ -387,6 +387,7 @@ mod tests {
             cudnn: Switch::Off,
             cudnn_benchmark: Switch::On,
             miopen_db: MiopenDb::Fresh,
+            tf32: Switch::Off,
         };
         torch.settings.temporal_tile = Some(crate::model::TemporalTiling::COMFYUI_DEFAULT);
         // (filter, matches torch, matches candle)
@@ -407,6 +408,8 @@ mod tests {
             ("cudnn_benchmark = true", true, false),
             ("miopen_db = \"fresh\"", true, false),
             ("miopen_db = [\"user\", \"n/a\"]", false, true),
+            ("tf32 = \"off\"", true, false),
+            ("tf32 = [\"on\", \"n/a\"]", false, true),
         ];
         let mut named = std::collections::BTreeSet::new();
         for (filter, on_torch, on_candle) in filters {

@@ -36,6 +36,7 @@ pub mod interrupt;
 pub mod matrix;
 mod measured;
 pub mod miopen;
+pub mod oom;
 pub mod options;
 pub mod outputs;
 pub mod plan;
@@ -223,6 +224,9 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let (cases, seed) = plan_cases(&opts, &model.cfg)?;
+    let settings: Vec<_> = cases.iter().map(|c| c.settings.clone()).collect();
+    let latent = input.as_ref().is_some_and(|i| i.is_latent);
+    crate::engine::preparer::check_run(&opts.device, &settings, latent, args.fault_hooks)?;
     // The clips the parent makes for the Python worker must fit in its memory: checked
     // before anything is created.
     for (frames, width, height) in clip_sizes(&cases) {
@@ -428,6 +432,7 @@ fn new_report(
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
             fault_hooks,
             overrides: Default::default(),
+            prepared_latents: None,
         },
         cases: Vec::new(),
         engines: Default::default(),

@@ -17,7 +17,7 @@ use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, Wor
 use crate::engine::EngineDirs;
 use crate::report::{CaseRecord, CaseStatus, Report};
 use crate::settings::CaseSettings;
-use crate::values::{Order, Passes};
+use crate::values::{MiopenDb, Order, Passes, Switch};
 
 /// Order `items`; returns the seed used (`None` when not shuffled). A `None` seed draws one.
 pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u64> {
@@ -70,6 +70,8 @@ pub struct Scheduler {
     /// Latents prepared for decode-only cases, by (frames, width, height): the path, or
     /// why the untimed encode failed.
     prepared: BTreeMap<(usize, usize, usize), Result<WorkerInput, String>>,
+    /// The engine that prepared them (`run.prepared_latents` in the report), once one did.
+    latents_by: Option<String>,
     /// Whether a file was at the output before the run: a signal before any case finished
     /// then leaves it as it was (else the interrupted report with no case is written).
     pub old_report: bool,
@@ -86,6 +88,7 @@ impl Scheduler {
             progress,
             book,
             prepared: BTreeMap::new(),
+            latents_by: None,
             old_report: false,
         }
     }
@@ -106,16 +109,35 @@ impl Scheduler {
         if let Some(p) = self.prepared.get(&key) {
             return p.clone().map(Some);
         }
-        // One latent per frames x size, encoded by the engine whose entry says it prepares
-        // them (one that is always available), so every engine decodes the same bits.
-        let preparer = crate::engine::spec(crate::engine::latent_preparer());
-        let settings = CaseSettings {
-            passes: Passes::Encode,
-            env_variant: crate::settings::BASELINE.to_string(),
-            engine: preparer.engine,
-            knobs: Default::default(),
-            ..s.reference()
+        // One latent per frames x size, so every engine decodes the same bits: encoded by
+        // candle where this build has the device, else by the run's engine on the device.
+        let device = self.run_wide.spec.device.clone();
+        let has = crate::engine::preparer::this_build_has(&device, self.run_wide.spec.fault_hooks);
+        let in_run = crate::engine::preparer::engines_of(self.cases.iter().map(|c| &c.settings.engine));
+        let preparer = match crate::engine::preparer::latent_preparer(&device, &in_run, has) {
+            Ok(p) => p,
+            Err(why) => {
+                self.prepared.insert(key, Err(why.clone()));
+                return Err(why);
+            }
         };
+        // True fp32 with the knobs as the engine leaves them (`n/a` where they do not act).
+        let knobs = crate::settings::Knobs {
+            cudnn: Switch::Auto,
+            cudnn_benchmark: Switch::Auto,
+            miopen_db: MiopenDb::User,
+            tf32: Switch::Off,
+        };
+        let settings = preparer.run_as(
+            &CaseSettings {
+                passes: Passes::Encode,
+                env_variant: crate::settings::BASELINE.to_string(),
+                knobs,
+                ..s.reference()
+            },
+            &device,
+        );
+        self.latents_by = Some(crate::engine::preparer::describe(preparer.engine));
         let id = format!("prepare-latent-{}x{}x{}", s.frames, s.width, s.height);
         let path = self.executor.outputs_path(&id);
         let spec = WorkerSpec {
@@ -145,7 +167,8 @@ impl Scheduler {
                 kind: InputKind::Latent,
             }),
             (status, error) => Err(format!(
-                "the untimed encode that prepares the latent to decode ended {status}: {}",
+                "the untimed fp32 encode by {} that prepares the latent to decode ended {status}: {}",
+                preparer.name(),
                 error.or(r.outputs_error).unwrap_or_default()
             )),
         };
@@ -187,6 +210,7 @@ impl Scheduler {
                 return self.interrupted(report, output, sig, total);
             }
             self.record(report, &case, result, outputs);
+            report.run.prepared_latents.clone_from(&self.latents_by);
             report.save_atomic(output)?;
         }
         self.progress.finish();
@@ -205,15 +229,30 @@ impl Scheduler {
         let input = self.input_for(&case.settings);
         let spec = self.spec_for(case, input.clone().unwrap_or_default(), recorded);
         let progress = &self.progress;
-        let result = match input {
+        let mut last_phase = None;
+        let mut result = match input {
             Ok(_) => self
                 .executor
                 .run(&spec, &case.env_vars, &case.env_unset, &mut |e| match e {
-                    WorkerEvent::Phase(p) => progress.phase(p),
+                    WorkerEvent::Phase(p) => {
+                        last_phase = Some(p.to_string());
+                        progress.phase(p)
+                    }
                     WorkerEvent::Output(line) => progress.output(line),
                 }),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
         };
+        let o = &mut result.outcome;
+        if o.status == CaseStatus::Oom {
+            // What did not fit, the memory then and what to try, before the engine's own text.
+            let device = &self.run_wide.spec.device;
+            if o.memory_at_failure.is_none() {
+                o.memory_at_failure = super::oom::read_now(device);
+            }
+            let original = o.error.take().unwrap_or_default();
+            let mem = o.memory_at_failure.as_ref();
+            o.error = Some(super::oom::explain(&case.settings, device, last_phase.as_deref(), mem, &original));
+        }
         (result, spec.outputs)
     }
 

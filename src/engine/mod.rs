@@ -20,6 +20,7 @@ use crate::values::Engine;
 
 pub mod candle;
 pub mod clip;
+pub mod preparer;
 pub mod protocol;
 pub mod python;
 pub mod shared_files;
@@ -57,9 +58,9 @@ pub struct EngineSpec {
     /// How the answer of a run (`answer::apply`) tells the user to apply a winning case of
     /// this engine outside the tool.
     pub apply: ApplyAs,
-    /// Whether it encodes the latents that decode-only cases of every engine share (an
-    /// untimed fp32 encode per frames and size, [`latent_preparer`]): exactly one engine
-    /// does, one that needs nothing beyond this binary.
+    /// Whether it may encode the latents that decode-only cases share (an untimed fp32 encode
+    /// per frames and size): [`preparer::latent_preparer`] picks this binary's worker where the
+    /// build has the run's device, else the first such engine of the run that runs there.
     pub prepares_latents: bool,
     /// What it is, in a few words, for `--help` lists of the engines ([`engines_help`]).
     pub about: &'static str,
@@ -121,6 +122,8 @@ const TORCH_CONTEXT: &[&str] = &[
     "threads",
     "device_name",
     "gcn_arch_name",
+    "compute_capability",
+    "nvidia_driver",
     "total_memory_bytes",
 ];
 
@@ -138,7 +141,7 @@ pub const ENGINES: &[EngineSpec] = &[
         cross_check: None,
         folder: None,
         apply: ApplyAs::ToolFlags,
-        // Always available (no interpreter), so every engine decodes the same bits.
+        // Needs no interpreter: the first choice wherever this build has the device.
         prepares_latents: true,
         about: "this tool's Rust port",
     },
@@ -161,7 +164,7 @@ pub const ENGINES: &[EngineSpec] = &[
         cross_check: Some(Engine::Candle),
         folder: None,
         apply: ApplyAs::PyTorch,
-        prepares_latents: false,
+        prepares_latents: true,
         about: "PyTorch ports of the official Wan code",
     },
     EngineSpec {
@@ -183,7 +186,7 @@ pub const ENGINES: &[EngineSpec] = &[
         cross_check: Some(Engine::Candle),
         folder: None,
         apply: ApplyAs::Diffusers,
-        prepares_latents: false,
+        prepares_latents: true,
         about: "diffusers' AutoencoderKLWan",
     },
     EngineSpec {
@@ -208,7 +211,7 @@ pub const ENGINES: &[EngineSpec] = &[
             holds: "a ComfyUI folder (checkout or install)",
         }),
         apply: ApplyAs::ComfyuiNodes,
-        prepares_latents: false,
+        prepares_latents: true,
         about: "the user's ComfyUI",
     },
 ];
@@ -225,6 +228,8 @@ const COMFYUI_CONTEXT: &[&str] = &[
     "threads",
     "device_name",
     "gcn_arch_name",
+    "compute_capability",
+    "nvidia_driver",
     "total_memory_bytes",
     "comfyui_version",
     "comfyui_commit",
@@ -237,16 +242,6 @@ pub fn spec(engine: Engine) -> &'static EngineSpec {
         .iter()
         .find(|s| s.engine == engine)
         .expect("every values::Engine has an entry in ENGINES (checked by a test)")
-}
-
-/// The engine that encodes the latents decode-only cases share
-/// ([`EngineSpec::prepares_latents`]).
-pub fn latent_preparer() -> Engine {
-    ENGINES
-        .iter()
-        .find(|s| s.prepares_latents)
-        .expect("one entry of ENGINES prepares latents (checked by a test)")
-        .engine
 }
 
 /// The engines for a `--help` text: `candle (this tool's Rust port), torch (...), ...,
@@ -288,7 +283,7 @@ pub fn knobs_apply(engine: Engine, device: &str) -> bool {
 }
 
 /// The device kind of a device string: `cuda` for `cuda:1`.
-fn device_kind(device: &str) -> String {
+pub(crate) fn device_kind(device: &str) -> String {
     let d = device.trim().to_ascii_lowercase();
     d.split(':').next().unwrap_or_default().to_string()
 }
@@ -322,10 +317,15 @@ impl EngineSpec {
     /// and the knobs `n/a` where they do not act (so they are neither multiplied into cases
     /// nor part of the id).
     pub fn run_as(&self, settings: &CaseSettings, device: &str) -> CaseSettings {
+        // TF32 is NVIDIA's: not on a machine whose GPUs are AMD's only.
+        let tf32 = match crate::system::amd_gpus_only() {
+            true => crate::values::Switch::NotApplicable,
+            false => settings.knobs.tf32,
+        };
         CaseSettings {
             engine: self.engine,
             knobs: if self.knobs_act_on(device) {
-                settings.knobs
+                Knobs { tf32, ..settings.knobs }
             } else {
                 Knobs::default()
             },
@@ -549,9 +549,6 @@ mod tests {
                 );
             }
         }
-        assert_eq!(ENGINES.iter().filter(|s| s.prepares_latents).count(), 1);
-        let preparer = spec(latent_preparer());
-        assert!(!preparer.runs_python() && preparer.folder.is_none());
     }
 
     #[test]
@@ -607,6 +604,7 @@ mod tests {
             cudnn: Switch::Off,
             cudnn_benchmark: Switch::On,
             miopen_db: MiopenDb::Fresh,
+            tf32: Switch::Off,
         };
         assert_eq!(spec(Engine::Torch).run_as(&s, "cuda:0"), s);
         let on_cpu = spec(Engine::Torch).run_as(&s, "cpu");
@@ -631,7 +629,7 @@ mod tests {
             holds: "a folder of torch code",
         }),
         apply: ApplyAs::PyTorch,
-        prepares_latents: false,
+        prepares_latents: true,
         about: "a test",
     }];
 

@@ -12,7 +12,7 @@
 use crate::report::{CaseRecord, ErrorStats, PassStats, Report};
 
 /// Axis columns in this order first; any other settings key follows, sorted.
-const AXIS_ORDER: [&str; 16] = [
+const AXIS_ORDER: [&str; 17] = [
     "engine",
     "precision",
     "chunk",
@@ -28,6 +28,7 @@ const AXIS_ORDER: [&str; 16] = [
     "cudnn",
     "cudnn_benchmark",
     "miopen_db",
+    "tf32",
     "frames_used",
 ];
 

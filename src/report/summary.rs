@@ -127,6 +127,9 @@ pub struct AnswerCase {
     pub peak_rss_bytes: Option<u64>,
     /// Peak device memory reserved by torch, bytes (Python engines on a GPU).
     pub device_peak_reserved_bytes: Option<u64>,
+    /// The first line of its error unless `ok` (an `oom` case's names what did not fit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// How to get the fastest case's speed outside this tool.

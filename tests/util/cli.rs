@@ -56,30 +56,94 @@ pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The Python with torch, diffusers and ComfyUI's VAE packages that the engine tests use.
-pub fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("WAN_VAE_BENCH_TEST_PYTHON") {
-        return PathBuf::from(p);
+/// Something a test reads from outside the repository that is not there: what, and how to
+/// supply it. [`need!`](crate::need) turns it into a skip, or a failure under `CI=true`.
+pub struct Missing(pub String);
+
+impl Missing {
+    /// Report this test as skipped: one line on the terminal (written past libtest's output
+    /// capture, so it shows for a passing test) and one in `WAN_VAE_BENCH_SKIP_LOG` when
+    /// `scripts/test.sh` set it, for its summary. Under `CI=true` the test fails instead:
+    /// CI must never skip a test silently.
+    pub fn skip(self) {
+        let test = std::thread::current().name().unwrap_or("?").to_string();
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            panic!("{} (CI=true: a test may not skip there)", self.0);
+        }
+        let line = format!("SKIPPED {test}: {}\n", self.0);
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(line.as_bytes());
+        if let Some(log) = std::env::var_os("WAN_VAE_BENCH_SKIP_LOG") {
+            if let Ok(mut f) = std::fs::OpenOptions::new().append(true).create(true).open(log) {
+                let _ = f.write_all(line.as_bytes());
+            }
+        }
     }
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-torch/bin/python");
-    assert!(
-        venv.exists(),
-        "no Python with torch for the engine tests: set WAN_VAE_BENCH_TEST_PYTHON to one, or create {} with \
-         `python3 -m venv .venv-torch && .venv-torch/bin/pip install torch diffusers` (`.ci/run` does this)",
-        venv.display()
-    );
-    venv
 }
 
-/// ComfyUI 0.3.64 unpacked into `dir` from `../shared/comfyui/` (GPL-3.0 test data: nothing
-/// of it is in the project); returns its folder (the tarball's `comfyui/`).
-pub fn comfyui(dir: &Path) -> PathBuf {
-    let tarball = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/comfyui/ComfyUI-0.3.64-a125cd8.tar.xz");
-    assert!(
-        tarball.is_file(),
-        "{} is missing (the ComfyUI test data)",
-        tarball.display()
-    );
+/// `need!(python())`: the value, or the test ends here as skipped (see [`Missing::skip`]).
+#[macro_export]
+macro_rules! need {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(m) => {
+                $crate::util::cli::Missing::skip(m);
+                return;
+            }
+        }
+    };
+}
+
+/// The Python with torch, diffusers and ComfyUI's VAE packages that the engine tests use:
+/// `WAN_VAE_BENCH_TEST_PYTHON`, else `<repo>/.venv-torch/bin/python` (`scripts/test.sh`
+/// creates it).
+pub fn python() -> Result<PathBuf, Missing> {
+    if let Some(p) = std::env::var_os("WAN_VAE_BENCH_TEST_PYTHON") {
+        let p = PathBuf::from(p);
+        return match p.exists() {
+            true => Ok(p),
+            false => Err(Missing(format!(
+                "WAN_VAE_BENCH_TEST_PYTHON={} does not exist",
+                p.display()
+            ))),
+        };
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv-torch/bin/python");
+    match venv.exists() {
+        true => Ok(venv),
+        false => Err(Missing(format!(
+            "no Python with torch: {} is absent (scripts/test.sh creates it; or set \
+             WAN_VAE_BENCH_TEST_PYTHON)",
+            venv.display()
+        ))),
+    }
+}
+
+/// The ComfyUI 0.3.64 source tarball (GPL-3.0 test data: nothing of it is in the project):
+/// `WAN_VAE_BENCH_COMFYUI_TARBALL`, else `../shared/comfyui/ComfyUI-0.3.64-a125cd8.tar.xz`
+/// beside the repository.
+pub fn comfyui_tarball() -> Result<PathBuf, Missing> {
+    let (tarball, from) = match std::env::var_os("WAN_VAE_BENCH_COMFYUI_TARBALL") {
+        Some(p) => (PathBuf::from(p), "WAN_VAE_BENCH_COMFYUI_TARBALL"),
+        None => (
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/comfyui/ComfyUI-0.3.64-a125cd8.tar.xz"),
+            "the default path; set WAN_VAE_BENCH_COMFYUI_TARBALL to another",
+        ),
+    };
+    match tarball.is_file() {
+        true => Ok(tarball),
+        false => Err(Missing(format!(
+            "no ComfyUI test data: {} is not a file ({from})",
+            tarball.display()
+        ))),
+    }
+}
+
+/// ComfyUI unpacked into `dir` from [`comfyui_tarball`]; returns its folder (the tarball's
+/// `comfyui/`).
+pub fn comfyui(dir: &Path) -> Result<PathBuf, Missing> {
+    let tarball = comfyui_tarball()?;
     let ok = Command::new("tar")
         .arg("-xJf")
         .arg(&tarball)
@@ -87,10 +151,10 @@ pub fn comfyui(dir: &Path) -> PathBuf {
         .arg(dir)
         .status()
         .unwrap();
-    assert!(ok.success());
+    assert!(ok.success(), "tar -xJf {}", tarball.display());
     let d = dir.join("comfyui");
-    assert!(d.join("comfy/sd.py").is_file());
-    d
+    assert!(d.join("comfy/sd.py").is_file(), "{} has no comfyui/comfy/sd.py", tarball.display());
+    Ok(d)
 }
 
 /// An executable script `name` in `dir` with `body` (its first line the `#!`).

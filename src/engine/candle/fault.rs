@@ -32,7 +32,8 @@ pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
     match fault.as_str() {
         // The comfyui engine's own hook (its first decoder call raises ComfyUI's OOM); the
         // candle worker, here preparing a decode-only latent, runs normally.
-        "" | "comfyui-oom" => None,
+        // `candle-lacks-device` is the parent's (`engine::preparer`).
+        "" | "comfyui-oom" | crate::engine::preparer::CANDLE_LACKS_DEVICE => None,
         "crash" => {
             eprintln!("wan-vae-bench worker: injected crash ({FAULT_VAR}=crash)");
             std::process::abort();
@@ -55,7 +56,7 @@ pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
         "fake" => Some(fake(spec)),
         other => empty(
             CaseStatus::Failed,
-            &format!("unknown {FAULT_VAR} value {other:?} (crash, oom, hang, fail, unsupported, fake, comfyui-oom)"),
+            &format!("unknown {FAULT_VAR} value {other:?} (crash, oom, hang, fail, unsupported, fake, comfyui-oom, candle-lacks-device)"),
         ),
     }
 }

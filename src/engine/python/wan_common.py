@@ -106,23 +106,50 @@ class Precision:
 
 def tf32_convs(device: torch.device) -> bool:
     """Whether cuDNN may run fp32 convolutions in TF32 on `device`. Never on the CPU, never on
-    ROCm (MIOpen has no TF32 convolutions; gfx1151 has no TF32). Reads torch >= 2.9's
-    `torch.backends.cudnn.conv.fp32_precision` where it exists (the legacy `allow_tf32` getter
-    raises there once the new API was used), the legacy flag on older torch; a torch that
-    refuses both is reported as not using TF32 rather than failing the case."""
+    ROCm (MIOpen has no TF32 convolutions; gfx1151 has no TF32), never with cuDNN off."""
     if device.type != "cuda" or getattr(torch.version, "hip", None) or not torch.backends.cudnn.enabled:
         return False
+    return tf32_flags()[0]
+
+
+def tf32_flags() -> tuple:
+    """(convolutions, matmuls): whether torch lets fp32 convolutions (cuDNN) and matmuls
+    (cuBLAS) use TF32, read back from torch. Torch >= 2.9 has `fp32_precision` per backend and
+    op, where `none` defers to the level above (`cudnn.conv` -> `cudnn` -> the global one; its
+    legacy `allow_tf32` getters raise once the new API was used); older torch has only the
+    legacy flags. A torch that refuses both is read as not using TF32."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        def first_set(*levels) -> Optional[str]:
+            found = [p for p in (getattr(x, "fp32_precision", None) for x in levels) if p not in (None, "none")]
+            return found[0] if found else None
+
+        try:
+            p = first_set(getattr(torch.backends.cudnn, "conv", None), torch.backends.cudnn, torch.backends)
+            conv = p == "tf32" if p else bool(torch.backends.cudnn.allow_tf32)
+        except (RuntimeError, AttributeError):
+            conv = False
+        try:
+            p = first_set(torch.backends.cuda.matmul, torch.backends.cuda, torch.backends)
+            matmul = p == "tf32" if p else torch.get_float32_matmul_precision() != "highest"
+        except (RuntimeError, AttributeError):
+            matmul = False
+    return conv, matmul
+
+
+def set_tf32(on: bool) -> None:
+    """Let fp32 convolutions and matmuls use TF32 (`on`) or compute true fp32: torch >= 2.9's
+    `fp32_precision` ("tf32" / "ieee") where it exists, else the legacy `allow_tf32` flags
+    (mixing the two APIs raises in torch >= 2.9)."""
     conv = getattr(torch.backends.cudnn, "conv", None)
-    try:
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            precision = getattr(conv, "fp32_precision", None) if conv is not None else None
-            if precision is not None:
-                return precision == "tf32"
-            return bool(torch.backends.cudnn.allow_tf32)
-    except (RuntimeError, AttributeError):
-        return False
+    if conv is not None and hasattr(conv, "fp32_precision"):
+        value = "tf32" if on else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = value
+        torch.backends.cuda.matmul.fp32_precision = value
+    else:
+        torch.backends.cudnn.allow_tf32 = on
+        torch.backends.cuda.matmul.allow_tf32 = on
 
 
 def check_precision_mode(mode: str) -> str:

@@ -66,20 +66,35 @@ def open_device(torch, name: str):
 
 
 def apply_knobs(torch, spec: dict, device) -> Dict[str, str]:
-    """Set torch.backends.cudnn.{enabled,benchmark} from the spec ("on"/"off"; absent, "auto"
-    or "n/a", the parent's words for a knob left as the engine leaves it or that does not
-    apply, = untouched) and say what is in force: on the CPU neither knob does anything.
-    The worker calls it once the engine has started (ComfyUI's start-up sets cuDNN)."""
+    """Set torch.backends.cudnn.{enabled,benchmark} and TF32 (`wan_common.set_tf32`) from the
+    spec ("on"/"off"; absent, "auto" or "n/a", the parent's words for a knob left as the
+    engine leaves it or that does not apply, = untouched) and say what is in force, read back
+    from torch: on the CPU no knob does anything, on ROCm TF32 does not exist (MIOpen has no
+    TF32 convolutions). TF32 reads `on` or `off` when convolutions and matmuls agree, else
+    e.g. `conv on, matmul off` (torch's default on NVIDIA). The worker calls it once the
+    engine has started (ComfyUI's start-up sets cuDNN)."""
+    import wan_common as wc
     knobs = {}
-    for key, attr in (("cudnn", "enabled"), ("cudnn_benchmark", "benchmark")):
+    for key, attr in (("cudnn", "enabled"), ("cudnn_benchmark", "benchmark"), ("tf32", None)):
         value = spec.get(key)
         value = None if value in ("n/a", "auto") else value
         if value not in (None, "on", "off"):
             raise BadInput(f"spec field {key} = {value!r}: expected \"on\" or \"off\"")
-        if value is not None:
+        hip = getattr(torch.version, "hip", None)
+        if attr is not None and value is not None:
             setattr(torch.backends.cudnn, attr, value == "on")
-        state = "on" if getattr(torch.backends.cudnn, attr) else "off"
-        knobs[key] = state if device.type == "cuda" else "not applicable (cpu)"
+        elif attr is None and value is not None and not hip:
+            wc.set_tf32(value == "on")
+        if device.type != "cuda":
+            knobs[key] = "not applicable (cpu)"
+        elif attr is not None:
+            knobs[key] = "on" if getattr(torch.backends.cudnn, attr) else "off"
+        elif hip:
+            knobs[key] = "not applicable (rocm)"
+        else:
+            conv, matmul = wc.tf32_flags()
+            word = {True: "on", False: "off"}
+            knobs[key] = word[conv] if conv == matmul else f"conv {word[conv]}, matmul {word[matmul]}"
     return knobs
 
 
@@ -96,6 +111,8 @@ def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
         "threads": torch.get_num_threads(),
         "device_name": cpu_name(),
         "gcn_arch_name": None,
+        "compute_capability": None,
+        "nvidia_driver": None,
         "total_memory_bytes": None,
     }
     try:
@@ -105,9 +122,27 @@ def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         ctx["device_name"] = props.name
-        ctx["gcn_arch_name"] = getattr(props, "gcnArchName", None)
         ctx["total_memory_bytes"] = int(props.total_memory)
+        if torch.version.hip:
+            # AMD's target (gfx1151, ...); CUDA builds fill gcnArchName with the device name.
+            ctx["gcn_arch_name"] = getattr(props, "gcnArchName", None)
+        else:
+            ctx["compute_capability"] = f"{props.major}.{props.minor}"
+            ctx["nvidia_driver"] = nvidia_driver()
     return ctx
+
+
+def nvidia_driver(path: str = "/proc/driver/nvidia/version") -> Optional[str]:
+    """The NVIDIA kernel driver's version (`580.159.04`) from `path`, else None."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith("NVRM version:"):
+                    words = [w for w in line.split() if w[:1].isdigit() and "." in w]
+                    return words[0] if words else None
+    except OSError:
+        pass
+    return None
 
 
 def cpu_name() -> str:

@@ -69,6 +69,22 @@ def empty_result(status: str, error: Optional[str]) -> dict:
             "outputs_error": None}
 
 
+def memory_at_failure(device: str) -> Optional[dict]:
+    """A GPU's total and free memory now (just after an out-of-memory, the failing pass's
+    tensors still referenced by the exception), and what torch's cache holds; None on the
+    CPU (the parent reads /proc/meminfo) or when torch cannot say."""
+    if not device.startswith("cuda") or "torch" not in sys.modules:
+        return None
+    try:
+        import torch
+        dev = torch.device(device)
+        free, total = torch.cuda.mem_get_info(dev)
+        return {"device": device, "total_bytes": int(total), "free_bytes": int(free),
+                "torch_reserved_bytes": int(torch.cuda.memory_reserved(dev)), "source": "torch.cuda.mem_get_info"}
+    except Exception:  # noqa: BLE001 - the case stays `oom` without the numbers
+        return None
+
+
 def load_clip(torch, spec: dict):
     """The input clip [1,3,T,H,W] f32: the parent-written safetensors (`video`) so every
     engine sees the same bits, else this worker's own copy of the structured clip."""
@@ -227,7 +243,7 @@ def measure(spec: dict) -> dict:
         "model": model,
         "engine": engine,
         "model_name": model["model"],
-        "knobs": knobs,
+        "knobs_in_force": knobs,
         "python": engine_context(mod, eng, torch, device),
     })
     if hasattr(eng, "facts"):
@@ -257,7 +273,7 @@ def inject_fault(spec: dict) -> Optional[dict]:
         print(f"wan-vae-bench python worker: {FAULT_VAR} ignored (a testing hook, enabled only by "
               "`run --fault-hooks`)", file=sys.stderr, flush=True)
         return None
-    if fault == "comfyui-oom":
+    if fault in ("comfyui-oom", "candle-lacks-device"):  # the comfyui engine's hook; the parent's
         return None
     if fault == "crash":
         print(f"wan-vae-bench python worker: injected crash ({FAULT_VAR}=crash)", file=sys.stderr, flush=True)
@@ -278,7 +294,7 @@ def inject_fault(spec: dict) -> Optional[dict]:
     if fault == "fake":
         return fake(spec)
     return empty_result("failed", f"unknown {FAULT_VAR} value {fault!r} (crash, oom, hang, fail, unsupported, "
-                                  "garbage, fake, comfyui-oom)")
+                                  "garbage, fake, comfyui-oom, candle-lacks-device)")
 
 
 def fake(spec: dict) -> dict:
@@ -318,6 +334,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
                 raise
             status, msg = classify(e)
             result = empty_result(status, msg)
+            if status == "oom":
+                result["memory_at_failure"] = memory_at_failure(spec.get("device") or "cpu")
     if "__garbage__" in result:
         text = "this is not JSON {"
     else:
@@ -362,6 +380,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     v.add_argument("--device", default="cpu")
     v.add_argument("--cudnn", choices=("on", "off"), default=None)
     v.add_argument("--cudnn-benchmark", choices=("on", "off"), default=None)
+    # True fp32 unless asked: validate checks fp32 against the golden tolerance.
+    v.add_argument("--tf32", choices=("auto", "on", "off"), default="off")
     v.add_argument("--json", action="store_true")
     p = sub.add_parser("probe", help="print interpreter, torch and device context as JSON")
     p.add_argument("--device", default="cpu")

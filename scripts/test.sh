@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The README's test command (and CI's, through .ci/run): makes the Python the engine tests
+# use when it is absent or lacks a package, runs `cargo test --release` (arguments are passed
+# on), and closes with a count of the tests that skipped because something they read from
+# outside the repository was absent (each says why in a SKIPPED line; under CI=true such a
+# test fails instead).
+#
+# The test Python is WAN_VAE_BENCH_TEST_PYTHON when set (used as it is), else
+# .venv-torch/bin/python (outside git): created with `python3 -m venv` and filled from PyPI
+# on the first run, reused after. The first run downloads about 3.5 GB (PyPI's torch wheel
+# brings its CUDA libraries) and installs about 5.5 GB.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "scripts/test.sh: cargo not found: install a Rust toolchain (rustup) first" >&2
+  exit 1
+fi
+cargo --version
+
+# The one list of the test Python's packages, as `pip-name[:import-name]`: torch, diffusers
+# and safetensors for the torch and diffusers engines; the rest are what ComfyUI's VAE code
+# (comfy.sd, imported from the ComfyUI test tarball) needs from its requirements.txt.
+PACKAGES=(torch diffusers safetensors psutil einops transformers tokenizers sentencepiece
+          scipy torchsde torchvision pyyaml:yaml)
+
+if [ -z "${WAN_VAE_BENCH_TEST_PYTHON:-}" ]; then
+  py=.venv-torch/bin/python
+  if [ ! -x "$py" ]; then
+    command -v python3 >/dev/null 2>&1 || {
+      echo "scripts/test.sh: python3 not found: install Python 3.10 or newer with its venv module" >&2
+      exit 1
+    }
+    echo "scripts/test.sh: creating .venv-torch (first run: about 3.5 GB from PyPI)" >&2
+    python3 -m venv .venv-torch || {
+      echo "scripts/test.sh: python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
+      rm -rf .venv-torch
+      exit 1
+    }
+  fi
+  pips=() imports=()
+  for p in "${PACKAGES[@]}"; do
+    pips+=("${p%%:*}")
+    imports+=("${p##*:}")
+  done
+  if ! "$py" -c "import $(IFS=,; echo "${imports[*]}")" >/dev/null 2>&1; then
+    echo "scripts/test.sh: installing into .venv-torch: ${pips[*]}" >&2
+    "$py" -m pip install --quiet --disable-pip-version-check "${pips[@]}"
+  fi
+  "$py" -c "import torch, diffusers; print('test python: torch', torch.__version__, 'diffusers', diffusers.__version__)"
+fi
+
+skips=$(mktemp "${TMPDIR:-/tmp}/test-skips.XXXXXX")
+trap 'rm -f "$skips"' EXIT
+export WAN_VAE_BENCH_SKIP_LOG=$skips
+status=0
+cargo test --release "$@" || status=$?
+n=$(wc -l <"$skips")
+if [ "$n" -eq 0 ]; then
+  echo "scripts/test.sh: no test skipped"
+else
+  echo "scripts/test.sh: $n tests skipped (they pass; set what each line names to run them):"
+  sed 's/^SKIPPED /  /' "$skips"
+fi
+exit "$status"
