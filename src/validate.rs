@@ -289,7 +289,10 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
         return Err(UserError::invalid(
             "--tf32",
             args.tf32.name(),
-            format!("off with --engine {} (it computes true fp32; TF32 is a knob of the PyTorch engines)", args.engine),
+            format!(
+                "off with --engine {} (it computes true fp32; TF32 is a knob of the PyTorch engines)",
+                args.engine
+            ),
         )
         .into());
     }

@@ -1,7 +1,8 @@
 //! The comfyui engine (issue 18) for real, on the CPU: ComfyUI 0.3.64 unpacked from
 //! `../shared/comfyui/` into a temporary folder (GPL-3.0 test data, nothing of it is in the
 //! project), synthetic weights at the real widths (ComfyUI hard-codes them) and small sizes.
-//! Needs the test Python with torch and ComfyUI's VAE packages (`.ci/run` installs them).
+//! Needs the test Python with torch and ComfyUI's VAE packages (`scripts/test.sh` installs them)
+//! and the ComfyUI tarball (`util::cli::comfyui_tarball`); without them the tests skip.
 //! How the folder and interpreter are found, and what is refused: `comfyui_setup`.
 use std::path::Path;
 

@@ -5,7 +5,7 @@
 //! wrapper interpreters.
 //!
 //! The interpreter comes from `WAN_VAE_BENCH_TEST_PYTHON` or `<repo>/.venv-torch/bin/python`
-//! (`.ci/run` creates it); without either the tests fail, saying how to create it.
+//! (`scripts/test.sh` creates it); without either the tests skip (fail under `CI=true`).
 use std::path::{Path, PathBuf};
 
 use crate::need;
@@ -175,11 +175,7 @@ fn missing_interpreter_and_python_without_torch_are_unsupported() {
     let dir = scratch();
     let missing = dir.path().join("no-such-python");
     // -S: no site-packages, so this Python has no torch.
-    let bare = script(
-        dir.path(),
-        "bare-python",
-        &format!("exec '{}' -S \"$@\"", py.display()),
-    );
+    let bare = script(dir.path(), "bare-python", &format!("exec '{}' -S \"$@\"", py.display()));
     for (python, says) in [
         (&missing, vec![missing.to_str().unwrap().to_string()]),
         (

@@ -15,7 +15,18 @@ fn listed(device: &str, args: &[&str], root: Option<&Path>) -> Vec<String> {
         cmd.env("WAN_VAE_BENCH_SYSFS_ROOT", r);
     }
     let out = cmd
-        .args(["run", "--list", "--device", device, "--frames", "5", "--size", "32x32", "--precision", "fp32"])
+        .args([
+            "run",
+            "--list",
+            "--device",
+            device,
+            "--frames",
+            "5",
+            "--size",
+            "32x32",
+            "--precision",
+            "fp32",
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -44,12 +55,20 @@ fn tf32_is_a_knob_with_a_true_fp32_reference_on_nvidia_and_na_elsewhere() {
     // A machine whose GPUs are AMD's (ROCm names them cuda:N too): no TF32, no second reference.
     let dir = scratch();
     crate::bench_system::fake_strix_halo(dir.path());
-    let ids = listed("cuda:0", &["--engine", "torch", "--tf32", "auto,on,off"], Some(dir.path()));
+    let ids = listed(
+        "cuda:0",
+        &["--engine", "torch", "--tf32", "auto,on,off"],
+        Some(dir.path()),
+    );
     assert_eq!(ids, ["torch-fp32-chunk1-untiled-5x32x32-baseline-miopen_user"]);
     // Bad values name the flag and what is valid, before anything runs.
     let out = bench().args(["run", "--tf32", "fast"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--tf32") && stderr(&out).contains("auto, on or off"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--tf32") && stderr(&out).contains("auto, on or off"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// A matrix of fake torch cases (standard-library Python only) on `device`.
@@ -127,7 +146,11 @@ torch.version.hip = "6.4.0"
 print("rocm:", rt.apply_knobs(torch, {"tf32": "off"}, cuda)["tf32"], wc.tf32_flags())
 "#;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
-    let out = std::process::Command::new(&py).args(["-c", code]).arg(&dir).output().unwrap();
+    let out = std::process::Command::new(&py)
+        .args(["-c", code])
+        .arg(&dir)
+        .output()
+        .unwrap();
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
     for want in [
@@ -160,12 +183,25 @@ fn validate_checks_true_fp32_and_refuses_tf32_for_candle() {
     assert_eq!(v["knobs"]["tf32"], "not applicable (cpu)");
     assert_eq!(v["tolerance_rule"], "max_abs_error <= 1e-4 x max(1, max|expected|)");
     let out = bench()
-        .args(["validate", "--engine", "candle", "--tf32", "on", "--weights", "synthetic", "--cases"])
+        .args([
+            "validate",
+            "--engine",
+            "candle",
+            "--tf32",
+            "on",
+            "--weights",
+            "synthetic",
+            "--cases",
+        ])
         .arg(fixture("wan21_tiny.cases.safetensors"))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("--tf32") && stderr(&out).contains("true fp32"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("--tf32") && stderr(&out).contains("true fp32"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -217,7 +253,11 @@ fn decode_only_latents_come_from_an_engine_on_the_runs_device() {
     }
     // Both engines decoded the same bits: torch's decode is within fp32 rounding of candle's.
     let t = r.cases.iter().find(|c| c.id.starts_with("torch-")).unwrap();
-    let x = t.quality.as_ref().and_then(|q| q.cross_engine.as_ref()).expect("cross_engine");
+    let x = t
+        .quality
+        .as_ref()
+        .and_then(|q| q.cross_engine.as_ref())
+        .expect("cross_engine");
     assert!(x.max_abs_error <= 1e-4 * x.max_abs_reference.max(1.0), "{x:?}");
 
     // Without a Python engine nothing can encode there: refused before anything runs.
@@ -265,9 +305,15 @@ fn an_out_of_memory_case_says_what_did_not_fit_and_what_to_try() {
     ] {
         assert!(first.contains(needle), "{needle}: {first}");
     }
-    assert!(error.contains("memory allocation of"), "the worker's own text follows: {error}");
+    assert!(
+        error.contains("memory allocation of"),
+        "the worker's own text follows: {error}"
+    );
     let m = c.outcome.memory_at_failure.as_ref().expect("memory at failure");
-    assert!(m.total_bytes >= m.free_bytes && m.source.contains("/proc/meminfo"), "{m:?}");
+    assert!(
+        m.total_bytes >= m.free_bytes && m.source.contains("/proc/meminfo"),
+        "{m:?}"
+    );
     // The table's line and the answer say it too.
     let lines = format!("{}{}", stdout(&out), stderr(&out));
     assert!(lines.contains("out of memory: 21 frames at 32x32"), "{lines}");

@@ -158,14 +158,20 @@ fn plot_and_merge_count_one_case_and_the_tile_help_is_true() {
 #[test]
 fn readme_and_ci_run_one_test_script_that_lists_the_packages() {
     let readme = repo("README.md");
-    assert!(readme.contains("\n# Run the tests (the first run also makes the test Python"), "README's two commands");
+    assert!(
+        readme.contains("\n# Run the tests (the first run also makes the test Python"),
+        "README's two commands"
+    );
     assert!(readme.contains("\nscripts/test.sh\n"), "README's test command");
     let ci = repo(".ci/run");
     assert!(ci.lines().any(|l| l.trim() == "exec scripts/test.sh"), "{ci}");
     let script = repo("scripts/test.sh");
     assert!(script.contains("PACKAGES=(torch diffusers safetensors"), "{script}");
     for file in [".ci/run", "README.md", "docs/ci.md"] {
-        assert!(!repo(file).contains("pip install"), "{file} lists packages: scripts/test.sh is their one place");
+        assert!(
+            !repo(file).contains("pip install"),
+            "{file} lists packages: scripts/test.sh is their one place"
+        );
     }
 }
 

@@ -207,7 +207,11 @@ fn knobs(s: &CaseSettings, steps: &mut Vec<String>) {
     }
     match k.tf32 {
         Switch::On | Switch::Off => {
-            let (v, legacy) = if k.tf32 == Switch::On { ("tf32", "True") } else { ("ieee", "False") };
+            let (v, legacy) = if k.tf32 == Switch::On {
+                ("tf32", "True")
+            } else {
+                ("ieee", "False")
+            };
             steps.push(format!(
                 "torch.backends.cudnn.conv.fp32_precision = \"{v}\"; torch.backends.cuda.matmul.fp32_precision = \"{v}\" \
                  (torch < 2.9: torch.backends.cudnn.allow_tf32 = {legacy}; torch.backends.cuda.matmul.allow_tf32 = {legacy})"

@@ -174,17 +174,14 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
         .copied()
         .find(|c| default_settings(c, &left, &left, &left))
         .or_else(|| {
-            cases
-                .iter()
-                .copied()
-                .find(|c| {
-                    default_settings(
-                        c,
-                        &[Switch::On],
-                        &[Switch::Off, Switch::Auto],
-                        &[Switch::Auto, Switch::NotApplicable, Switch::Off],
-                    )
-                })
+            cases.iter().copied().find(|c| {
+                default_settings(
+                    c,
+                    &[Switch::On],
+                    &[Switch::Off, Switch::Auto],
+                    &[Switch::Auto, Switch::NotApplicable, Switch::Off],
+                )
+            })
         })
 }
 
@@ -207,7 +204,12 @@ fn cite(c: &CaseRecord) -> AnswerCase {
         device_peak_reserved_bytes: c.outcome.device_peak_reserved_bytes,
         error: match c.outcome.status {
             CaseStatus::Ok => None,
-            _ => c.outcome.error.as_deref().and_then(|e| e.lines().next()).map(str::to_string),
+            _ => c
+                .outcome
+                .error
+                .as_deref()
+                .and_then(|e| e.lines().next())
+                .map(str::to_string),
         },
     }
 }

@@ -63,7 +63,11 @@ pub fn explain(
                 .torch_reserved_bytes
                 .map(|r| format!(", {} held by torch's cache", gib(r)))
                 .unwrap_or_default();
-            format!("{} total, {} free when it failed{held}", gib(m.total_bytes), gib(m.free_bytes))
+            format!(
+                "{} total, {} free when it failed{held}",
+                gib(m.total_bytes),
+                gib(m.free_bytes)
+            )
         }
         None => "its memory when it failed is unknown (the worker died before reporting it)".to_string(),
     };
@@ -85,7 +89,9 @@ pub fn explain(
 fn remedies(s: &CaseSettings) -> Vec<String> {
     let mut out = Vec::new();
     match s.tiling {
-        None => out.push("spatial tiles, --tile 512:128 or --tile 256:64 (ComfyUI: VAEDecodeTiled / VAEEncodeTiled)".into()),
+        None => {
+            out.push("spatial tiles, --tile 512:128 or --tile 256:64 (ComfyUI: VAEDecodeTiled / VAEEncodeTiled)".into())
+        }
         Some(t) if t.tile_px > 128 => out.push(format!(
             "smaller tiles, --tile {}:{}",
             (t.tile_px / 2 / 8 * 8).max(64),
@@ -132,7 +138,13 @@ mod tests {
             torch_reserved_bytes: Some(70 << 30),
             source: "torch.cuda.mem_get_info".into(),
         };
-        let e = explain(&s, "cuda:0", Some("decode run 1/3"), Some(&m), "OutOfMemoryError: Tried to allocate 11.83 GiB");
+        let e = explain(
+            &s,
+            "cuda:0",
+            Some("decode run 1/3"),
+            Some(&m),
+            "OutOfMemoryError: Tried to allocate 11.83 GiB",
+        );
         let (first, rest) = e.split_once('\n').unwrap();
         for needle in [
             "5 frames at 3072x1792",
@@ -148,7 +160,10 @@ mod tests {
         ] {
             assert!(first.contains(needle), "{needle}: {first}");
         }
-        assert!(!first.contains("--temporal-tile"), "5 frames: temporal tiles do not help: {first}");
+        assert!(
+            !first.contains("--temporal-tile"),
+            "5 frames: temporal tiles do not help: {first}"
+        );
         assert_eq!(rest, "OutOfMemoryError: Tried to allocate 11.83 GiB");
     }
 

@@ -251,7 +251,13 @@ impl Scheduler {
             }
             let original = o.error.take().unwrap_or_default();
             let mem = o.memory_at_failure.as_ref();
-            o.error = Some(super::oom::explain(&case.settings, device, last_phase.as_deref(), mem, &original));
+            o.error = Some(super::oom::explain(
+                &case.settings,
+                device,
+                last_phase.as_deref(),
+                mem,
+                &original,
+            ));
         }
         (result, spec.outputs)
     }

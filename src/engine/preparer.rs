@@ -32,10 +32,13 @@ pub fn this_build_has(device: &str, fault_hooks: bool) -> bool {
 /// whether this build has the device ([`this_build_has`]); the error says why none can.
 pub fn latent_preparer(device: &str, in_run: &[Engine], build_has_device: bool) -> Result<&'static EngineSpec, String> {
     let runs_there = |s: &EngineSpec| s.unsupported(1, device, Precision::Fp32).is_none();
-    let found = ENGINES.iter().filter(|s| s.prepares_latents && runs_there(s)).find(|s| match s.worker {
-        WorkerKind::ThisBinary => build_has_device,
-        WorkerKind::Python { .. } => in_run.contains(&s.engine),
-    });
+    let found = ENGINES
+        .iter()
+        .filter(|s| s.prepares_latents && runs_there(s))
+        .find(|s| match s.worker {
+            WorkerKind::ThisBinary => build_has_device,
+            WorkerKind::Python { .. } => in_run.contains(&s.engine),
+        });
     if let Some(s) = found {
         return Ok(s);
     }
@@ -56,7 +59,11 @@ pub fn latent_preparer(device: &str, in_run: &[Engine], build_has_device: bool) 
          --input LATENT.safetensors, or add --engine {first} (its untimed fp32 encode prepares it)",
         own.join("/"),
         super::device_kind(device),
-        if others.is_empty() { "the Python engines".to_string() } else { others.join(", ") },
+        if others.is_empty() {
+            "the Python engines".to_string()
+        } else {
+            others.join(", ")
+        },
     ))
 }
 
@@ -109,9 +116,17 @@ mod tests {
         assert_eq!(pick("cuda:1", &[Comfyui], false), Ok(Comfyui));
         // An engine that does not run on the device is never chosen.
         let e = pick("metal", &[Torch, Candle], false).unwrap_err();
-        assert!(e.contains("metal") && e.contains("candle") && e.contains("--input"), "{e}");
+        assert!(
+            e.contains("metal") && e.contains("candle") && e.contains("--input"),
+            "{e}"
+        );
         let e = pick("cuda:0", &[Candle], false).unwrap_err();
-        for needle in ["cuda:0", "candle has no cuda support", "--input LATENT.safetensors", "--engine torch"] {
+        for needle in [
+            "cuda:0",
+            "candle has no cuda support",
+            "--input LATENT.safetensors",
+            "--engine torch",
+        ] {
             assert!(e.contains(needle), "{needle}: {e}");
         }
     }
@@ -121,6 +136,9 @@ mod tests {
         assert!(this_build_has("cpu", false));
         assert_eq!(this_build_has("cuda:0", false), cfg!(feature = "cuda"));
         assert!(!this_build_has("tpu", false));
-        assert_eq!(engines_of(&[Engine::Torch, Engine::Candle, Engine::Torch]), [Engine::Torch, Engine::Candle]);
+        assert_eq!(
+            engines_of(&[Engine::Torch, Engine::Candle, Engine::Torch]),
+            [Engine::Torch, Engine::Candle]
+        );
     }
 }

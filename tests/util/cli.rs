@@ -153,7 +153,11 @@ pub fn comfyui(dir: &Path) -> Result<PathBuf, Missing> {
         .unwrap();
     assert!(ok.success(), "tar -xJf {}", tarball.display());
     let d = dir.join("comfyui");
-    assert!(d.join("comfy/sd.py").is_file(), "{} has no comfyui/comfy/sd.py", tarball.display());
+    assert!(
+        d.join("comfy/sd.py").is_file(),
+        "{} has no comfyui/comfy/sd.py",
+        tarball.display()
+    );
     Ok(d)
 }
 
