@@ -23,7 +23,8 @@
 #   --comfyui DIR      also the comfyui engine, with the ComfyUI in DIR (its matrices only:
 #                      ComfyUI builds the real widths, not the tiny golden fixtures; its fp32
 #                      is checked against candle in each report's cross_engine)
-#   --weights21 REF    Wan 2.1 weights (default synthetic: the real layout, random values);
+#   --weights21 REF    Wan 2.1 weights (default: with --comfyui DIR the Wan VAE in DIR/models/vae,
+#                      found as `run` finds it, else synthetic: the real layout, random values);
 #   --weights22 REF    e.g. a path to wan_2.1_vae.safetensors / Wan2.2_VAE.pth, or wan2.1 / wan2.2 (hub cache)
 #   --fixtures DIR     golden cases (default tests/fixtures beside this script's folder)
 #   --configs LIST     run these matrix files instead of the five gpu-check-*.toml (step name: file stem)
@@ -45,7 +46,7 @@ root=$(dirname "$here")
 usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
-device=cuda:0 engines="" python="" comfyui="" w21=synthetic w22=synthetic fixtures="$root/tests/fixtures"
+device=cuda:0 engines="" python="" comfyui="" w21="" w22="" fixtures="$root/tests/fixtures"
 configs="" steps="" out="" quick=0 smoke=0 device_given=0
 extra=()
 while [[ $# -gt 0 ]]; do
@@ -182,7 +183,9 @@ for cfg in "${config_list[@]}"; do
     fi
     weights=$w21
     grep -q '^model *= *"wan2.2"' "$cfg" && weights=$w22
-    args=(run --config "$cfg" --output "$out/$name.json" --weights "$weights" "${common[@]}")
+    # No --weights21/22: the run's own rule (the --comfyui folder's Wan VAE, else synthetic).
+    args=(run --config "$cfg" --output "$out/$name.json" "${common[@]}")
+    [[ -n $weights ]] && args+=(--weights "$weights")
     if [[ $is_oom == 1 ]]; then
         # One Python engine is enough to see the allocator fail.
         first=$(tr ',' '\n' <<< "$engines" | grep -v '^candle$' | head -1)

@@ -30,7 +30,7 @@ if [ -z "${WAN_VAE_BENCH_TEST_PYTHON:-}" ]; then
       echo "scripts/test.sh: python3 not found: install Python 3.10 or newer with its venv module" >&2
       exit 1
     }
-    echo "scripts/test.sh: creating .venv-torch (first run: about 3.5 GB from PyPI)" >&2
+    echo "scripts/test.sh: creating .venv-torch (first run: 3.1 GB from PyPI)" >&2
     python3 -m venv .venv-torch || {
       echo "scripts/test.sh: python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
       rm -rf .venv-torch

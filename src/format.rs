@@ -49,9 +49,28 @@ pub fn psnr(db: Option<f64>, decimals: usize, infinity: &str) -> String {
     db.map_or(infinity.to_string(), |v| format!("{v:.decimals$}"))
 }
 
+/// A value as a POSIX shell word (single-quoted unless plain).
+pub fn shell_word(v: &str) -> String {
+    let plain = !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || "_-./:=,+@%".contains(c));
+    if plain {
+        v.to_string()
+    } else {
+        format!("'{}'", v.replace('\'', r"'\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_when_needed() {
+        assert_eq!(shell_word("2"), "2");
+        assert_eq!(shell_word("/opt/rocm/lib"), "/opt/rocm/lib");
+        assert_eq!(shell_word("a b"), "'a b'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn styles() {

@@ -114,6 +114,20 @@ pub struct ModelInfo {
     pub z_dim: usize,
 }
 
+impl ModelInfo {
+    /// Whether the weights were synthetic (random values in the real layout): no local file,
+    /// and the reference `synthetic` (or `synthetic:SEED`). Quality measured on them describes
+    /// random weights, not a real VAE.
+    pub fn is_synthetic(&self) -> bool {
+        self.local_path.is_none() && self.source.trim().to_ascii_lowercase().starts_with("synthetic")
+    }
+}
+
+/// What the tables say under a quality column measured on synthetic weights.
+pub const SYNTHETIC_QUALITY_NOTE: &str = "PSNR on synthetic weights (random values in the real layout): it \
+    describes them, not your VAE; their tiling and chunking seams are far larger than a real VAE's, so those do not \
+    decide the answer; measure your VAE with --weights FILE";
+
 /// Settings that apply to every case of a run.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct RunSettings {
@@ -145,6 +159,10 @@ pub struct RunSettings {
     /// The user's input file (`--input`); null when the cases used the built-in clip.
     #[serde(default)]
     pub input: Option<InputRecord>,
+    /// The command line of the run, its words shell-quoted where needed (absent in older
+    /// reports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_line: Option<String>,
     /// The engine that encoded the latents its decode-only cases decoded, when it had no
     /// `--input` latent (`candle (an untimed fp32 encode per frames and size)`): candle where
     /// the build has the device, else the run's engine on it. Absent when none was prepared.

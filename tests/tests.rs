@@ -19,6 +19,7 @@ mod hub_cli;
 mod merge_plot_cli;
 mod model;
 mod newcomer;
+mod real_weights;
 mod reliability_input;
 mod reliability_numbers;
 mod reliability_outputs;

@@ -25,6 +25,25 @@ pub mod bootstrap;
 /// the real Wan 2.1 VAE score 47 to 53 dB (`docs/answer.md`).
 pub const DEFAULT_MIN_PSNR_DB: f64 = 40.0;
 
+/// The line `run` prints when its weights are synthetic.
+pub const SYNTHETIC_NOTE: &str = "weights: synthetic (random values in the real layout): the times are real, but \
+    quality against fp32 describes random weights, not your VAE, and their tiling and chunking seams are far larger \
+    than your VAE's, so those do not decide the answer; measure yours with --weights FILE, or --comfyui DIR to use \
+    the VAE in your ComfyUI folder";
+
+/// Whether `report`'s quality numbers rest on synthetic weights (random values).
+pub fn on_synthetic_weights(report: &Report) -> bool {
+    report.model.is_synthetic()
+}
+
+/// Whether `c`'s quality is one that synthetic weights cannot tell: on them (`synthetic`), it
+/// differs from its reference in spatial or temporal tiling or in chunk (seams, which random
+/// weights make far larger), not in precision alone (judged as usual: `docs/answer.md`).
+pub fn seams_unknown(synthetic: bool, c: &CaseRecord) -> bool {
+    let (s, r) = (&c.settings, c.settings.reference());
+    synthetic && (s.tiling != r.tiling || s.temporal_tile != r.temporal_tile || s.chunk != r.chunk)
+}
+
 /// The budgets whose breach disqualifies a case: memory, and the user's own PSNR floor.
 const DISQUALIFYING_BUDGETS: [&str; 3] = ["peak_rss_gb", "device_memory_gb", "min_psnr_db"];
 
@@ -61,6 +80,7 @@ pub fn summarize(report: &Report, min_psnr_db: f64) -> Summary {
         .map(|cases| answer(report, &model, &cases, min_psnr_db))
         .collect();
     Summary {
+        quality_on_synthetic_weights: on_synthetic_weights(report),
         min_psnr_db,
         confidence: bootstrap::CONFIDENCE,
         bootstrap_resamples: bootstrap::RESAMPLES,
@@ -85,11 +105,18 @@ enum Quality {
     Identical,
     Psnr(f64),
     Unknown,
+    /// Measured (its decoded PSNR, if any) on synthetic weights, where it says nothing about
+    /// the user's VAE ([`seams_unknown`]): it does not gate.
+    NotKnownOnSynthetic(Option<f64>),
 }
 
 impl Quality {
-    fn of(c: &CaseRecord) -> Quality {
+    fn of(c: &CaseRecord, synthetic: bool) -> Quality {
         let own = c.settings.reference() == c.settings;
+        if !own && seams_unknown(synthetic, c) {
+            let p = c.quality.as_ref().and_then(|q| q.decoded.as_ref().or(q.latent.as_ref()));
+            return Quality::NotKnownOnSynthetic(p.and_then(|e| e.psnr_db));
+        }
         match &c.quality {
             _ if own => Quality::Reference,
             Some(q) if q.reference_id == c.id => Quality::Reference,
@@ -111,7 +138,7 @@ impl Quality {
 
     fn meets(self, floor: f64) -> bool {
         match self {
-            Quality::Reference | Quality::Identical => true,
+            Quality::Reference | Quality::Identical | Quality::NotKnownOnSynthetic(_) => true,
             Quality::Psnr(p) => p >= floor,
             Quality::Unknown => false,
         }
@@ -134,13 +161,14 @@ pub fn run_times(c: &CaseRecord) -> Vec<f64> {
     (0..n).map(|i| parts.iter().map(|s| s[i]).sum()).collect()
 }
 
-/// Whether `c` is `ok`, timed, at or above the floor and within its budgets.
-fn qualifies(c: &CaseRecord, floor: f64) -> bool {
+/// Whether `c` is `ok`, timed, at or above the floor (or of a quality synthetic weights
+/// cannot tell) and within its budgets.
+fn qualifies(c: &CaseRecord, floor: f64, synthetic: bool) -> bool {
     let broken = c
         .budgets
         .iter()
         .any(|b| b.verdict == BudgetVerdict::Broken && DISQUALIFYING_BUDGETS.contains(&b.budget.as_str()));
-    !run_times(c).is_empty() && Quality::of(c).meets(floor) && !broken
+    !run_times(c).is_empty() && Quality::of(c, synthetic).meets(floor) && !broken
 }
 
 /// The default of `cases` (one workload, one engine): untiled in space and time, chunk 1,
@@ -185,9 +213,10 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
         })
 }
 
-fn cite(c: &CaseRecord) -> AnswerCase {
+fn cite(c: &CaseRecord, synthetic: bool) -> AnswerCase {
     let times = run_times(c);
-    let (quality, psnr_db) = match Quality::of(c) {
+    let (quality, psnr_db) = match Quality::of(c, synthetic) {
+        Quality::NotKnownOnSynthetic(p) => ("not_known_on_synthetic_weights", p),
         Quality::Reference => ("reference", None),
         Quality::Identical => ("identical", None),
         Quality::Psnr(p) => ("psnr", Some(p)),
@@ -217,8 +246,13 @@ fn cite(c: &CaseRecord) -> AnswerCase {
 /// The answer for one workload on one engine.
 fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> Answer {
     let s = &cases[0].settings;
+    let synthetic = on_synthetic_weights(report);
     let base = baseline(cases);
-    let qualified: Vec<&CaseRecord> = cases.iter().copied().filter(|c| qualifies(c, floor)).collect();
+    let qualified: Vec<&CaseRecord> = cases
+        .iter()
+        .copied()
+        .filter(|c| qualifies(c, floor, synthetic))
+        .collect();
     let is_base = |c: &CaseRecord| base.is_some_and(|b| b.id == c.id);
     let fastest = qualified.iter().copied().min_by(|a, b| {
         let m = |c: &CaseRecord| crate::stats::median(&run_times(c));
@@ -237,9 +271,12 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         sentence: String::new(),
         cases: cases.len(),
         cases_qualified: qualified.len(),
-        baseline: base.map(cite),
-        baseline_qualified: base.is_some_and(|b| qualifies(b, floor)),
-        fastest: fastest.map(cite),
+        baseline: base.map(|b| cite(b, synthetic)),
+        baseline_qualified: base.is_some_and(|b| qualifies(b, floor, synthetic)),
+        fastest: fastest.map(|f| cite(f, synthetic)),
+        rerun_with_weights: fastest
+            .filter(|f| seams_unknown(synthetic, f))
+            .map(|_| rerun_command(report.run.command_line.as_deref())),
         speedup_ratio: None,
         speedup_ratio_low: None,
         speedup_ratio_high: None,
@@ -261,7 +298,31 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         a.apply = Some(apply::apply(report, f, base));
     }
     a.sentence = sentence(&a, floor);
+    if let Some(cmd) = &a.rerun_with_weights {
+        a.sentence.push_str(&format!(
+            " Its quality is not known on synthetic weights: rerun with --weights FILE (your VAE): {cmd}"
+        ));
+    }
     a
+}
+
+/// The run's command with `--weights FILE` instead of any weights it gave (`FILE` for the
+/// user to fill in): what tells the quality of a case synthetic weights cannot judge.
+fn rerun_command(command_line: Option<&str>) -> String {
+    let words: Vec<&str> = command_line.unwrap_or("wan-vae-bench run").split(' ').collect();
+    let mut out: Vec<&str> = Vec::new();
+    let mut skip = false;
+    for w in words {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        match w {
+            "--weights" => skip = true,
+            w if w.starts_with("--weights=") => {}
+            w => out.push(w),
+        }
+    }
+    format!("{} --weights FILE", out.join(" "))
 }
 
 /// Ratio and interval of the default's time over the fastest's, and what they say.
@@ -307,6 +368,10 @@ fn quality_text(c: &AnswerCase) -> String {
         ("psnr", Some(p)) => format!("PSNR {p:.1} dB"),
         ("identical", _) => "outputs identical to its reference".into(),
         ("reference", _) => "itself the fp32 untiled reference".into(),
+        ("not_known_on_synthetic_weights", p) => format!(
+            "quality not known on synthetic weights{}",
+            p.map(|p| format!(": PSNR {p:.1} dB on random weights")).unwrap_or_default()
+        ),
         _ => "quality unknown".into(),
     }
 }

@@ -153,6 +153,7 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         None => Order::Shuffled,
     };
     let opts = BenchOptions {
+        weights_given: file.model.weights.is_some(),
         weights: file.model.weights.unwrap_or_else(|| "synthetic".into()),
         model: match &file.model.model {
             Some(m) => Some(

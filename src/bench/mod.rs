@@ -110,7 +110,11 @@ pub struct RunArgs {
 pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
     let mut opts = match &args.config {
         Some(path) => config::load(path)?,
-        None => config::smoke(),
+        // The smoke matrix's `synthetic` is a default, not the user's choice.
+        None => BenchOptions {
+            weights_given: false,
+            ..config::smoke()
+        },
     };
     opts.apply(&args.flags)?;
     opts.output = args.export_json.clone().or(opts.output);
@@ -209,6 +213,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
     // An existing report stays as it was until a case has finished.
     let old_report = std::fs::symlink_metadata(&output).is_ok();
+    own_weights(&mut opts)?;
     let model = ResolvedModel::resolve(&opts)?;
     // Read and checked once, in the parent, against the model's config; the workers get
     // the checked tensor as a file.
@@ -337,6 +342,36 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
 
 /// The weights, resolved once in the parent (a hub download happens here, not in every
 /// worker), with the report's model facts and the model's config.
+/// This process's command line, each word shell-quoted where needed.
+fn command_line() -> String {
+    std::env::args()
+        .enumerate()
+        .map(|(i, a)| if i == 0 { "wan-vae-bench".to_string() } else { crate::format::shell_word(&a) })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Without weights of the user's choosing: the ComfyUI folder's own Wan VAE of the run's
+/// model when the run has one (said on stderr, and recorded as any file is); then, for
+/// synthetic weights, one line saying what that means for quality.
+fn own_weights(opts: &mut BenchOptions) -> anyhow::Result<()> {
+    use crate::weights::source::comfyui;
+    if !opts.weights_given {
+        if let Some(dir) = opts.engine_dirs.get(crate::values::Engine::Comfyui).cloned() {
+            let model = opts.model.unwrap_or(crate::model::ModelKind::Wan21);
+            let found = comfyui::find(&dir, model)?;
+            eprintln!("{}", comfyui::describe(&dir, model, &found));
+            if let Some(path) = found.chosen {
+                opts.weights = path.display().to_string();
+            }
+        }
+    }
+    if matches!(crate::weights::source::parse(&opts.weights)?, crate::weights::source::WeightsRef::Synthetic) {
+        eprintln!("{}", crate::answer::SYNTHETIC_NOTE);
+    }
+    Ok(())
+}
+
 struct ResolvedModel {
     source: WeightsSource,
     info: ModelInfo,
@@ -433,6 +468,7 @@ fn new_report(
             fault_hooks,
             overrides: Default::default(),
             prepared_latents: None,
+            command_line: Some(command_line()),
         },
         cases: Vec::new(),
         engines: Default::default(),

@@ -120,6 +120,9 @@ fn index(axis: &Axis) -> usize {
 pub struct BenchOptions {
     /// Weights reference (`synthetic`, a path, a hub reference or preset).
     pub weights: String,
+    /// Whether the user chose them (`--weights`, or `[model] weights` of their matrix file);
+    /// else a ComfyUI folder's own VAE is searched first (`weights::source::comfyui`).
+    pub weights_given: bool,
     /// `--model` / `[model] model`: the architecture of synthetic weights (Wan 2.1 when
     /// `None`); with a file it must agree with the file.
     pub model: Option<ModelKind>,
@@ -195,6 +198,7 @@ impl BenchOptions {
         self.timeout_s = o.timeout_s.unwrap_or(self.timeout_s);
         if let Some(w) = &o.weights {
             self.weights = w.clone();
+            self.weights_given = true;
         }
         if o.model.is_some() {
             self.model = o.model;

@@ -29,22 +29,12 @@ fn workload(a: &Answer) -> String {
     )
 }
 
-/// A value as a POSIX shell word (single-quoted unless plain).
-fn shell_word(v: &str) -> String {
-    let plain = !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || "_-./:=,+@%".contains(c));
-    if plain {
-        v.to_string()
-    } else {
-        format!("'{}'", v.replace('\'', r"'\''"))
-    }
-}
-
 /// The lines that apply a case: `export`, `unset`, then each step.
 pub fn apply_lines(apply: &Apply) -> Vec<String> {
     let mut out: Vec<String> = apply
         .env_set
         .iter()
-        .map(|(k, v)| format!("export {k}={}", shell_word(v)))
+        .map(|(k, v)| format!("export {k}={}", crate::format::shell_word(v)))
         .collect();
     out.extend(apply.env_unset.iter().map(|k| format!("unset {k}")));
     out.extend(apply.steps.iter().cloned());
@@ -86,18 +76,4 @@ pub fn markdown(s: &Summary) -> String {
         }
     }
     o
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shell_words_are_quoted_when_needed() {
-        assert_eq!(shell_word("2"), "2");
-        assert_eq!(shell_word("/opt/rocm/lib"), "/opt/rocm/lib");
-        assert_eq!(shell_word("a b"), "'a b'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word(""), "''");
-    }
 }

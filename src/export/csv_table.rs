@@ -4,7 +4,9 @@
 //! fallback), `compute_dtype`, per pass the median,
 //! stddev and min in seconds, runs and GFLOP/s, the peak memories in bytes, the decoded and
 //! latent PSNR against the reference in dB (empty when unknown, with `*_identical` telling
-//! identical outputs apart), the reference's id, and the first line of the error.
+//! identical outputs apart), the reference's id, `quality_weights` (`synthetic` when that
+//! quality was measured on synthetic weights, `file` on a weights file; empty without
+//! quality), and the first line of the error.
 //!
 //! Numbers are plain (full precision, `.` decimal point); unknown values are empty cells.
 //!
@@ -33,7 +35,7 @@ const AXIS_ORDER: [&str; 17] = [
 ];
 
 /// The columns after the axes.
-const RESULT_COLUMNS: [&str; 24] = [
+const RESULT_COLUMNS: [&str; 25] = [
     "added_as_reference",
     "status",
     "oom_tiled_retry",
@@ -58,6 +60,7 @@ const RESULT_COLUMNS: [&str; 24] = [
     "decoded_identical",
     "latent_psnr_db",
     "latent_identical",
+    "quality_weights",
 ];
 
 /// A settings value as a cell: strings bare, null empty.
@@ -116,7 +119,7 @@ fn settings_map(c: &CaseRecord) -> anyhow::Result<serde_json::Map<String, serde_
     Ok(m)
 }
 
-fn result_cells(c: &CaseRecord) -> Vec<String> {
+fn result_cells(c: &CaseRecord, synthetic: bool) -> Vec<String> {
     let q = c.quality.as_ref();
     let mut row = vec![
         c.added_as_reference.to_string(),
@@ -136,6 +139,12 @@ fn result_cells(c: &CaseRecord) -> Vec<String> {
     ]);
     row.extend(error_cells(q.and_then(|q| q.decoded.as_ref())));
     row.extend(error_cells(q.and_then(|q| q.latent.as_ref())));
+    // What the quality columns were measured on: `synthetic` weights say nothing of a real VAE.
+    row.push(match (q, synthetic) {
+        (None, _) => String::new(),
+        (Some(_), true) => "synthetic".into(),
+        (Some(_), false) => "file".into(),
+    });
     row
 }
 
@@ -152,7 +161,7 @@ pub fn csv_rows(report: &Report) -> anyhow::Result<String> {
     for (c, m) in report.cases.iter().zip(&settings) {
         let mut row = vec![c.id.clone()];
         row.extend(axes.iter().map(|k| m.get(k).map(cell).unwrap_or_default()));
-        row.extend(result_cells(c));
+        row.extend(result_cells(c, report.model.is_synthetic()));
         row.push(opt(c.outcome.error.as_deref().and_then(|e| e.lines().next())));
         w.write_record(&row)?;
     }

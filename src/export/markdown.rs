@@ -78,8 +78,13 @@ pub fn markdown_table(report: &Report) -> String {
         .collect();
     let mut o = String::new();
     o.push_str("| case | encode [s] | decode [s] | encode GFLOP/s | decode GFLOP/s | relative | status |");
+    let synthetic = report.model.is_synthetic();
     if has_quality {
-        o.push_str(" PSNR [dB] decoded / latent |");
+        o.push_str(if synthetic {
+            " PSNR [dB] decoded / latent † |"
+        } else {
+            " PSNR [dB] decoded / latent |"
+        });
     }
     if has_roundtrip {
         o.push_str(" round-trip PSNR [dB] |");
@@ -119,6 +124,9 @@ pub fn markdown_table(report: &Report) -> String {
             let _ = write!(o, " {} |", roundtrip(case).map_or("–".into(), |v| format!("{v:.2}")));
         }
         o.push('\n');
+    }
+    if has_quality && synthetic {
+        let _ = write!(o, "\n† {}\n", crate::report::SYNTHETIC_QUALITY_NOTE);
     }
     o
 }

@@ -27,6 +27,7 @@ pub fn render_table(report: &Report) -> String {
             .filter(|m| *m > 0.0)
             .fold(f64::INFINITY, f64::min)
     };
+    let synthetic = report.model.is_synthetic();
     let header = [
         "case",
         "status",
@@ -34,7 +35,7 @@ pub fn render_table(report: &Report) -> String {
         "vs fastest*",
         "decode median ± stddev",
         "vs fastest*",
-        "PSNR dB",
+        if synthetic { "PSNR dB†" } else { "PSNR dB" },
     ];
     let mut rows: Vec<[String; 7]> = vec![header.map(str::to_string)];
     for c in &report.cases {
@@ -79,6 +80,9 @@ pub fn render_table(report: &Report) -> String {
         }
     }
     out.push_str("* relative to the fastest ok case of the same frames and size\n");
+    if synthetic {
+        out.push_str(&format!("† {}\n", crate::report::SYNTHETIC_QUALITY_NOTE));
+    }
     out
 }
 

@@ -12,6 +12,11 @@ use super::CaseStatus;
 /// What to set: the answer of a finished run (`summary`), see `docs/answer.md`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Summary {
+    /// Whether the run's quality numbers rest on synthetic weights (random values): they
+    /// describe those, not the user's VAE, and tiling and chunking seams do not decide the
+    /// answer then (`docs/answer.md`). Absent in older reports: false.
+    #[serde(default)]
+    pub quality_on_synthetic_weights: bool,
     /// The quality floor: a case qualifies when its PSNR against its fp32 untiled reference
     /// is at least this (`run --min-psnr`), dB.
     pub min_psnr_db: f64,
@@ -64,6 +69,10 @@ pub struct Answer {
     pub speedup_ratio_high: Option<f64>,
     /// How to apply the fastest case; null when the default is the answer or there is none.
     pub apply: Option<Apply>,
+    /// When the fastest case's quality is not known on synthetic weights: the run's command
+    /// with `--weights FILE`, which measures it on the user's VAE. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun_with_weights: Option<String>,
 }
 
 /// The conclusion of an [`Answer`]. [`Verdict::name`] is its JSON spelling.
@@ -118,7 +127,9 @@ pub struct AnswerCase {
     pub median_s: Option<f64>,
     /// Number of timed runs behind `median_s`.
     pub runs: usize,
-    /// `reference` (it is its own fp32 untiled reference), `identical`, `psnr` or `unknown`.
+    /// `reference` (it is its own fp32 untiled reference), `identical`, `psnr`, `unknown`, or
+    /// `not_known_on_synthetic_weights` (tiled or chunked on synthetic weights: `psnr_db` is
+    /// that of random weights and does not gate).
     pub quality: String,
     /// PSNR against its reference (decoded video; the latent for encode-only), dB; set when
     /// `quality` is `psnr`.

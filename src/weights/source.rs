@@ -13,6 +13,7 @@ use crate::error::UserError;
 use crate::report::ModelInfo;
 use crate::weights::WeightsSource;
 
+pub mod comfyui;
 pub mod digest;
 pub mod hub;
 
