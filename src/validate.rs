@@ -494,6 +494,9 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
     if args.json {
         cmd.arg("--json");
     }
+    // The verdict must come from what the worker wrote, not from an exit code alone.
+    let verdict_file = dir.path().join("verdict.json");
+    cmd.arg("--verdict").arg(&verdict_file);
     crate::bench::interrupt::install()?;
     let status = match run_worker(cmd, std::time::Duration::from_secs_f64(args.timeout)) {
         Ok(Ended::Exited(status)) => status,
@@ -521,13 +524,54 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
             .into())
         }
     };
-    match status.code() {
-        Some(code @ 0..=2) => Ok(code),
-        _ => Err(UserError::Other(format!(
-            "engine {}: the Python worker ({interpreter}) ended without a verdict: {status}",
-            args.engine
+    checked_verdict(&verdict_file, status, &interpreter, args.engine.name())
+}
+
+/// The exit code of a Python `validate` from the verdict its worker wrote, checked as `run`
+/// checks a result: a report whose `pass` agrees with the exit code (0 pass, 1 not, every
+/// output judged), or a `{status, error}` with exit 2. Anything else (an interpreter that is
+/// not this tool's worker, one that exits early or lies) is an error naming it.
+fn checked_verdict(
+    path: &Path,
+    status: std::process::ExitStatus,
+    interpreter: &str,
+    engine: &str,
+) -> anyhow::Result<i32> {
+    let fail = |what: String| -> anyhow::Result<i32> {
+        Err(UserError::Other(format!(
+            "engine {engine}: the Python worker ({interpreter}) {what}: no verdict was reached; check that \
+             {interpreter} is a Python with torch (--python PATH)"
         ))
-        .into()),
+        .into())
+    };
+    let how = match status.code() {
+        Some(c) => format!("exited with code {c}"),
+        None => format!("ended by {status}"),
+    };
+    let text = match crate::read::text(path, "validate verdict", crate::read::MAX_REPORT_BYTES) {
+        Ok(t) => t,
+        Err(_) => return fail(format!("{how} without writing its verdict")),
+    };
+    let v: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => return fail(format!("{how} and wrote a verdict that is not JSON ({e})")),
+    };
+    let judged = |c: &serde_json::Value| {
+        c["outputs"]
+            .as_array()
+            .is_some_and(|o| !o.is_empty() && o.iter().all(|o| o["pass"].is_boolean()))
+    };
+    let cases_ok = v["cases"]
+        .as_array()
+        .is_some_and(|c| !c.is_empty() && c.iter().all(judged));
+    match (status.code(), v["pass"].as_bool(), v["status"].as_str()) {
+        (Some(0), Some(true), _) if cases_ok => Ok(0),
+        (Some(1), Some(false), _) if cases_ok => Ok(1),
+        (Some(2), None, Some(_)) => Ok(2),
+        _ => fail(format!(
+            "{how}, which does not match the verdict it wrote (pass = {})",
+            v["pass"]
+        )),
     }
 }
 

@@ -139,8 +139,14 @@ fn markdown_table_has_a_row_per_case() {
     let mut r = chart_report();
     r.cases[0].quality = Some(quality("fp32-128x96-ref", Some(42.123), None));
     let md = wan_vae_bench::export::markdown_table(&r);
-    let lines: Vec<&str> = md.lines().collect();
+    let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
     assert_eq!(lines.len(), 2 + r.cases.len(), "{md}");
+    // Quality on synthetic weights is labelled under the table (issue 28).
+    assert!(r.model.is_synthetic());
+    assert!(
+        lines[0].contains("latent †") && md.contains("\n† PSNR on synthetic weights"),
+        "{md}"
+    );
     assert!(lines[0].starts_with("| case | encode [s] | decode [s] |") && lines[0].contains("PSNR"));
     assert!(md.contains("| 42.12 / ∞ |"), "{md}");
     assert!(md.contains("2.000 ± 0.0316"), "{md}");

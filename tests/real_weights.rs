@@ -25,7 +25,18 @@ fn run_with_folder(dir: &Path, comfy: &Path, extra: &[&str]) -> (String, Report)
     let out = bench()
         .args(["run", "--engine", "candle", "--comfyui"])
         .arg(comfy)
-        .args(["--frames", "1", "--size", "16x16", "--precision", "fp32", "--warmup", "0", "--runs", "1"])
+        .args([
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--precision",
+            "fp32",
+            "--warmup",
+            "0",
+            "--runs",
+            "1",
+        ])
         .args(extra)
         .arg("-o")
         .arg(&report)
@@ -49,17 +60,29 @@ fn the_comfyui_folders_own_vae_is_found_per_model_and_recorded() {
     );
     let (err, r) = run_with_folder(dir.path(), &comfy, &[]);
     let chosen = comfy.join("models/vae/wan_2.1_vae.safetensors");
-    assert!(err.contains(&format!("weights: {} (Wan 2.1 VAE, found in the ComfyUI folder", chosen.display())), "{err}");
+    assert!(
+        err.contains(&format!(
+            "weights: {} (Wan 2.1 VAE, found in the ComfyUI folder",
+            chosen.display()
+        )),
+        "{err}"
+    );
     assert!(!err.contains("weights: synthetic"), "{err}");
     assert_eq!(r.model.local_path.as_deref(), Some(chosen.to_str().unwrap()));
     assert!(r.model.sha256.is_some() && r.model.params > 0, "{:?}", r.model);
     let (err, r) = run_with_folder(dir.path(), &comfy, &["--model", "wan2.2"]);
     let chosen = comfy.join("models/vae/wan2.2_vae.safetensors");
-    assert!(err.contains(&format!("weights: {} (Wan 2.2 VAE", chosen.display())), "{err}");
+    assert!(
+        err.contains(&format!("weights: {} (Wan 2.2 VAE", chosen.display())),
+        "{err}"
+    );
     assert_eq!(r.model.local_path.as_deref(), Some(chosen.to_str().unwrap()));
     // --weights wins over the folder.
     let (err, r) = run_with_folder(dir.path(), &comfy, &["--weights", "synthetic"]);
-    assert!(!err.contains("found in the ComfyUI folder") && err.contains("weights: synthetic"), "{err}");
+    assert!(
+        !err.contains("found in the ComfyUI folder") && err.contains("weights: synthetic"),
+        "{err}"
+    );
     assert!(r.model.is_synthetic());
 }
 
@@ -67,7 +90,10 @@ fn the_comfyui_folders_own_vae_is_found_per_model_and_recorded() {
 fn extra_model_paths_are_followed_and_several_or_none_are_said() {
     let dir = scratch();
     // models/vae holds only Wan 2.2; a Wan 2.1 file sits in a folder of extra_model_paths.yaml.
-    let comfy = comfy_folder(dir.path(), &[("wan2.2_vae.safetensors", "wan22_tiny.weights.safetensors")]);
+    let comfy = comfy_folder(
+        dir.path(),
+        &[("wan2.2_vae.safetensors", "wan22_tiny.weights.safetensors")],
+    );
     let extra = dir.path().join("shared-models/vae/wan");
     std::fs::create_dir_all(&extra).unwrap();
     std::fs::copy(fixture("wan21_tiny.weights.safetensors"), extra.join("b.safetensors")).unwrap();
@@ -86,10 +112,16 @@ fn extra_model_paths_are_followed_and_several_or_none_are_said() {
         std::fs::canonicalize(norm(&first)).unwrap(),
         "{err}"
     );
-    assert!(err.contains("also there: ") && err.contains("b.safetensors") && err.contains("--weights FILE"), "{err}");
+    assert!(
+        err.contains("also there: ") && err.contains("b.safetensors") && err.contains("--weights FILE"),
+        "{err}"
+    );
     // No Wan 2.1 file at all: a warning, synthetic weights, the run goes on.
     let lonely = scratch();
-    let comfy = comfy_folder(lonely.path(), &[("wan2.2_vae.safetensors", "wan22_tiny.weights.safetensors")]);
+    let comfy = comfy_folder(
+        lonely.path(),
+        &[("wan2.2_vae.safetensors", "wan22_tiny.weights.safetensors")],
+    );
     let (err, r) = run_with_folder(lonely.path(), &comfy, &[]);
     assert!(err.contains("warning: no Wan 2.1 VAE in the ComfyUI folder"), "{err}");
     assert!(err.contains("wan2.2_vae.safetensors, of the other Wan VAE"), "{err}");
@@ -120,9 +152,22 @@ fn tiled_run(dir: &Path, weights: &str) -> (std::process::Output, Report) {
 fn on_synthetic_weights_a_tiled_case_is_not_judged_and_everything_says_so() {
     let dir = scratch();
     let (out, r) = tiled_run(dir.path(), "synthetic");
-    assert_eq!(out.status.code(), Some(1), "the memory budget is broken: {}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the memory budget is broken: {}",
+        stderr(&out)
+    );
     let tiled = r.cases.iter().find(|c| c.settings.tiling.is_some()).unwrap();
-    let psnr = tiled.quality.as_ref().unwrap().decoded.as_ref().unwrap().psnr_db.unwrap();
+    let psnr = tiled
+        .quality
+        .as_ref()
+        .unwrap()
+        .decoded
+        .as_ref()
+        .unwrap()
+        .psnr_db
+        .unwrap();
     assert!(psnr < 40.0, "random weights make large seams: {psnr}");
     let s = r.summary.as_ref().unwrap();
     assert!(s.quality_on_synthetic_weights);
@@ -130,13 +175,23 @@ fn on_synthetic_weights_a_tiled_case_is_not_judged_and_everything_says_so() {
     let f = a.fastest.as_ref().expect("the tiled case is named");
     assert_eq!(f.id, tiled.id);
     assert_eq!(f.quality, "not_known_on_synthetic_weights");
-    assert!(a.sentence.contains("quality not known on synthetic weights"), "{}", a.sentence);
+    assert!(
+        a.sentence.contains("quality not known on synthetic weights"),
+        "{}",
+        a.sentence
+    );
     let cmd = a.rerun_with_weights.as_deref().unwrap();
-    assert!(cmd.starts_with("wan-vae-bench run --config ") && cmd.ends_with(" --weights FILE"), "{cmd}");
+    assert!(
+        cmd.starts_with("wan-vae-bench run --config ") && cmd.ends_with(" --weights FILE"),
+        "{cmd}"
+    );
     assert!(a.sentence.contains(cmd), "{}", a.sentence);
     // The table, the CSV and the answer block carry the label.
     let text = stdout(&out);
-    assert!(text.contains("PSNR dB†") && text.contains("† PSNR on synthetic weights"), "{text}");
+    assert!(
+        text.contains("PSNR dB†") && text.contains("† PSNR on synthetic weights"),
+        "{text}"
+    );
     let csv = std::fs::read_to_string(dir.path().join("cases.csv")).unwrap();
     let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     let col = header.iter().position(|h| *h == "quality_weights").unwrap();
@@ -151,7 +206,15 @@ fn with_a_weights_file_the_floor_decides_as_before() {
     let (out, r) = tiled_run(dir.path(), weights.to_str().unwrap());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let tiled = r.cases.iter().find(|c| c.settings.tiling.is_some()).unwrap();
-    let psnr = tiled.quality.as_ref().unwrap().decoded.as_ref().unwrap().psnr_db.unwrap();
+    let psnr = tiled
+        .quality
+        .as_ref()
+        .unwrap()
+        .decoded
+        .as_ref()
+        .unwrap()
+        .psnr_db
+        .unwrap();
     let s = r.summary.as_ref().unwrap();
     assert!(!s.quality_on_synthetic_weights);
     let a = &s.answers[0];

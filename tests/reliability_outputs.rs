@@ -273,3 +273,81 @@ fn a_dead_runs_lock_is_taken_over_and_a_lock_folder_is_named() {
     assert!(err.contains("r.json.lock") && err.contains("is a directory"), "{err}");
     assert!(lock.is_dir(), "the folder is left alone");
 }
+
+/// Issue 30 item 3: `-o` may not name a file the run executes or reads: this tool's own
+/// binary, the `--python` interpreter, a file inside `--comfyui DIR` (links followed).
+#[test]
+fn the_report_may_not_replace_the_binary_the_interpreter_or_the_engines_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch();
+    // A copy of the binary, so a failure here cannot destroy the one the other tests run.
+    let own = dir.path().join("wvb");
+    std::fs::copy(crate::util::cli::BIN, &own).unwrap();
+    let before = std::fs::read(&own).unwrap();
+    let out = Command::new(&own)
+        .args(["run", "-o"])
+        .arg(&own)
+        .args(TINY)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("this tool's own binary"), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&own).unwrap(), before, "the binary is untouched");
+    // The interpreter, reached through a link.
+    let py = write(dir.path(), "python-x", "#!/bin/sh\nexit 3\n");
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let link = dir.path().join("py-link");
+    std::os::unix::fs::symlink(&py, &link).unwrap();
+    let out = bench()
+        .args(["run", "--engine", "torch", "--python"])
+        .arg(&py)
+        .arg("-o")
+        .arg(&link)
+        .args(TINY)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--python"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&py).unwrap(), "#!/bin/sh\nexit 3\n");
+    // A file inside the ComfyUI folder.
+    let comfy = dir.path().join("ComfyUI");
+    std::fs::create_dir_all(comfy.join("comfy")).unwrap();
+    write(&comfy.join("comfy"), "sd.py", "# ComfyUI's code\n");
+    let out = bench()
+        .args(["run", "--comfyui"])
+        .arg(&comfy)
+        .arg("-o")
+        .arg(comfy.join("comfy/sd.py"))
+        .args(TINY)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("inside the comfyui engine's folder"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(comfy.join("comfy/sd.py")).unwrap(),
+        "# ComfyUI's code\n"
+    );
+}
+
+/// Issue 30 item 1: an `--env-var` product is counted before it is built and refused at once.
+#[test]
+fn a_huge_env_var_product_is_refused_before_it_is_built() {
+    let mut cmd = bench();
+    cmd.args(["run", "--list"]);
+    for i in 0..8 {
+        cmd.arg("--env-var").arg(format!("V{i}=0,1,2,3,4,5,6,7,8,9"));
+    }
+    let t = Instant::now();
+    let out = cmd.output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let err = stderr(&out);
+    assert!(
+        err.contains("100000000 env variants") && err.contains("--max-cases"),
+        "{err}"
+    );
+}

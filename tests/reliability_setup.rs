@@ -190,6 +190,39 @@ fn validate_with(py: &Path, extra: &[&str]) -> Command {
     cmd
 }
 
+/// Shell lines that write a passing verdict where `validate` asks (`--verdict FILE`).
+/// (`fake_python` puts that file's path in `$v`.)
+const PASSING_VERDICT: &str =
+    "echo '{\"pass\": true, \"cases\": [{\"case\": \"c\", \"outputs\": [{\"pass\": true}]}]}' > \"$v\"";
+
+/// Issue 30 item 2: a verdict comes from what the worker wrote, checked against its exit code.
+#[test]
+fn validate_needs_the_workers_own_verdict() {
+    let dir = scratch();
+    for py in ["/bin/true", "/bin/false"] {
+        let out = run_bounded(validate_with(Path::new(py), &[]), Duration::from_secs(60));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{py}: {err}");
+        assert!(
+            err.contains(&format!("the Python worker ({py}) exited with code"))
+                && err.contains("without writing its verdict"),
+            "{py}: {err}"
+        );
+    }
+    // A verdict of `pass` with exit 1 (or the reverse) is no verdict.
+    let py = fake_python(dir.path(), &format!("{PASSING_VERDICT}\nexit 1"));
+    let out = run_bounded(validate_with(&py, &[]), Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("does not match the verdict it wrote"),
+        "{}",
+        stderr(&out)
+    );
+    let py = fake_python(dir.path(), &format!("{PASSING_VERDICT}\nexit 0"));
+    let out = run_bounded(validate_with(&py, &[]), Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 fn pid_in(file: &Path) -> i32 {
     std::fs::read_to_string(file).unwrap().trim().parse().unwrap()
 }
@@ -200,7 +233,7 @@ fn validate_leaves_no_background_child_and_bounds_the_python_worker() {
     let pidfile = dir.path().join("bg.pid");
     // A worker that says its verdict and leaves a child holding stdout and stderr open.
     let body = format!(
-        "sleep 300 &\necho $! > '{}'\necho 'all outputs within tolerance'\nexit 0",
+        "sleep 300 &\necho $! > '{}'\n{PASSING_VERDICT}\necho 'all outputs within tolerance'\nexit 0",
         pidfile.display()
     );
     let py = fake_python(dir.path(), &body);

@@ -114,7 +114,10 @@ impl Quality {
     fn of(c: &CaseRecord, synthetic: bool) -> Quality {
         let own = c.settings.reference() == c.settings;
         if !own && seams_unknown(synthetic, c) {
-            let p = c.quality.as_ref().and_then(|q| q.decoded.as_ref().or(q.latent.as_ref()));
+            let p = c
+                .quality
+                .as_ref()
+                .and_then(|q| q.decoded.as_ref().or(q.latent.as_ref()));
             return Quality::NotKnownOnSynthetic(p.and_then(|e| e.psnr_db));
         }
         match &c.quality {
@@ -370,7 +373,8 @@ fn quality_text(c: &AnswerCase) -> String {
         ("reference", _) => "itself the fp32 untiled reference".into(),
         ("not_known_on_synthetic_weights", p) => format!(
             "quality not known on synthetic weights{}",
-            p.map(|p| format!(": PSNR {p:.1} dB on random weights")).unwrap_or_default()
+            p.map(|p| format!(": PSNR {p:.1} dB on random weights"))
+                .unwrap_or_default()
         ),
         _ => "quality unknown".into(),
     }

@@ -64,6 +64,35 @@ pub fn parse_flag(text: &str) -> Result<EnvSweep, String> {
     })
 }
 
+/// How many variants `sweeps` make (the product of their value counts), counted before any
+/// is built; `None` when the product overflows a u64.
+pub fn count(sweeps: &[EnvSweep]) -> Option<u64> {
+    sweeps
+        .iter()
+        .try_fold(1u64, |n, s| n.checked_mul(u64::try_from(s.values.len()).ok()?))
+}
+
+/// Refuse sweeps whose product exceeds `max_cases` (every variant is at least one case),
+/// before anything is allocated: the error names the flags' value counts and the way out.
+pub fn check_count(sweeps: &[EnvSweep], max_cases: u64) -> Result<(), String> {
+    if sweeps.is_empty() {
+        return Ok(());
+    }
+    let sizes: Vec<String> = sweeps
+        .iter()
+        .map(|s| format!("{} values of {}", s.values.len(), s.name))
+        .collect();
+    match count(sweeps) {
+        Some(n) if n <= max_cases => Ok(()),
+        n => Err(format!(
+            "--env-var: the sweep makes {} env variants ({}), each at least one case, more than the limit of \
+             {max_cases} cases; sweep fewer values, or raise the limit with --max-cases",
+            n.map_or_else(|| "more than 2^64".to_string(), |n| n.to_string()),
+            sizes.join(" x ")
+        )),
+    }
+}
+
 /// Every combination of `sweeps` (the last flag varying fastest), as env variants. A
 /// variable swept by two flags is an error naming it.
 pub fn variants(sweeps: &[EnvSweep]) -> Result<Vec<Variant>, String> {
@@ -132,6 +161,18 @@ mod tests {
             .contains("NAME=VALUE1,VALUE2"));
         assert!(parse_flag("=1").unwrap_err().contains("not empty"));
         assert!(parse_flag("A=1,1").unwrap_err().contains("twice"));
+        // Counted before anything is built: 10^80 variants are refused at once.
+        let huge: Vec<EnvSweep> = (0..80)
+            .map(|i| parse_flag(&format!("V{i}=0,1,2,3,4,5,6,7,8,9")).unwrap())
+            .collect();
+        assert_eq!(count(&huge), None);
+        let e = check_count(&huge, 10_000).unwrap_err();
+        assert!(
+            e.contains("more than 2^64") && e.contains("--max-cases") && e.contains("10 values of V0"),
+            "{e}"
+        );
+        assert_eq!(count(&huge[..4]), Some(10_000));
+        assert!(check_count(&huge[..4], 10_000).is_ok() && check_count(&huge[..5], 10_000).is_err());
         let twice = [parse_flag("A=1").unwrap(), parse_flag("A=2").unwrap()];
         assert!(variants(&twice).unwrap_err().contains("--env-var A is given twice"));
     }

@@ -108,6 +108,9 @@ pub struct RunArgs {
 
 /// The matrix file (or the smoke matrix) with the flags applied.
 pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
+    // Before any variant is built: a product of sweeps can be astronomically large.
+    let max_cases = args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES);
+    env_sweep::check_count(&args.flags.env_var, max_cases).map_err(UserError::Other)?;
     let mut opts = match &args.config {
         Some(path) => config::load(path)?,
         // The smoke matrix's `synthetic` is a default, not the user's choice.
@@ -340,13 +343,17 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
     Ok(())
 }
 
-/// The weights, resolved once in the parent (a hub download happens here, not in every
-/// worker), with the report's model facts and the model's config.
 /// This process's command line, each word shell-quoted where needed.
 fn command_line() -> String {
     std::env::args()
         .enumerate()
-        .map(|(i, a)| if i == 0 { "wan-vae-bench".to_string() } else { crate::format::shell_word(&a) })
+        .map(|(i, a)| {
+            if i == 0 {
+                "wan-vae-bench".to_string()
+            } else {
+                crate::format::shell_word(&a)
+            }
+        })
         .collect::<Vec<_>>()
         .join(" ")
 }
@@ -366,12 +373,17 @@ fn own_weights(opts: &mut BenchOptions) -> anyhow::Result<()> {
             }
         }
     }
-    if matches!(crate::weights::source::parse(&opts.weights)?, crate::weights::source::WeightsRef::Synthetic) {
+    if matches!(
+        crate::weights::source::parse(&opts.weights)?,
+        crate::weights::source::WeightsRef::Synthetic
+    ) {
         eprintln!("{}", crate::answer::SYNTHETIC_NOTE);
     }
     Ok(())
 }
 
+/// The weights, resolved once in the parent (a hub download happens here, not in every
+/// worker), with the report's model facts and the model's config.
 struct ResolvedModel {
     source: WeightsSource,
     info: ModelInfo,

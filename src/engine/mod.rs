@@ -380,6 +380,11 @@ impl EngineDirs {
         self.0.get(&engine)
     }
 
+    /// Every (engine, folder) given.
+    pub fn iter(&self) -> impl Iterator<Item = (Engine, &PathBuf)> {
+        self.0.iter().map(|(e, d)| (*e, d))
+    }
+
     /// These folders, and `other`'s for the engines these lack: `flags.or(&file).or(&env)`
     /// gives a flag precedence over the matrix file, and the file over the environment.
     pub fn or(mut self, other: &EngineDirs) -> EngineDirs {

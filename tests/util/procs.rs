@@ -122,7 +122,10 @@ pub fn processes_mentioning(needle: &str) -> Vec<i32> {
 /// set to it (the parent runs `INTERPRETER -u SCRIPT worker ... --result PATH`).
 pub fn fake_python(dir: &Path, body: &str) -> PathBuf {
     let path = dir.join("fake-python");
-    let text = format!("#!/bin/sh\nr=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --result ] && r=$2; shift; done\n{body}\n");
+    let text = format!(
+        "#!/bin/sh\nr=\nv=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --result ] && r=$2; [ \"$1\" = --verdict ] && v=$2; shift; \
+         done\n{body}\n"
+    );
     std::fs::write(&path, text).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -104,15 +104,20 @@ pub fn command(interpreter: &str, script: &Path) -> Command {
     c
 }
 
-/// Why `interpreter` cannot be started, or `None` when it looks runnable: a path that does
-/// not exist or is not an executable file, or a bare name not found on `PATH`.
-pub fn interpreter_problem(interpreter: &str) -> Option<String> {
+/// The file `interpreter` names: itself when it is a path, else the first match on `PATH`.
+pub fn interpreter_path(interpreter: &str) -> Option<std::path::PathBuf> {
     let path = Path::new(interpreter);
-    let found = if path.components().count() > 1 {
+    if path.components().count() > 1 {
         Some(path.to_path_buf())
     } else {
         std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(path)).find(|c| c.is_file()))
-    };
+    }
+}
+
+/// Why `interpreter` cannot be started, or `None` when it looks runnable: a path that does
+/// not exist or is not an executable file, or a bare name not found on `PATH`.
+pub fn interpreter_problem(interpreter: &str) -> Option<String> {
+    let found = interpreter_path(interpreter);
     let Some(file) = found else {
         return Some(format!(
             "Python interpreter `{interpreter}` not found on PATH (set --python, [model] python or {})",

@@ -132,20 +132,33 @@ def print_validate_text(r: dict) -> None:
     print("all outputs within tolerance" if r["pass"] else "some outputs exceed the tolerance")
 
 
+def write_verdict(path, obj: dict) -> None:
+    """The parent's proof that this worker ran and what it concluded (`--verdict FILE`)."""
+    if path:
+        tmp = path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(obj, f)
+        os.replace(tmp, path)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     """Exit 0 within tolerance, 1 not, 2 for anything that kept it from running."""
+    verdict = getattr(args, "verdict", None)
     try:
         report = validate(args)
     except (Unsupported, BadInput) as e:
         status = "unsupported" if isinstance(e, Unsupported) else "bad_input"
+        write_verdict(verdict, {"status": status, "error": str(e)})
         print(json.dumps({"status": status, "error": str(e)}) if args.json else f"error: {e}",
               file=sys.stdout if args.json else sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001 - a crash of the engine is reported, exit 2
         status, msg = classify(e)
+        write_verdict(verdict, {"status": status, "error": msg})
         print(json.dumps({"status": status, "error": msg}) if args.json else f"error: {msg}",
               file=sys.stdout if args.json else sys.stderr)
         return 2
+    write_verdict(verdict, report)
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -373,6 +373,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     v.add_argument("--engine-dir", default=None, help="the engine's folder (its --<flag> DIR), if it has one")
     v.add_argument("--weights", required=True, help=".safetensors or .pth with the original Wan key names")
     v.add_argument("--cases", required=True)
+    v.add_argument("--verdict", default=None,
+                   help="also write the JSON (the report, or {status, error}) to this file: the parent's proof")
     v.add_argument("--precision", default="fp32", choices=("fp32", "bf16", "fp16", "auto"))
     v.add_argument("--torch-precision", choices=("cast", "autocast"), default=None)
     v.add_argument("--chunk", type=int, default=1)

@@ -52,8 +52,12 @@ pub fn vae_folders(dir: &Path) -> Result<Vec<PathBuf>, UserError> {
 /// The `vae` folders of an `extra_model_paths.yaml`: (those of `is_default` entries, the rest).
 fn extra_vae_folders(yaml: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), UserError> {
     let text = std::fs::read_to_string(yaml).map_err(|e| UserError::file(yaml, format!("cannot read: {e}")))?;
-    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text)
-        .map_err(|e| UserError::file(yaml, format!("not valid YAML ({e}); ComfyUI would not start with it either")))?;
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).map_err(|e| {
+        UserError::file(
+            yaml,
+            format!("not valid YAML ({e}); ComfyUI would not start with it either"),
+        )
+    })?;
     let yaml_dir = std::path::absolute(yaml)
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
@@ -74,7 +78,9 @@ fn extra_vae_folders(yaml: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), UserEr
             }
         });
         let is_default = get("is_default").and_then(|v| v.as_bool()).unwrap_or(false);
-        let Some(paths) = get("vae").and_then(|v| v.as_str()) else { continue };
+        let Some(paths) = get("vae").and_then(|v| v.as_str()) else {
+            continue;
+        };
         for line in paths.lines().map(str::trim).filter(|l| !l.is_empty()) {
             let p = PathBuf::from(expand_home(line));
             let full = match &base {
@@ -107,8 +113,7 @@ fn files_under(folder: &Path, depth: usize, out: &mut Vec<PathBuf>) {
                 files_under(&p, depth + 1, out);
             }
         } else if p.is_file()
-            && p
-                .extension()
+            && p.extension()
                 .and_then(|e| e.to_str())
                 .is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
         {
@@ -162,7 +167,10 @@ pub fn describe(dir: &Path, model: ModelKind, found: &Found) -> String {
         None => {
             let other = match found.other_model.is_empty() {
                 true => String::new(),
-                false => format!(" (there: {}, of the other Wan VAE; --model picks the model)", list(&found.other_model)),
+                false => format!(
+                    " (there: {}, of the other Wan VAE; --model picks the model)",
+                    list(&found.other_model)
+                ),
             };
             format!(
                 "warning: no {} in the ComfyUI folder {} (models/vae/ and extra_model_paths.yaml's vae folders){other}: \
@@ -202,6 +210,9 @@ mod tests {
         );
         std::fs::write(&yaml, "a: [unclosed").unwrap();
         let e = vae_folders(dir.path()).unwrap_err().to_string();
-        assert!(e.contains("extra_model_paths.yaml") && e.contains("not valid YAML"), "{e}");
+        assert!(
+            e.contains("extra_model_paths.yaml") && e.contains("not valid YAML"),
+            "{e}"
+        );
     }
 }
