@@ -78,6 +78,15 @@ fn comfyui_agrees_with_candle_and_records_its_own_choices() {
     assert_eq!(facts["vae_dtype"], facts["default_vae_dtype"]);
     assert!(facts["memory_estimate_decode_bytes"].as_u64().unwrap() > 0);
     assert_eq!(auto.outcome.oom_tiled_retry, Some(false));
+    // ComfyUI's own chunking, as it ran: 0.3.64 decodes Wan 2.1 one latent frame per call
+    // (5 frames are 2 latent frames); its process_output makes a new tensor.
+    assert_eq!(
+        facts["decoder_call_latent_frames"],
+        serde_json::json!([[1, 2]]),
+        "{facts:?}"
+    );
+    assert_eq!(facts["process_output_in_place"], false);
+    assert_eq!(facts["oom_fallback_tiles"], serde_json::json!([]));
     // Candle has no dtype choice of its own: `auto` is unsupported there, the sweep goes on.
     let candle_auto = case(&r, "auto-chunk1-untiled-5x64x64-baseline");
     assert_eq!(candle_auto.outcome.status, CaseStatus::Unsupported);
@@ -179,6 +188,15 @@ fn comfyui_wan22_tiles_in_its_own_units_and_records_a_forced_oom_retry() {
         stderr(&out)
     );
     assert_eq!(c.outcome.oom_tiled_retry, Some(true));
+    // The tiles ComfyUI fell back to are recorded (0.3.64: 256 px over Wan 2.2's 16 = 16).
+    let facts = c.outcome.engine_case.as_ref().expect("engine_case");
+    let tiles = facts["oom_fallback_tiles"].as_array().expect("oom_fallback_tiles");
+    assert_eq!(tiles.len(), 1, "{facts:?}");
+    assert_eq!(
+        (tiles[0]["tile_x"].as_u64(), tiles[0]["tile_y"].as_u64()),
+        (Some(16), Some(16)),
+        "{facts:?}"
+    );
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod bench_system;
 mod bounded_reads;
 mod budgets;
 mod comfyui_setup;
+mod comfyui_today;
 mod compare_cli;
 mod engine_comfyui;
 mod engines;

@@ -41,6 +41,7 @@ pub const REPORTED_ENV_PREFIXES: &[&str] = &[
     "RAYON_",
     "OMP_",
     "CANDLE_",
+    "COMFYUI_",
 ];
 
 /// What the parent asks one worker to measure (`worker --case-json JSON`).

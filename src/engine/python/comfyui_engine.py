@@ -14,17 +14,29 @@ What is timed, per node:
     its `temporal_size`/`temporal_overlap` in frames (an axis left at none covers the whole
     clip). `nodes.py` itself is not imported (it pulls in the server, PyAV, ...): the
     engine applies the node's parameter rules and calls the same `comfy.sd.VAE` methods.
-  * chunk: ComfyUI decodes one latent frame per call; any other chunk is `unsupported`.
+  * chunk: ComfyUI picks its own latent frames per decoder call (0.3.64: one; 0.38's Wan
+    2.1: one, then two), recorded per case as `decoder_call_latent_frames`; the `chunk` axis
+    does not apply to it, so a chunk other than 1 is `unsupported`, saying so.
+
+Follows ComfyUI 0.3.64 (tested whole) and the newer behaviours of 0.38 found by feature,
+not by version (tested by patching 0.3.64; docs/comfyui.md): an in-place `process_output`,
+`set_cudnn_benchmark()`, the AMD cuDNN rule with `COMFYUI_ENABLE_MIOPEN`, `comfy_aimdo`,
+the adaptive OOM fallback's tiles, the NVIDIA conv3d workaround. What ComfyUI's `main.py`
+sets up before it imports `comfy` is done here where it can be (the AOTriton variable,
+`set_cudnn_benchmark`) and recorded either way (`main_py_setup`): dynamic VRAM
+(comfy-aimdo) needs its init before torch is imported, which this engine cannot do.
 
 Precision: `fp32`/`bf16`/`fp16` set ComfyUI's `--fp32-vae`/`--bf16-vae`/`--fp16-vae`;
 `auto` sets none, so `model_management.vae_dtype` picks as in a user's ComfyUI. Each case
 records the dtype used and ComfyUI's default pick on that device.
 
 Ranges (quality): ComfyUI's decode ends with `process_output`, `clamp((x+1)/2, 0, 1)`.
-The engine wraps the VAE's `process_output` with a recorder that keeps a reference to its
-input (the decoder's float output in [-1,1], before any clamp) and then calls ComfyUI's
-own; the timed call is unchanged. The saved `decoded` is that pre-clamp tensor, so it
-compares like with like with the other engines' unclamped output.
+The engine wraps the VAE's `process_output` with a recorder that keeps its input (the
+decoder's float output in [-1,1], before any clamp) and then calls ComfyUI's own. Since
+ComfyUI 0.38 that function works in place (`add_(1).div_(2).clamp_(0, 1)`), so when a probe
+shows it mutates its argument the recorder keeps a copy (one more copy inside the timed
+call, as 0.3.64's out-of-place version allocated). The saved `decoded` is that pre-clamp
+tensor, so it compares like with like with the other engines' unclamped output.
 
 Latents: ComfyUI's Wan VAE encode returns raw `mu` and its decode takes raw `z` (the
 normalization lives in the diffusion model's latent format, outside the VAE nodes). The
@@ -113,11 +125,21 @@ class _RetryWatch(logging.Handler):
             self.count += 1
 
 
+AOTRITON = "TORCH_ROCM_AOTRITON_ENABLE_EXPERIMENTAL"
+
+
 def _start(d: str, precision: str, device):
     """Import ComfyUI from DIR with its switches set first (`args` holds defaults: ComfyUI
-    parses no command line when imported); returns (model_management, sd module, utils)."""
+    parses no command line when imported), doing what its `main.py` does around that import
+    where an importer can (the AOTriton variable before, `set_cudnn_benchmark()` after, when
+    this ComfyUI has it); returns (model_management, sd module, utils, what main.py's set-up
+    left in force)."""
     if d not in sys.path:
         sys.path.insert(0, d)
+    setup = {AOTRITON: os.environ.get(AOTRITON)}
+    if setup[AOTRITON] is None:
+        os.environ[AOTRITON] = "1"  # as main.py, before comfy probes attention on AMD
+        setup[AOTRITON] = "1 (set by this engine, as ComfyUI's main.py does)"
     try:
         from comfy.cli_args import args
         args.cpu = device.type == "cpu"
@@ -127,9 +149,34 @@ def _start(d: str, precision: str, device):
         import comfy.sd
         import comfy.utils
     except ImportError as e:
-        raise Unsupported(f"{describe_folder(d)}: cannot import its VAE code under {sys.executable}: {e} (install "
-                          f"ComfyUI's requirements.txt into that interpreter, or pass --python)") from e
-    return mm, comfy.sd, comfy.utils
+        missing = getattr(e, "name", None) or ""
+        hint = (f"its package `{missing.replace('_', '-')}` (in ComfyUI's requirements.txt) is missing"
+                if missing.startswith("comfy_") else "install ComfyUI's requirements.txt into that interpreter")
+        raise Unsupported(f"{describe_folder(d)}: cannot import its VAE code under {sys.executable}: {e} ({hint}; "
+                          f"or pass --python)") from e
+    if hasattr(mm, "set_cudnn_benchmark"):
+        mm.set_cudnn_benchmark()  # ComfyUI >= 0.38: main.py applies --fast autotune's rule here
+        setup["set_cudnn_benchmark"] = "called, as main.py does"
+    else:
+        setup["set_cudnn_benchmark"] = "not in this ComfyUI (its ops.py applies --fast autotune at import)"
+    return mm, comfy.sd, comfy.utils, setup
+
+
+def _main_py_state(mm, setup: dict) -> dict:
+    """What ComfyUI's main.py would have set up, as it stands in this process: dynamic VRAM
+    (comfy-aimdo: main.py initializes it before torch is imported, so an importer cannot;
+    recorded as found), pinned memory, async offload streams, the AMD MIOpen switch."""
+    state = dict(setup)
+    mem = sys.modules.get("comfy.memory_management")
+    state["dynamic_vram"] = ("on" if getattr(mem, "aimdo_enabled", False) else
+                             "off (ComfyUI's main.py turns it on for NVIDIA with torch >= 2.8 and ROCm >= 7.14; "
+                             "this engine imports comfy without it)" if "comfy_aimdo" in sys.modules or mem else
+                             "not in this ComfyUI")
+    pinned = getattr(mm, "MAX_PINNED_MEMORY", None)
+    state["pinned_memory_bytes"] = None if pinned is None else max(int(pinned), 0)
+    state["async_offload_streams"] = getattr(mm, "NUM_STREAMS", None)
+    state["COMFYUI_ENABLE_MIOPEN"] = os.environ.get("COMFYUI_ENABLE_MIOPEN")
+    return state
 
 
 class Engine:
@@ -146,9 +193,10 @@ class Engine:
         # The worker applies the case's knobs after this start-up, so that they win over
         # ComfyUI's (it turns cuDNN/MIOpen off on AMD when imported); both states are kept.
         self.knobs_before_startup = _knobs(torch)
-        mm, sd_mod, utils = _start(self.dir, precision, device)
+        mm, sd_mod, utils, setup = _start(self.dir, precision, device)
         self.mm = mm
         self.knobs_after_startup = _knobs(torch)
+        self.main_py_setup = _main_py_state(mm, setup)
         self.watch = _RetryWatch()
         logging.getLogger().addHandler(self.watch)
         if model_name == "wan2.1":
@@ -164,7 +212,8 @@ class Engine:
                 raise
             dim = int(sd["encoder.conv1.weight"].shape[0])
             raise Unsupported(f"{describe_folder(self.dir)} cannot build this {model_name} checkpoint (dim {dim}): it "
-                              "hard-codes the real checkpoints' widths (dim 96 for Wan 2.1, 160 for Wan 2.2); "
+                              f"expects the real checkpoint's width for {model_name} (0.3.64: 96 for Wan 2.1 and 160 "
+                              "for Wan 2.2; newer ComfyUI reads Wan 2.1's from the file); "
                               f"{str(e).splitlines()[0]}") from e
         self.vae.throw_exception_if_invalid()
         self.z_dim = int(self.vae.latent_channels)
@@ -174,14 +223,47 @@ class Engine:
         self.pre_clamp = None
         self.last_latent_shape = None
         own = self.vae.process_output
+        probe = torch.tensor([-3.0])
+        own(probe)
+        self.process_output_in_place = bool(probe.item() != -3.0)
+        keep = (lambda t: t.clone()) if self.process_output_in_place else (lambda t: t)
 
         def recorder(image):
-            self.pre_clamp = image
+            self.pre_clamp = keep(image)
             return own(image)
 
         self.vae.process_output = recorder
+        self._watch_calls()
         if fault_hooks and os.environ.get(FAULT_VAR) == FORCED_OOM:
             self._force_first_decode_oom()
+
+    def _watch_calls(self) -> None:
+        """Record ComfyUI's own choices as it makes them: the latent frames of each decoder
+        call (its chunking) and the tiles of each `decode_tiled_3d` call its untiled decode
+        falls back to after an out-of-memory (0.38 adapts them to a memory budget)."""
+        self.decoder_frames, self.fallback_tiles, self._plain_decode = [], [], False
+        self.decoder_frames_last = None
+        decoder = self.vae.first_stage_model.decoder
+        real_forward = decoder.forward
+
+        def forward(x, *a, **k):
+            self.decoder_frames.append(int(x.shape[2]))
+            return real_forward(x, *a, **k)
+
+        decoder.forward = forward
+        real_tiled = getattr(self.vae, "decode_tiled_3d", None)
+        if real_tiled is None:
+            return
+
+        def tiled(samples, *a, **k):
+            if self._plain_decode:
+                names = ("tile_t", "tile_x", "tile_y", "overlap")
+                given = dict(zip(names[1:], a)) if a else {}
+                given.update({n: k[n] for n in names if n in k})
+                self.fallback_tiles.append({n: (list(v) if isinstance(v, tuple) else v) for n, v in given.items()})
+            return real_tiled(samples, *a, **k)
+
+        self.vae.decode_tiled_3d = tiled
 
     def _force_first_decode_oom(self) -> None:
         """Testing hook (WAN_VAE_BENCH_FAULT=comfyui-oom): the first decoder call raises
@@ -233,12 +315,20 @@ class Engine:
             "oom_tiled_retries": self.watch.count, "memory_estimate_decode_bytes": est_dec,
             "knobs_before_startup": self.knobs_before_startup, "knobs_after_startup": self.knobs_after_startup,
             "knobs_after_ours": _knobs(self.torch),
+            "process_output_in_place": self.process_output_in_place,
+            # Of the last decode: ComfyUI's chunking, and the tiles an OOM made it fall back to.
+            "decoder_call_latent_frames": self.decoder_frames_last,
+            "oom_fallback_tiles": self.fallback_tiles,
+            "nvidia_conv3d_workaround": bool(getattr(sys.modules.get("comfy.ops"),
+                                                     "NVIDIA_MEMORY_CONV_BUG_WORKAROUND", False)),
+            "main_py_setup": self.main_py_setup,
         }
 
     def _check(self, opts) -> None:
         if opts.chunk != 1:
-            raise Unsupported(f"chunk {opts.chunk} is not supported by the comfyui engine: ComfyUI decodes one "
-                              "latent frame per call, i.e. chunk 1")
+            raise Unsupported(f"chunk {opts.chunk} is not supported by the comfyui engine: ComfyUI picks its own "
+                              "latent frames per decoder call (recorded as engine_case.decoder_call_latent_frames); "
+                              "the chunk axis does not apply to it")
 
     def prepare_video(self, video):
         """Our clip [1,3,T,H,W] in [-1,1] as the IMAGE a `VAEEncode` node receives: [T,H,W,3]
@@ -274,11 +364,17 @@ class Engine:
         spatial = wc.needs_tiling(tl, h, w)
         self.pre_clamp = None
         self.last_latent_shape = tuple(z.shape)
+        self.decoder_frames, self.fallback_tiles = [], []
         with torch.inference_mode():
             if spatial or temporal[0] is not None:
                 self._decode_tiled(z, tl if spatial else None, h, w, temporal)
             else:
-                self.vae.decode(z)
+                self._plain_decode = True
+                try:
+                    self.vae.decode(z)
+                finally:
+                    self._plain_decode = False
+        self.decoder_frames_last = _runs(self.decoder_frames)
         return self.pre_clamp
 
     def _decode_tiled(self, z, tl, h: int, w: int, temporal) -> None:
@@ -296,6 +392,17 @@ class Engine:
         c = self.vae.spacial_compression_decode()
         self.vae.decode_tiled(z, tile_x=tile_size // c, tile_y=tile_size // c, overlap=overlap // c, tile_t=t_size,
                               overlap_t=t_overlap)
+
+
+def _runs(values: list) -> list:
+    """`[1, 2, 2]` as `[[1, 1], [2, 2]]`: each value with how many times in a row it came."""
+    out: list = []
+    for v in values:
+        if out and out[-1][0] == v:
+            out[-1][1] += 1
+        else:
+            out.append([v, 1])
+    return out
 
 
 def _knobs(torch) -> dict:

@@ -33,7 +33,7 @@ import wan_validate  # noqa: E402
 PHASE_MARKER = "@@wan-vae-bench-phase "
 FAULT_VAR = "WAN_VAE_BENCH_FAULT"
 REPORTED_ENV_PREFIXES = ("MIOPEN_", "HSA_", "HIP_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "PYTORCH_", "TORCH_",
-                         "CUDA_", "CUBLAS_", "CUDNN_", "RAYON_", "OMP_", "CANDLE_")
+                         "CUDA_", "CUBLAS_", "CUDNN_", "RAYON_", "OMP_", "CANDLE_", "COMFYUI_")
 OUTLIER_THRESHOLD = 1.4826 * 10.0
 
 
