@@ -64,7 +64,7 @@ pub fn main() -> i32 {
     match result {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("error: {err:#}");
+            crate::errln!("error: {err:#}");
             crate::error::EXIT_UNUSABLE
         }
     }

@@ -15,6 +15,9 @@ pub struct CompletionsArgs {
 /// Print the completion script of `command` for the asked shell.
 pub fn command(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<i32> {
     let name = command.get_name().to_string();
-    clap_complete::generate(args.shell, &mut command, name, &mut std::io::stdout());
+    // Rendered into memory first: clap_complete panics when its writer fails.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, name, &mut script);
+    crate::out!("{}", String::from_utf8_lossy(&script));
     Ok(0)
 }

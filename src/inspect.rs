@@ -80,7 +80,7 @@ pub fn inspection(reference: &str, w: &Weights) -> Inspection {
 
 pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
     if args.list_presets {
-        print!("{}", crate::weights::source::list_presets());
+        crate::out!("{}", crate::weights::source::list_presets());
         return Ok(0);
     }
     let reference = args.weights.expect("clap requires --weights");
@@ -88,28 +88,28 @@ pub fn command(args: InspectArgs) -> anyhow::Result<i32> {
     let w = crate::weights::load_model(&resolved.source, args.model)?;
     let info = inspection(&reference, &w);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&info)?);
         return Ok(0);
     }
-    println!("weights:        {}", info.weights);
+    crate::outln!("weights:        {}", info.weights);
     let m = &resolved.info;
     if let Some(repo) = &m.repo {
         let rev = m.revision.as_deref().unwrap_or("?");
-        println!("hub:            {repo} / {} @ {rev}", m.file.as_deref().unwrap_or("?"));
+        crate::outln!("hub:            {repo} / {} @ {rev}", m.file.as_deref().unwrap_or("?"));
     }
     if let Some(path) = &m.local_path {
-        println!("file:           {path} ({} bytes)", m.file_size_bytes.unwrap_or(0));
-        println!("sha256:         {}", m.sha256.as_deref().unwrap_or("?"));
+        crate::outln!("file:           {path} ({} bytes)", m.file_size_bytes.unwrap_or(0));
+        crate::outln!("sha256:         {}", m.sha256.as_deref().unwrap_or("?"));
     }
-    println!("model:          {} [{}]", w.config.kind().title(), info.model);
-    println!("format:         {}", info.format);
-    println!("on-disk dtype:  {}", info.on_disk_dtypes.join(", "));
-    println!("tensors:        {}", info.tensor_count);
-    println!("parameters:     {} ({:.1} M)", info.params, info.params as f64 / 1e6);
-    println!("config:         {}", w.config.summary());
+    crate::outln!("model:          {} [{}]", w.config.kind().title(), info.model);
+    crate::outln!("format:         {}", info.format);
+    crate::outln!("on-disk dtype:  {}", info.on_disk_dtypes.join(", "));
+    crate::outln!("tensors:        {}", info.tensor_count);
+    crate::outln!("parameters:     {} ({:.1} M)", info.params, info.params as f64 / 1e6);
+    crate::outln!("config:         {}", w.config.summary());
     let enc: u64 = count(&info.tensors, "encoder.");
     let dec: u64 = count(&info.tensors, "decoder.");
-    println!(
+    crate::outln!(
         "                encoder {:.1} M, decoder {:.1} M parameters",
         enc as f64 / 1e6,
         dec as f64 / 1e6

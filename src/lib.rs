@@ -41,6 +41,7 @@ pub mod inspect;
 pub mod lock;
 pub mod merge;
 pub mod model;
+pub mod out;
 pub mod process;
 pub mod quality;
 pub mod read;

@@ -153,11 +153,11 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         if !args.force {
             return Err(UserError::Other(format!("refusing to merge {msg}; pass --force to merge anyway")).into());
         }
-        eprintln!("warning: {msg} (merged anyway: --force)");
+        crate::errln!("warning: {msg} (merged anyway: --force)");
     }
     let (merged, renames) = merge(reports);
     for r in &renames {
-        eprintln!(
+        crate::errln!(
             "note: duplicate case id {:?} from {} renamed to {:?}",
             r.from,
             args.inputs[r.input].display(),
@@ -165,7 +165,7 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         );
     }
     merged.save_atomic(&args.output)?;
-    eprintln!(
+    crate::errln!(
         "merged {} from {} into {}",
         crate::format::count(merged.cases.len(), "case"),
         crate::format::count(args.inputs.len(), "report"),

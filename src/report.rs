@@ -159,10 +159,9 @@ pub struct RunSettings {
     /// The user's input file (`--input`); null when the cases used the built-in clip.
     #[serde(default)]
     pub input: Option<InputRecord>,
-    /// The command line of the run, its words shell-quoted where needed (absent in older
-    /// reports).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub command_line: Option<String>,
+    /// The run's command line, word by word (absent in older reports).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
     /// The engine that encoded the latents its decode-only cases decoded, when it had no
     /// `--input` latent (`candle (an untimed fp32 encode per frames and size)`): candle where
     /// the build has the device, else the run's engine on it. Absent when none was prepared.

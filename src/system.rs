@@ -440,9 +440,9 @@ pub fn render_text(info: &SystemInfo) -> String {
 pub fn command(args: SystemArgs) -> anyhow::Result<i32> {
     let info = collect();
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&info)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&info)?);
     } else {
-        print!("{}", render_text(&info));
+        crate::out!("{}", render_text(&info));
     }
     Ok(0)
 }

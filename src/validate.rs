@@ -390,7 +390,7 @@ fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         pass,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_text(&report);
     }
@@ -398,7 +398,7 @@ fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
 }
 
 fn print_text(r: &ValidateReport) {
-    println!(
+    crate::outln!(
         "weights {} ({})  precision {} (computes {})  chunk {}  tile {}  device {}",
         r.weights,
         r.model,
@@ -408,22 +408,32 @@ fn print_text(r: &ValidateReport) {
         r.tile.as_deref().unwrap_or("none"),
         r.device
     );
-    println!("tolerance: {}", r.tolerance_rule);
-    println!(
+    crate::outln!("tolerance: {}", r.tolerance_rule);
+    crate::outln!(
         "{:<10} {:<8} {:>13} {:>13} {:>9} {:>11}  result",
-        "case", "output", "max_abs_err", "mean_abs_err", "psnr_db", "tolerance"
+        "case",
+        "output",
+        "max_abs_err",
+        "mean_abs_err",
+        "psnr_db",
+        "tolerance"
     );
     for c in &r.cases {
         for o in &c.outputs {
             let psnr = crate::format::psnr(o.psnr_db, 2, "inf");
             let verdict = if o.pass { "ok" } else { "FAIL" };
-            println!(
+            crate::outln!(
                 "{:<10} {:<8} {:>13.3e} {:>13.3e} {:>9} {:>11.3e}  {verdict}",
-                c.case, o.output, o.max_abs_error, o.mean_abs_error, psnr, o.tolerance
+                c.case,
+                o.output,
+                o.max_abs_error,
+                o.mean_abs_error,
+                psnr,
+                o.tolerance
             );
         }
     }
-    println!(
+    crate::outln!(
         "{}",
         if r.pass {
             "all outputs within tolerance"
@@ -501,7 +511,7 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
     let status = match run_worker(cmd, std::time::Duration::from_secs_f64(args.timeout)) {
         Ok(Ended::Exited(status)) => status,
         Ok(Ended::Signal(sig)) => {
-            eprintln!(
+            crate::errln!(
                 "interrupted by {}: the Python worker's process group was killed",
                 crate::bench::interrupt::name(sig)
             );

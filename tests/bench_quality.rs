@@ -115,7 +115,10 @@ fn missing_reference_is_added_and_every_case_is_compared_with_it() {
     let kept = Path::new(kept);
     assert!(kept.starts_with(tmp.path()), "{}", kept.display());
     for id in &ids {
-        assert!(kept.join(format!("{id}.outputs.safetensors")).is_file(), "{id}");
+        assert!(
+            wan_vae_bench::engine::protocol::outputs_path(kept, id).is_file(),
+            "{id}"
+        );
     }
 
     // Exports: every case id in both files.

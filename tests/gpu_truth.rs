@@ -8,12 +8,12 @@ use crate::need;
 use crate::util::cli::*;
 use wan_vae_bench::report::CaseStatus;
 
-/// `run --list` on `device` with `args`, under the fake sysfs `root` when given: the ids.
+/// `run --list` on `device` with `args`, under the fake sysfs `root` (else an empty one, a
+/// machine without AMD GPUs, whatever this one has): the ids.
 fn listed(device: &str, args: &[&str], root: Option<&Path>) -> Vec<String> {
+    let empty = scratch();
     let mut cmd = bench();
-    if let Some(r) = root {
-        cmd.env("WAN_VAE_BENCH_SYSFS_ROOT", r);
-    }
+    cmd.env("WAN_VAE_BENCH_SYSFS_ROOT", root.unwrap_or(empty.path()));
     let out = cmd
         .args([
             "run",

@@ -300,3 +300,30 @@ fn merge_keeps_each_inputs_run_settings() {
     assert_eq!(v["cases"][1]["run"]["runs"], 9, "{}", v["cases"][1]);
     assert!(!dir.path().join("m.json.lock").exists());
 }
+
+/// Issue 30 item 5: two different cases may not share an id (an env variant named like
+/// another's id with a suffix): refused before anything runs, naming both variants.
+#[test]
+fn env_variants_whose_ids_collide_are_refused() {
+    let dir = crate::util::cli::scratch();
+    let cfg = crate::util::cli::write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nenv = [\"x\", \"x-decode\"]\npasses = [\"both\", \"decode\"]\n[env.x]\nA = \"1\"\n[env.x-decode]\nA = \"2\"\n",
+    );
+    for extra in [&["--list"][..], &[]] {
+        let out = crate::util::cli::bench()
+            .args(["run", "--config", cfg.to_str().unwrap(), "-o"])
+            .arg(dir.path().join("r.json"))
+            .args(extra)
+            .output()
+            .unwrap();
+        let err = crate::util::cli::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("fp32-chunk1-untiled-5x64x64-x-decode") && err.contains("rename the env variant `x-decode`"),
+            "{err}"
+        );
+        assert!(!dir.path().join("r.json").exists());
+    }
+}

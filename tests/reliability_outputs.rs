@@ -351,3 +351,60 @@ fn a_huge_env_var_product_is_refused_before_it_is_built() {
         "{err}"
     );
 }
+
+/// A pipe whose reading end is already closed: every write to it fails with EPIPE.
+fn closed_pipe() -> std::fs::File {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe(2) fills two new descriptors; we close the reading one and own the other.
+    unsafe {
+        assert_eq!(libc::pipe(fds.as_mut_ptr()), 0);
+        libc::close(fds[0]);
+        std::fs::File::from_raw_fd(fds[1])
+    }
+}
+
+/// Issue 30 item 4: no command panics when stdout and stderr are closed pipes (`| head`
+/// gone, a full disk); `run` still measures and keeps its report.
+#[test]
+fn no_command_panics_when_its_reader_went_away() {
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let a = crate::util::reports::save(dir.path(), "a.json", &crate::util::reports::report("h", vec![]));
+    let cases = fixture("wan21_tiny.cases.safetensors");
+    let weights = fixture("wan21_tiny.weights.safetensors");
+    let commands: Vec<Vec<String>> = vec![
+        vec!["completions".into(), "bash".into()],
+        vec!["system".into()],
+        vec!["inspect".into(), "--weights".into(), weights.display().to_string()],
+        vec!["compare".into(), a.display().to_string(), a.display().to_string()],
+        vec![
+            "validate".into(),
+            "--weights".into(),
+            weights.display().to_string(),
+            "--cases".into(),
+            cases.display().to_string(),
+        ],
+        vec!["run".into(), "--list".into()],
+        [&["run", "-o", report.to_str().unwrap()][..], TINY]
+            .concat()
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        vec!["--help".into()],
+    ];
+    for args in commands {
+        let out = Command::new(crate::util::cli::BIN)
+            .args(&args)
+            .stdout(closed_pipe())
+            .stderr(closed_pipe())
+            .env_remove("WAN_VAE_BENCH_FAULT")
+            .status()
+            .unwrap();
+        assert_ne!(out.code(), Some(101), "{args:?} panicked");
+        assert!(out.code().is_some(), "{args:?} was killed: {out:?}");
+    }
+    let r = crate::util::cli::load(&report);
+    assert_eq!(r.cases.len(), 1, "the run measured and kept its case");
+    assert_eq!(r.cases[0].outcome.status, wan_vae_bench::report::CaseStatus::Ok);
+}

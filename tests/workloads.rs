@@ -72,7 +72,7 @@ fn decoded_of(out: &std::process::Output, id: &str) -> Tensor {
         .lines()
         .find_map(|l| l.strip_prefix("outputs: "))
         .unwrap_or_else(|| panic!("no outputs line in {text}"));
-    let path = Path::new(dir).join(format!("{id}.outputs.safetensors"));
+    let path = wan_vae_bench::engine::protocol::outputs_path(Path::new(dir), id);
     let t = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
     assert!(
         !t.contains_key("latent"),
@@ -491,7 +491,7 @@ fn a_video_input_is_encoded_and_round_tripped() {
     let text = stdout(&out);
     let dir_out = text.lines().find_map(|l| l.strip_prefix("outputs: ")).unwrap();
     let saved = candle_core::safetensors::load(
-        Path::new(dir_out).join(format!("{}.outputs.safetensors", c.id)),
+        wan_vae_bench::engine::protocol::outputs_path(Path::new(dir_out), &c.id),
         &Device::Cpu,
     )
     .unwrap();

@@ -279,7 +279,7 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         fastest: fastest.map(|f| cite(f, synthetic)),
         rerun_with_weights: fastest
             .filter(|f| seams_unknown(synthetic, f))
-            .map(|_| rerun_command(report.run.command_line.as_deref())),
+            .map(|_| rerun_command(&report.run.command)),
         speedup_ratio: None,
         speedup_ratio_low: None,
         speedup_ratio_high: None,
@@ -311,18 +311,19 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
 
 /// The run's command with `--weights FILE` instead of any weights it gave (`FILE` for the
 /// user to fill in): what tells the quality of a case synthetic weights cannot judge.
-fn rerun_command(command_line: Option<&str>) -> String {
-    let words: Vec<&str> = command_line.unwrap_or("wan-vae-bench run").split(' ').collect();
-    let mut out: Vec<&str> = Vec::new();
+fn rerun_command(command: &[String]) -> String {
+    let default = ["wan-vae-bench".to_string(), "run".to_string()];
+    let words = if command.is_empty() { &default[..] } else { command };
+    let mut out: Vec<String> = Vec::new();
     let mut skip = false;
     for w in words {
         if std::mem::take(&mut skip) {
             continue;
         }
-        match w {
+        match w.as_str() {
             "--weights" => skip = true,
             w if w.starts_with("--weights=") => {}
-            w => out.push(w),
+            w => out.push(crate::format::shell_word(w)),
         }
     }
     format!("{} --weights FILE", out.join(" "))

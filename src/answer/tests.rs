@@ -231,6 +231,27 @@ fn workloads_and_engines_get_one_answer_each() {
 }
 
 #[test]
+fn the_rerun_command_replaces_the_weights_and_quotes_words() {
+    let words: Vec<String> = [
+        "wan-vae-bench",
+        "run",
+        "--weights",
+        "/my dir/v.safetensors",
+        "-o",
+        "a b.json",
+        "--weights=x",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(
+        super::rerun_command(&words),
+        "wan-vae-bench run -o 'a b.json' --weights FILE"
+    );
+    assert_eq!(super::rerun_command(&[]), "wan-vae-bench run --weights FILE");
+}
+
+#[test]
 fn python_apply_names_dtype_tiling_and_knobs() {
     let mut s = settings(Precision::Bf16, Some((256, 64)), "ff");
     s.engine = Engine::Diffusers;

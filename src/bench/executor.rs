@@ -52,7 +52,7 @@ pub struct Executor {
     /// Per-case limit.
     pub timeout: Duration,
     /// The run's scratch directory: result files and the cases' outputs
-    /// (`<id>.outputs.safetensors`); removed when the executor is dropped unless `keep`.
+    /// (`<id>-<hash>.outputs.safetensors`, `protocol::file_stem`); removed when the executor is dropped unless `keep`.
     pub scratch: PathBuf,
     /// Keep the scratch directory (`run --keep-outputs`).
     pub keep: bool,

@@ -79,16 +79,47 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     for axis in AXES {
         all = product(&all, axis, opts.axes.get(axis));
     }
+    // Only true duplicates go (knobs made `n/a`); settings that merely share an id stay, for
+    // `check_unique` to refuse.
     let mut seen = std::collections::BTreeSet::new();
     all.into_iter()
         .map(|s| crate::engine::spec(s.engine).run_as(&s, &opts.device))
-        .filter(|s| seen.insert(s.id()))
+        .filter(|s| seen.insert((s.id(), serde_json::to_string(s).unwrap_or_default())))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
             let unset = opts.unset.get(&s.env_variant).into_iter().flatten().cloned().collect();
             Case::new(s, vars).unsetting(unset)
         })
         .collect()
+}
+
+/// Refuse (exit 2) two different cases with one id: an env variant named like another's id
+/// with a suffix (`x-decode` beside `x` with `passes = decode`) would otherwise share its
+/// record, its scratch files and its quality.
+pub fn check_unique(cases: &[Case]) -> Result<(), crate::error::UserError> {
+    let mut seen: BTreeMap<&str, &Case> = BTreeMap::new();
+    for c in cases {
+        if let Some(other) = seen.insert(&c.id, c) {
+            if other.settings != c.settings {
+                return Err(crate::error::UserError::Other(format!(
+                    "two different cases have the id `{}` (env variants `{}` and `{}`, passes {} and {}): the ids \
+                     of a report must be unique; rename the env variant `{}` so that it does not end like an id part \
+                     (-decode, -encode, -cudnn_on, -tf32_off, ...)",
+                    c.id,
+                    other.settings.env_variant,
+                    c.settings.env_variant,
+                    other.settings.passes.name(),
+                    c.settings.passes.name(),
+                    if other.settings.env_variant.len() > c.settings.env_variant.len() {
+                        &other.settings.env_variant
+                    } else {
+                        &c.settings.env_variant
+                    }
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Each of `settings` combined with each value of `axis`, the values varying fastest.

@@ -87,7 +87,7 @@ pub struct RunArgs {
     /// table, the answer and every message go to stderr. The report file is written as usual.
     #[arg(long)]
     pub json: bool,
-    /// Keep the run's scratch directory with every case's outputs (`<case id>.outputs.safetensors`,
+    /// Keep the run's scratch directory with every case's outputs (`<case id>-<hash>.outputs.safetensors`,
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
     pub keep_outputs: bool,
@@ -211,12 +211,13 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         .output
         .clone()
         .unwrap_or_else(|| default_output(system.hostname.as_deref()));
+    // The ComfyUI folder's own VAE is found first: it is an input the outputs may not be.
+    own_weights(&mut opts)?;
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
     let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
     // An existing report stays as it was until a case has finished.
     let old_report = std::fs::symlink_metadata(&output).is_ok();
-    own_weights(&mut opts)?;
     let model = ResolvedModel::resolve(&opts)?;
     // Read and checked once, in the parent, against the model's config; the workers get
     // the checked tensor as a file.
@@ -343,19 +344,15 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
     Ok(())
 }
 
-/// This process's command line, each word shell-quoted where needed.
-fn command_line() -> String {
-    std::env::args()
+/// This process's arguments (the program as `wan-vae-bench`; lossy where not UTF-8).
+fn command_words() -> Vec<String> {
+    std::env::args_os()
         .enumerate()
-        .map(|(i, a)| {
-            if i == 0 {
-                "wan-vae-bench".to_string()
-            } else {
-                crate::format::shell_word(&a)
-            }
+        .map(|(i, a)| match i {
+            0 => "wan-vae-bench".to_string(),
+            _ => a.to_string_lossy().into_owned(),
         })
-        .collect::<Vec<_>>()
-        .join(" ")
+        .collect()
 }
 
 /// Without weights of the user's choosing: the ComfyUI folder's own Wan VAE of the run's
@@ -367,7 +364,7 @@ fn own_weights(opts: &mut BenchOptions) -> anyhow::Result<()> {
         if let Some(dir) = opts.engine_dirs.get(crate::values::Engine::Comfyui).cloned() {
             let model = opts.model.unwrap_or(crate::model::ModelKind::Wan21);
             let found = comfyui::find(&dir, model)?;
-            eprintln!("{}", comfyui::describe(&dir, model, &found));
+            crate::errln!("{}", comfyui::describe(&dir, model, &found));
             if let Some(path) = found.chosen {
                 opts.weights = path.display().to_string();
             }
@@ -377,7 +374,7 @@ fn own_weights(opts: &mut BenchOptions) -> anyhow::Result<()> {
         crate::weights::source::parse(&opts.weights)?,
         crate::weights::source::WeightsRef::Synthetic
     ) {
-        eprintln!("{}", crate::answer::SYNTHETIC_NOTE);
+        crate::errln!("{}", crate::answer::SYNTHETIC_NOTE);
     }
     Ok(())
 }
@@ -424,6 +421,7 @@ fn plan_cases(opts: &BenchOptions, cfg: &Config) -> anyhow::Result<(Vec<Case>, O
         }
     }
     matrix::add_references(&mut cases);
+    matrix::check_unique(&cases)?;
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
     Ok((cases, seed))
 }
@@ -480,7 +478,7 @@ fn new_report(
             fault_hooks,
             overrides: Default::default(),
             prepared_latents: None,
-            command_line: Some(command_line()),
+            command: command_words(),
         },
         cases: Vec::new(),
         engines: Default::default(),
@@ -548,12 +546,12 @@ fn finish(
         } else {
             format!("report: {} (no case)", output.display())
         };
-        eprintln!(
+        crate::errln!(
             "interrupted by {} before any case finished: {what}",
             interrupt::name(sig)
         );
         if let Some(scratch) = &ended.kept_scratch {
-            eprintln!("outputs: {}", scratch.display());
+            crate::errln!("outputs: {}", scratch.display());
         }
         return Ok(128 + sig);
     }
@@ -578,9 +576,9 @@ fn finish(
         text.push_str(&format!("outputs: {}\n", scratch.display()));
     }
     if args.json {
-        eprint!("{text}");
+        crate::err!("{text}");
     } else {
-        print!("{text}");
+        crate::out!("{text}");
     }
     let mut exports = ExportManager::default();
     exports.add(MarkdownTable, args.export_markdown.as_deref());
@@ -588,10 +586,10 @@ fn finish(
     exports.add(CsvTable, args.export_csv.as_deref());
     exports.write_all(report)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(report)?);
+        crate::outln!("{}", serde_json::to_string_pretty(report)?);
     }
     if let Some(sig) = ended.signal {
-        eprintln!(
+        crate::errln!(
             "interrupted by {}: {} of {} case(s) measured; report finalized",
             interrupt::name(sig),
             report.cases.len(),
@@ -663,11 +661,11 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::
 fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
     plan::check_size(opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
     if let Some(w) = plan::frames_warning(opts) {
-        eprintln!("{w}");
+        crate::errln!("{w}");
     }
     if args.list {
         let (cfg, note) = list_config(&opts.weights, opts.model)?;
-        print!("{}", plan::list(opts, &cfg, &note));
+        crate::out!("{}", plan::list(opts, &cfg, &note)?);
         return Ok(Some(0));
     }
     Ok(None)

@@ -54,9 +54,10 @@ pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
 
 /// `run --list`: every planned case (references included) with its passes and the
 /// analytic GFLOP of each pass, and the total over warmup and timed passes.
-pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> String {
+pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> Result<String, UserError> {
     let mut cases = matrix::expand(opts);
     matrix::add_references(&mut cases);
+    matrix::check_unique(&cases)?;
     let passes = (opts.warmup + opts.runs) as f64;
     let ids: Vec<String> = cases
         .iter()
@@ -107,5 +108,5 @@ pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> String {
         opts.warmup,
         opts.runs
     );
-    out
+    Ok(out)
 }

@@ -65,7 +65,7 @@ impl Progress {
         if self.visible {
             self.bar.println(line);
         } else if !self.quiet {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
     }
 
@@ -75,7 +75,7 @@ impl Progress {
         if self.visible {
             self.bar.println(line);
         } else {
-            eprintln!("{line}");
+            crate::errln!("{line}");
         }
     }
 

@@ -15,7 +15,13 @@ pub fn check(opts: &BenchOptions, report: &Path, exports: &[(&str, Option<&Path>
     let weights = crate::weights::source::local_file(&opts.weights);
     let own = std::env::current_exe().ok();
     let python = crate::engine::python::interpreter_path(&crate::values::python_interpreter(opts.python.as_deref()));
-    let outputs = [&[("-o", Some(report))], exports].concat();
+    // Without -o the report goes to the default path, named as such in errors.
+    let report_flag = if opts.output.is_some() {
+        "-o"
+    } else {
+        "the default report path (give -o)"
+    };
+    let outputs = [&[(report_flag, Some(report))], exports].concat();
     crate::files::check_distinct(
         &[
             ("--weights", weights.as_deref()),

@@ -209,9 +209,18 @@ impl Scheduler {
             if let Some(sig) = super::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
-            self.record(report, &case, result, outputs);
+            // Saved before its lines are printed: a reader that went away (`| head`) or a full
+            // terminal log never costs the case just measured.
+            let lines = self.record(report, &case, result, outputs);
             report.run.prepared_latents.clone_from(&self.latents_by);
             report.save_atomic(output)?;
+            for (i, line) in lines.iter().enumerate() {
+                match i {
+                    0 if line.is_empty() => {}
+                    1 => self.progress.finish_case(line),
+                    _ => self.progress.println(line),
+                }
+            }
         }
         self.progress.finish();
         Ok(None)
@@ -282,8 +291,17 @@ impl Scheduler {
     }
 
     /// Record a finished case: the model facts and the engine's context the first time they
-    /// are known, the case's record and line, warnings, and the quality it makes computable.
-    fn record(&mut self, report: &mut Report, case: &Case, result: WorkerResult, outputs: Option<PathBuf>) {
+    /// are known, the case's record, and the quality it makes computable. Returns the lines
+    /// to print once the report is saved: a warning about its outputs (or an empty line
+    /// skipped), the case's line (second: it advances the bar), then warnings.
+    fn record(
+        &mut self,
+        report: &mut Report,
+        case: &Case,
+        result: WorkerResult,
+        outputs: Option<PathBuf>,
+    ) -> Vec<String> {
+        let mut lines = vec![String::new()];
         // The parent may already have read the model facts from the checkpoint's header.
         if let (0, Some(m)) = (report.model.params, &result.model) {
             report.model.on_disk_dtype = m.on_disk_dtype.clone();
@@ -296,17 +314,14 @@ impl Scheduler {
             report.engines.entry(engine).or_insert_with(|| ctx.clone());
         }
         if let Some(e) = &result.outputs_error {
-            self.progress.println(&format!(
-                "  warning: {} could not save its outputs (no quality): {e}",
-                case.id
-            ));
+            lines[0] = format!("  warning: {} could not save its outputs (no quality): {e}", case.id);
         }
         let roundtrip = result.roundtrip_psnr_db;
         let record = to_record(case, result);
-        self.progress.finish_case(&case_line(&record));
+        lines.push(case_line(&record));
         for (name, pass) in [("encode", &record.outcome.encode), ("decode", &record.outcome.decode)] {
             if let Some(p) = pass.as_ref().filter(|p| p.outliers > 0) {
-                self.progress.println(&format!(
+                lines.push(format!(
                     "  warning: {} statistical outlier(s) in {name} of {} (hyperfine's MAD rule); \
                      consider more --warmup or --runs, or a quieter machine",
                     p.outliers, record.id
@@ -315,8 +330,9 @@ impl Scheduler {
         }
         report.cases.push(record);
         for w in self.book.finished(report, &case.id, roundtrip, outputs) {
-            self.progress.println(&format!("  warning: {w}"));
+            lines.push(format!("  warning: {w}"));
         }
+        lines
     }
 
     fn interrupted(&self, report: &mut Report, output: &Path, sig: i32, total: usize) -> anyhow::Result<Option<i32>> {

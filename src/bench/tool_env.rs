@@ -16,7 +16,7 @@ use crate::system::SYSFS_ROOT_ENV;
 pub fn collect() -> Result<BTreeMap<String, String>, UserError> {
     let found = read(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))?;
     for (name, value) in &found {
-        eprintln!(
+        crate::errln!(
             "note: {name}={value} {}; recorded as run.overrides",
             effect(name, value)
         );

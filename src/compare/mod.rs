@@ -116,14 +116,14 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
         .into());
     }
     for m in machine {
-        eprintln!("warning: {m}: timings may differ for that reason alone");
+        crate::errln!("warning: {m}: timings may differ for that reason alone");
         cmp.warnings
             .push(format!("{m}: timings may differ for that reason alone"));
     }
     cmp.baseline = args.baseline.display().to_string();
     cmp.current = args.current.display().to_string();
     for p in problems {
-        eprintln!("warning: {p} (compared anyway: --force)");
+        crate::errln!("warning: {p} (compared anyway: --force)");
         cmp.warnings.push(format!("{p} (compared anyway: --force)"));
     }
     let out = if args.json {
@@ -133,6 +133,6 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     } else {
         render::text(&cmp)
     };
-    print!("{out}");
+    crate::out!("{out}");
     Ok(i32::from(cmp.regression))
 }

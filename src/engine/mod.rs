@@ -317,8 +317,13 @@ impl EngineSpec {
     /// and the knobs `n/a` where they do not act (so they are neither multiplied into cases
     /// nor part of the id).
     pub fn run_as(&self, settings: &CaseSettings, device: &str) -> CaseSettings {
+        self.run_as_with(settings, device, crate::system::amd_gpus_only())
+    }
+
+    /// [`EngineSpec::run_as`] on a machine whose GPUs are AMD's only (`amd_only`) or not.
+    pub fn run_as_with(&self, settings: &CaseSettings, device: &str, amd_only: bool) -> CaseSettings {
         // TF32 is NVIDIA's: not on a machine whose GPUs are AMD's only.
-        let tf32 = match crate::system::amd_gpus_only() {
+        let tf32 = match amd_only {
             true => crate::values::Switch::NotApplicable,
             false => settings.knobs.tf32,
         };
@@ -611,7 +616,9 @@ mod tests {
             miopen_db: MiopenDb::Fresh,
             tf32: Switch::Off,
         };
-        assert_eq!(spec(Engine::Torch).run_as(&s, "cuda:0"), s);
+        assert_eq!(spec(Engine::Torch).run_as_with(&s, "cuda:0", false), s);
+        let amd = spec(Engine::Torch).run_as_with(&s, "cuda:0", true);
+        assert_eq!(amd.knobs.tf32, Switch::NotApplicable, "no TF32 on an AMD-only machine");
         let on_cpu = spec(Engine::Torch).run_as(&s, "cpu");
         assert_eq!(on_cpu.knobs, Knobs::default());
         let twin = spec(Engine::Candle).run_as(&s, "cuda:0");

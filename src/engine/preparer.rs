@@ -22,7 +22,8 @@ pub fn this_build_has(device: &str, fault_hooks: bool) -> bool {
     }
     match super::device_kind(device).as_str() {
         "cpu" => true,
-        "cuda" => cfg!(feature = "cuda"),
+        // A CUDA build cannot reach an AMD GPU (ROCm names it cuda:N too).
+        "cuda" => cfg!(feature = "cuda") && !crate::system::amd_gpus_only(),
         "metal" => cfg!(feature = "metal"),
         _ => false,
     }

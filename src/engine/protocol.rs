@@ -234,7 +234,7 @@ impl WorkerResult {
 
 /// Tell the parent which phase is running (a marker line on stderr).
 pub fn phase(name: &str) {
-    eprintln!("{PHASE_MARKER}{name}");
+    crate::errln!("{PHASE_MARKER}{name}");
 }
 
 /// The variables the variant set plus every variable with a reported prefix.
@@ -251,8 +251,7 @@ pub fn seen_env(variant_vars: &[String]) -> BTreeMap<String, String> {
     env
 }
 
-/// File layout of the run's scratch directory, named after the case id with every
-/// character other than ASCII letters, digits and `-` replaced by `_`.
+/// File layout of the run's scratch directory, named after the case id ([`file_stem`]).
 pub fn result_path(scratch: &Path, id: &str) -> PathBuf {
     scratch.join(format!("{}.result.json", file_stem(id)))
 }
@@ -267,11 +266,21 @@ pub fn outputs_path(scratch: &Path, id: &str) -> PathBuf {
     scratch.join(format!("{}.outputs.safetensors", file_stem(id)))
 }
 
-/// `id` with every character other than ASCII letters, digits and `-` replaced by `_`.
+/// A file name for case `id`, unique and bounded: its first 120 characters with every one
+/// other than ASCII letters, digits and `-` replaced by `_`, then `-` and 16 hex digits of
+/// the SHA-256 of the whole id. Ids that spell alike (`x/y` and `x_y`) or share a long
+/// prefix (a 240-character env value) still get their own files, within the 255 bytes a
+/// file name may have.
 pub fn file_stem(id: &str) -> String {
-    id.chars()
+    use sha2::Digest;
+    let readable: String = id
+        .chars()
+        .take(120)
         .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
-        .collect()
+        .collect();
+    let hash = sha2::Sha256::digest(id.as_bytes());
+    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{readable}-{hex}")
 }
 
 /// [`WeightsSource`] on the wire: a string, so the protocol stays the one workers already
@@ -416,8 +425,17 @@ mod tests {
     }
 
     #[test]
-    fn scratch_names_are_safe() {
+    fn scratch_names_are_safe_unique_and_bounded() {
         let p = outputs_path(Path::new("/s"), "fp32-chunk1-a/b c");
-        assert_eq!(p, Path::new("/s/fp32-chunk1-a_b_c.outputs.safetensors"));
+        let name = p.file_name().unwrap().to_str().unwrap();
+        assert!(
+            name.starts_with("fp32-chunk1-a_b_c-") && name.ends_with(".outputs.safetensors"),
+            "{name}"
+        );
+        // Issue 30 item 5: ids that spell alike get their own files; long ones stay short.
+        assert_ne!(file_stem("x/y"), file_stem("x_y"));
+        let long = format!("fp32-{}", "v".repeat(400));
+        assert!(result_path(Path::new("/s"), &long).file_name().unwrap().len() < 160);
+        assert_ne!(file_stem(&long), file_stem(&format!("{long}w")));
     }
 }

@@ -105,7 +105,7 @@ pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
     exports.add(SvgChart, Some(&args.output));
     exports.write_all(&report)?;
     let cases = crate::format::count(report.cases.len(), "case");
-    eprintln!("wrote {} ({cases})", args.output.display());
+    crate::errln!("wrote {} ({cases})", args.output.display());
     Ok(0)
 }
 

@@ -462,7 +462,7 @@ mod tests {
     fn every_cpu_path_matches_the_portable_path() {
         let hw = Isa::hardware();
         if hw == Isa::Portable {
-            eprintln!("skipped: this CPU has no AVX-512 (only the portable path runs here)");
+            crate::errln!("skipped: this CPU has no AVX-512 (only the portable path runs here)");
         }
         for (ci, (cin, cout, k, [t, h, w], stride, pad)) in cases().into_iter().enumerate() {
             let wt = tensor(&[cout, cin, k[0], k[1], k[2]], ci, 0.2, DType::F32);

@@ -121,7 +121,7 @@ impl WanVae {
         let used = self.cfg.frames_used(t)?;
         if used != t {
             let tc = self.cfg.temporal_compression();
-            eprintln!("warning: {t} frames is not 1+{tc}k: encoding the first {used} frames, ignoring the last {} (as the reference does)", t - used);
+            crate::errln!("warning: {t} frames is not 1+{tc}k: encoding the first {used} frames, ignoring the last {} (as the reference does)", t - used);
         }
         check_chunk(opts.chunk)?;
         if let Some(tl) = &opts.tiling {

@@ -254,7 +254,7 @@ fn check_blob_digest(path: &Path, sha256: Option<&str>) {
         return;
     };
     if digest::is_hex64(name) && !name.eq_ignore_ascii_case(sha) {
-        eprintln!(
+        crate::errln!(
             "warning: {} has sha256 {sha} but its cache blob is named {name}: the cached file may be corrupt; \
              delete it from the cache and download it again",
             path.display()

@@ -22,7 +22,7 @@ pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
     let fault = std::env::var(FAULT_VAR).ok()?;
     if !spec.run.fault_hooks {
         if !fault.is_empty() {
-            eprintln!(
+            crate::errln!(
                 "wan-vae-bench worker: {FAULT_VAR} ignored (a testing hook, enabled only by `run --fault-hooks`)"
             );
         }
@@ -35,11 +35,11 @@ pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
         // `candle-lacks-device` is the parent's (`engine::preparer`).
         "" | "comfyui-oom" | crate::engine::preparer::CANDLE_LACKS_DEVICE => None,
         "crash" => {
-            eprintln!("wan-vae-bench worker: injected crash ({FAULT_VAR}=crash)");
+            crate::errln!("wan-vae-bench worker: injected crash ({FAULT_VAR}=crash)");
             std::process::abort();
         }
         "oom" => {
-            eprintln!("memory allocation of 1099511627776 bytes failed ({FAULT_VAR}=oom)");
+            crate::errln!("memory allocation of 1099511627776 bytes failed ({FAULT_VAR}=oom)");
             std::process::abort();
         }
         "hang" => {

@@ -137,9 +137,10 @@ def _start(d: str, precision: str, device):
     if d not in sys.path:
         sys.path.insert(0, d)
     setup = {AOTRITON: os.environ.get(AOTRITON)}
-    if setup[AOTRITON] is None:
-        os.environ[AOTRITON] = "1"  # as main.py, before comfy probes attention on AMD
-        setup[AOTRITON] = "1 (set by this engine, as ComfyUI's main.py does)"
+    if setup[AOTRITON] is None and getattr(sys.modules.get("torch"), "version", None) is not None \
+            and getattr(sys.modules["torch"].version, "hip", None):
+        os.environ[AOTRITON] = "1"  # as main.py, before comfy probes attention on AMD (ROCm only)
+        setup[AOTRITON] = "1 (set by this engine on ROCm, as ComfyUI's main.py does)"
     try:
         from comfy.cli_args import args
         args.cpu = device.type == "cpu"
@@ -155,8 +156,11 @@ def _start(d: str, precision: str, device):
         raise Unsupported(f"{describe_folder(d)}: cannot import its VAE code under {sys.executable}: {e} ({hint}; "
                           f"or pass --python)") from e
     if hasattr(mm, "set_cudnn_benchmark"):
-        mm.set_cudnn_benchmark()  # ComfyUI >= 0.38: main.py applies --fast autotune's rule here
-        setup["set_cudnn_benchmark"] = "called, as main.py does"
+        try:
+            mm.set_cudnn_benchmark()  # ComfyUI >= 0.38: main.py applies --fast autotune's rule here
+            setup["set_cudnn_benchmark"] = "called, as main.py does"
+        except Exception as e:  # noqa: BLE001 - recorded; the case runs with what is in force
+            setup["set_cudnn_benchmark"] = f"failed: {type(e).__name__}: {e}"
     else:
         setup["set_cudnn_benchmark"] = "not in this ComfyUI (its ops.py applies --fast autotune at import)"
     return mm, comfy.sd, comfy.utils, setup
@@ -243,14 +247,15 @@ class Engine:
         falls back to after an out-of-memory (0.38 adapts them to a memory budget)."""
         self.decoder_frames, self.fallback_tiles, self._plain_decode = [], [], False
         self.decoder_frames_last = None
-        decoder = self.vae.first_stage_model.decoder
-        real_forward = decoder.forward
+        decoder = getattr(self.vae.first_stage_model, "decoder", None)
+        if decoder is not None:  # a VAE of another layout is timed without the record
+            real_forward = decoder.forward
 
-        def forward(x, *a, **k):
-            self.decoder_frames.append(int(x.shape[2]))
-            return real_forward(x, *a, **k)
+            def forward(x, *a, **k):
+                self.decoder_frames.append(int(x.shape[2]))
+                return real_forward(x, *a, **k)
 
-        decoder.forward = forward
+            decoder.forward = forward
         real_tiled = getattr(self.vae, "decode_tiled_3d", None)
         if real_tiled is None:
             return
@@ -258,7 +263,7 @@ class Engine:
         def tiled(samples, *a, **k):
             if self._plain_decode:
                 names = ("tile_t", "tile_x", "tile_y", "overlap")
-                given = dict(zip(names[1:], a)) if a else {}
+                given = dict(zip(names, a))  # decode_tiled_3d(samples, tile_t, tile_x, tile_y, overlap)
                 given.update({n: k[n] for n in names if n in k})
                 self.fallback_tiles.append({n: (list(v) if isinstance(v, tuple) else v) for n, v in given.items()})
             return real_tiled(samples, *a, **k)

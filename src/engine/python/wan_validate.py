@@ -132,12 +132,23 @@ def print_validate_text(r: dict) -> None:
     print("all outputs within tolerance" if r["pass"] else "some outputs exceed the tolerance")
 
 
+def _finite(x):
+    """`x` with every NaN or infinite float as None (strict JSON; the output's `pass` is false)."""
+    if isinstance(x, float) and (x != x or x in (float("inf"), float("-inf"))):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite(v) for v in x]
+    return x
+
+
 def write_verdict(path, obj: dict) -> None:
     """The parent's proof that this worker ran and what it concluded (`--verdict FILE`)."""
     if path:
         tmp = path + ".tmp"
         with open(tmp, "w") as f:
-            json.dump(obj, f)
+            json.dump(_finite(obj), f, allow_nan=False)
         os.replace(tmp, path)
 
 

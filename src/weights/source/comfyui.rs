@@ -41,11 +41,13 @@ pub fn vae_folders(dir: &Path) -> Result<Vec<PathBuf>, UserError> {
     } else {
         (Vec::new(), Vec::new())
     };
-    let mut out = default_first;
+    // ComfyUI puts each `is_default` folder in front of the list: the last one given first.
+    let mut out: Vec<PathBuf> = default_first.into_iter().rev().collect();
     out.push(dir.join("models").join("vae"));
     out.extend(rest);
+    // The same folder reached twice (a relative DIR, a base_path back to it) is walked once.
     let mut seen = std::collections::BTreeSet::new();
-    out.retain(|p| seen.insert(p.clone()));
+    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
     Ok(out)
 }
 
@@ -102,17 +104,25 @@ fn expand_home(p: &str) -> String {
     }
 }
 
-/// The files under `folder` with a model extension, in name order, depth first.
-fn files_under(folder: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+/// The files under `folder` with a model extension, in name order, depth first; a folder
+/// or file already seen (through a link, or a loop of links) is skipped.
+fn files_under(folder: &Path, depth: usize, seen: &mut std::collections::BTreeSet<PathBuf>, out: &mut Vec<PathBuf>) {
+    let Ok(real) = std::fs::canonicalize(folder) else {
+        return;
+    };
+    if !seen.insert(real) {
+        return;
+    }
     let Ok(entries) = std::fs::read_dir(folder) else { return };
     let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
     for p in paths {
         if p.is_dir() {
             if depth < MAX_DEPTH {
-                files_under(&p, depth + 1, out);
+                files_under(&p, depth + 1, seen, out);
             }
         } else if p.is_file()
+            && std::fs::canonicalize(&p).is_ok_and(|real| seen.insert(real))
             && p.extension()
                 .and_then(|e| e.to_str())
                 .is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
@@ -124,9 +134,9 @@ fn files_under(folder: &Path, depth: usize, out: &mut Vec<PathBuf>) {
 
 /// The Wan VAE of `model` that ComfyUI in `dir` would offer (`chosen`), and what else is there.
 pub fn find(dir: &Path, model: ModelKind) -> Result<Found, UserError> {
-    let mut files = Vec::new();
+    let (mut files, mut seen) = (Vec::new(), std::collections::BTreeSet::new());
     for folder in vae_folders(dir)? {
-        files_under(&folder, 0, &mut files);
+        files_under(&folder, 0, &mut seen, &mut files);
     }
     let (mut same, mut other) = (Vec::new(), Vec::new());
     for f in files {
@@ -187,6 +197,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_loop_of_links_is_walked_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let vae = dir.path().join("vae");
+        std::fs::create_dir_all(vae.join("sub")).unwrap();
+        std::fs::write(vae.join("a.safetensors"), b"x").unwrap();
+        std::fs::write(vae.join("sub/b.pth"), b"x").unwrap();
+        std::fs::write(vae.join("notes.txt"), b"x").unwrap();
+        std::os::unix::fs::symlink(&vae, vae.join("sub/loop")).unwrap();
+        std::os::unix::fs::symlink(vae.join("a.safetensors"), vae.join("z.safetensors")).unwrap();
+        let (mut files, mut seen) = (Vec::new(), std::collections::BTreeSet::new());
+        files_under(&vae, 0, &mut seen, &mut files);
+        assert_eq!(files, [vae.join("a.safetensors"), vae.join("sub/b.pth")]);
+    }
+
+    #[test]
     fn extra_model_paths_are_read_as_comfyui_reads_them() {
         let dir = tempfile::tempdir().unwrap();
         let yaml = dir.path().join("extra_model_paths.yaml");
@@ -201,8 +226,8 @@ mod tests {
         assert_eq!(
             got,
             [
-                root.join("shared/models/vae"),
                 root.join("shared/more/vae"),
+                root.join("shared/models/vae"),
                 dir.path().join("models/vae"),
                 PathBuf::from("/opt/sd/models/VAE"),
                 root.join("rel/vae"),

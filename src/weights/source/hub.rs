@@ -383,7 +383,7 @@ pub fn download(hub: &HubRef, settings: &HubSettings) -> anyhow::Result<CacheHit
         .expect("valid progress template")
         .progress_chars("=> "),
     );
-    eprintln!(
+    crate::errln!(
         "wan-vae-bench: {} not in the cache; downloading from {}/{} into {}",
         hub.file,
         settings.endpoint,
@@ -457,7 +457,7 @@ pub fn download(hub: &HubRef, settings: &HubSettings) -> anyhow::Result<CacheHit
         anyhow::Error::from(api_error(e, hub, settings))
     })?;
     bar.finish_and_clear();
-    eprintln!(
+    crate::errln!(
         "wan-vae-bench: downloaded {} in {:.1} s",
         path.display(),
         start.elapsed().as_secs_f64()
