@@ -67,6 +67,12 @@ if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
     { echo "## Results"; cat "$out_dir/results.md"; echo; cat "$out_dir/compare.md"; } >>"$GITHUB_STEP_SUMMARY"
 fi
 
+# Fail closed: a run that broke a budget or had a failing case (exit 1) is a regression even
+# when its timings compare well; an unusable run (2) was stopped above.
+if [[ $status == 0 && $run_status == 1 ]]; then
+    echo "the run itself exited 1 (a failed case or a broken budget): counted as a regression" >&2
+    status=1
+fi
 case "$status" in
     0) echo "no regression against $baseline" >&2 ;;
     1) echo "REGRESSION against $baseline" >&2 ;;

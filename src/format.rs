@@ -59,6 +59,17 @@ pub fn shell_word(v: &str) -> String {
     }
 }
 
+/// `s` safe to print on a terminal: control characters (an escape sequence, a newline in
+/// an env variant's name) written as Rust escapes (`\u{1b}`), the rest as is.
+pub fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,6 +81,12 @@ mod tests {
         assert_eq!(shell_word("a b"), "'a b'");
         assert_eq!(shell_word("it's"), r"'it'\''s'");
         assert_eq!(shell_word(""), "''");
+    }
+
+    #[test]
+    fn control_characters_are_not_printed_raw() {
+        assert_eq!(printable("x\u{1b}[31mred\nB"), "x\\u{1b}[31mred\\nB");
+        assert_eq!(printable("plain-é"), "plain-é");
     }
 
     #[test]

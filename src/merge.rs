@@ -137,7 +137,10 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     let _guard = crate::bench::interrupt::guard_setup(&crate::lock::OutputLock::path_for(&args.output))?;
     let mut reports = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
-        reports.push(Report::load(path)?);
+        let report = Report::load(path)?;
+        // As compare does: no negative, absurd or self-contradicting timings merged.
+        crate::compare::compat::check_cases(&report, path)?;
+        reports.push(report);
     }
     for (path, report) in args.inputs.iter().zip(&reports).skip(1) {
         let problems = incompatibilities(&reports[0], report);

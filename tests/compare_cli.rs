@@ -230,3 +230,101 @@ fn single_samples_judge_speed_ups_and_slow_downs_alike() {
     assert_eq!(verdict(0.85), ("faster".to_string(), 0));
     assert_eq!(verdict(1.15), ("slower".to_string(), 1));
 }
+
+/// Issue 30 item 8: `compare` fails closed. Huge timings (whose variance would overflow into
+/// p = NaN), medians that contradict their samples and zero medians are unusable input; a
+/// baseline case missing from the current report, or an interrupted current report, is a
+/// regression; `merge` and `plot` refuse the timings `compare` refuses.
+#[test]
+fn compare_fails_closed() {
+    let base = one_case(&steady(1.0), &steady(2.0));
+    let huge = one_case(&steady(1e300), &steady(2.0));
+    let out = compare(&base, &huge, &[]);
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(out.stderr.contains("at most 10000000 s"), "{}", out.stderr);
+    let mut lying = one_case(&steady(1.0), &steady(2.0));
+    lying.cases[0].outcome.decode.as_mut().unwrap().median_s = 0.5;
+    let out = compare(&base, &lying, &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("contradicts its samples"), "{}", out.stderr);
+    let mut zero = one_case(&steady(1.0), &steady(2.0));
+    zero.cases[0].outcome.decode.as_mut().unwrap().samples_s = vec![0.0, 0.0];
+    zero.cases[0].outcome.decode.as_mut().unwrap().median_s = 0.0;
+    assert_eq!(compare(&base, &zero, &[]).code, 2);
+    // One case of two missing, the other unchanged: a regression.
+    let two = report(
+        "host-a",
+        vec![
+            case("a", &steady(1.0), &steady(2.0)),
+            case("b", &steady(1.0), &steady(2.0)),
+        ],
+    );
+    let one = report("host-a", vec![case("a", &steady(1.0), &steady(2.0))]);
+    let out = compare(&two, &one, &[]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("1 baseline case(s) missing from the current report: b"),
+        "{}",
+        out.stdout
+    );
+    let mut interrupted = two.clone();
+    interrupted.run.interrupted = Some("SIGINT after 2 of 3 cases".into());
+    let out = compare(&two, &interrupted, &[]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("interrupted run"), "{}", out.stdout);
+    // merge and plot: negative timings are refused as compare refuses them.
+    let dir = tempfile::tempdir().unwrap();
+    let neg = save(dir.path(), "neg.json", &one_case(&steady(-1.0), &steady(2.0)));
+    let ok = save(dir.path(), "ok.json", &base);
+    let merged = dir.path().join("m.json");
+    let out = bench(&[
+        "merge".as_ref(),
+        ok.as_os_str(),
+        neg.as_os_str(),
+        "-o".as_ref(),
+        merged.as_os_str(),
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    let svg = dir.path().join("c.svg");
+    let out = bench(&["plot".as_ref(), neg.as_os_str(), "-o".as_ref(), svg.as_os_str()]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(!svg.exists() && !merged.exists());
+}
+
+/// Issue 30 item 8: `scripts/ci_regression.sh` fails closed on the run's own exit 1 (a
+/// broken budget here), even when the timings compare well against the baseline.
+#[test]
+fn the_ci_script_counts_a_broken_budget_as_a_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("ci.toml");
+    std::fs::write(
+        &cfg,
+        "[run]\nwarmup = 0\nruns = 2\n[matrix]\nframes = [1]\nsize = [\"16x16\"]\nprecision = [\"fp32\"]\n\
+         [[budgets.case]]\ndecode_median_s = 1e-9\n",
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_wan-vae-bench");
+    let base = dir.path().join("base.json");
+    let out = std::process::Command::new(bin)
+        .args(["run", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "the budget is broken");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/ci_regression.sh");
+    let out = std::process::Command::new("bash")
+        .arg(&script)
+        .arg(&base)
+        .env("WAN_VAE_BENCH", bin)
+        .env("CI_CONFIG", &cfg)
+        .env("CI_OUT_DIR", dir.path().join("out"))
+        .env("COMPARE_ARGS", "--threshold 1000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("counted as a regression"), "{err}");
+}

@@ -383,7 +383,7 @@ fn case_line(c: &CaseRecord) -> String {
     let o = &c.outcome;
     match o.status {
         CaseStatus::Ok => {
-            let mut line = format!("ok       {}", c.id);
+            let mut line = format!("ok       {}", crate::format::printable(&c.id));
             for (name, p) in [("encode", &o.encode), ("decode", &o.decode)] {
                 if let Some(p) = p {
                     line.push_str(&format!(
@@ -396,7 +396,12 @@ fn case_line(c: &CaseRecord) -> String {
         }
         _ => {
             let first = o.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
-            format!("{:<8} {}  {first}", o.status.name(), c.id)
+            format!(
+                "{:<8} {}  {}",
+                o.status.name(),
+                crate::format::printable(&c.id),
+                crate::format::printable(first)
+            )
         }
     }
 }

@@ -76,10 +76,29 @@ pub fn check_cases(report: &Report, path: &Path) -> Result<(), UserError> {
     Ok(())
 }
 
+/// The longest pass a report may hold, seconds (115 days): larger finite values are not
+/// measurements, and their variance overflows Welch's test.
+pub const MAX_PASS_S: f64 = 1e7;
+
 fn bad_timing(p: &PassStats) -> Option<String> {
-    let bad = |v: f64| !(v.is_finite() && v >= 0.0);
+    let bad = |v: f64| !(v.is_finite() && (0.0..=MAX_PASS_S).contains(&v));
     if let Some((i, v)) = p.samples_s.iter().enumerate().find(|(_, v)| bad(**v)) {
-        return Some(format!("sample {} is {v}", i + 1));
+        return Some(format!("sample {} is {v} (at most {MAX_PASS_S} s)", i + 1));
+    }
+    if !p.samples_s.is_empty() {
+        let m = crate::stats::median(&p.samples_s);
+        if m <= 0.0 || p.median_s <= 0.0 {
+            return Some(format!(
+                "median_s is {} with samples of median {m}: a pass takes time",
+                p.median_s
+            ));
+        }
+        if (p.median_s - m).abs() > 1e-6 * m.max(p.median_s) {
+            return Some(format!(
+                "median_s {} contradicts its samples, whose median is {m}",
+                p.median_s
+            ));
+        }
     }
     [
         ("min_s", p.min_s),

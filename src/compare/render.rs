@@ -112,7 +112,18 @@ fn status_suffix(case: &CaseComparison) -> String {
 
 /// Escape text for a Markdown table cell.
 pub fn md_cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    // Untrusted text (ids carry env variant names): no table break, no line break, no end of
+    // a code span (a backtick becomes U+02CB), no raw HTML, no terminal escape.
+    s.chars()
+        .map(|c| match c {
+            '`' => "\u{2cb}".to_string(),
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '|' => "\\|".to_string(),
+            c if c.is_control() => " ".to_string(),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// Markdown for a PR comment.

@@ -166,17 +166,43 @@ pub fn compare(baseline: &Report, current: &Report, rules: Rules) -> Comparison 
         .map(|c| c.id.clone())
         .collect();
     let regressed_cases = cases.iter().filter(|c| c.regression).count();
+    // A gate fails closed: a baseline case the current report lacks (an interrupted or
+    // smaller run) is a regression, and so is an interrupted current report.
+    let mut warnings = Vec::new();
+    let missing: Vec<&String> = only_in_baseline_ids(baseline, &cur_ids);
+    if !missing.is_empty() {
+        warnings.push(format!(
+            "regression: {} baseline case(s) missing from the current report: {}",
+            missing.len(),
+            missing.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    if let Some(why) = &current.run.interrupted {
+        warnings.push(format!(
+            "regression: the current report is of an interrupted run ({why})"
+        ));
+    }
     Comparison {
         baseline: String::new(),
         current: String::new(),
         rules,
-        regression: regressed_cases > 0,
+        regression: regressed_cases > 0 || !warnings.is_empty(),
         regressed_cases,
         cases,
         only_in_baseline,
         only_in_current,
-        warnings: Vec::new(),
+        warnings,
     }
+}
+
+/// The ids of `baseline`'s cases that are not in `current_ids`.
+fn only_in_baseline_ids<'a>(baseline: &'a Report, current_ids: &std::collections::BTreeSet<&str>) -> Vec<&'a String> {
+    baseline
+        .cases
+        .iter()
+        .filter(|c| !current_ids.contains(c.id.as_str()))
+        .map(|c| &c.id)
+        .collect()
 }
 
 fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison {
@@ -254,7 +280,8 @@ pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> 
     let faster_beyond = ratio < lower;
     let (test, p_value, verdict) = match welch_t_test(&cs, &bs) {
         Some(w) => {
-            let significant = w.p_value < rules.alpha;
+            // A p that is not a number (the variance overflowed) cannot clear a case: fail closed.
+            let significant = w.p_value < rules.alpha || w.p_value.is_nan();
             let verdict = if slower_beyond && significant && w.t > 0.0 {
                 Verdict::Slower
             } else if faster_beyond && significant && w.t < 0.0 {

@@ -63,12 +63,21 @@ const RESULT_COLUMNS: [&str; 25] = [
     "quality_weights",
 ];
 
-/// A settings value as a cell: strings bare, null empty.
+/// A settings value as a cell: strings bare (guarded, [`text`]), null empty.
 fn cell(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::Null => String::new(),
-        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::String(s) => text(s),
         other => other.to_string(),
+    }
+}
+
+/// Untrusted text as a cell a spreadsheet will not run: one starting with `=`, `+`, `-`, `@`,
+/// a tab or a carriage return gets a leading `'` (OWASP's CSV-injection rule).
+fn text(s: &str) -> String {
+    match s.chars().next() {
+        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{s}"),
+        _ => s.to_string(),
     }
 }
 
@@ -159,10 +168,10 @@ pub fn csv_rows(report: &Report) -> anyhow::Result<String> {
         .chain(std::iter::once("error"));
     w.write_record(header)?;
     for (c, m) in report.cases.iter().zip(&settings) {
-        let mut row = vec![c.id.clone()];
+        let mut row = vec![text(&c.id)];
         row.extend(axes.iter().map(|k| m.get(k).map(cell).unwrap_or_default()));
         row.extend(result_cells(c, report.model.is_synthetic()));
-        row.push(opt(c.outcome.error.as_deref().and_then(|e| e.lines().next())));
+        row.push(text(&opt(c.outcome.error.as_deref().and_then(|e| e.lines().next()))));
         w.write_record(&row)?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

@@ -101,6 +101,8 @@ pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
     crate::files::check_distinct(&[("report", Some(&args.report))], &[("-o", Some(&args.output))])?;
     crate::files::check_output(&args.output, "plot output")?;
     let report = Report::load(&args.report)?;
+    // As compare does: no negative, absurd or self-contradicting timings drawn.
+    crate::compare::compat::check_cases(&report, &args.report)?;
     let mut exports = ExportManager::default();
     exports.add(SvgChart, Some(&args.output));
     exports.write_all(&report)?;

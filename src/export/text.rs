@@ -42,11 +42,11 @@ pub fn render_table(report: &Report) -> String {
         let (e, er) = cell(c.outcome.encode.as_ref(), fastest(c, |c| c.outcome.encode.as_ref()));
         let (d, dr) = cell(c.outcome.decode.as_ref(), fastest(c, |c| c.outcome.decode.as_ref()));
         let status = c.outcome.status_label();
-        let id = if c.added_as_reference {
+        let id = crate::format::printable(&if c.added_as_reference {
             format!("{} (added)", c.id)
         } else {
             c.id.clone()
-        };
+        });
         rows.push([id, status, e, er, d, dr, psnr_cell(c)]);
     }
     let mut widths = [0usize; 7];
