@@ -25,7 +25,7 @@ use crate::engine::EngineDirs;
 use crate::error::UserError;
 use crate::model::Config;
 use crate::report::{CaseStatus, ModelInfo, Report, RunSettings};
-use crate::weights::WeightsSource;
+use weights_choice::ResolvedModel;
 
 pub mod budgets;
 pub mod config;
@@ -45,6 +45,7 @@ pub mod run_files;
 pub mod scheduler;
 pub mod tool_env;
 pub mod user_input;
+pub mod weights_choice;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
 use crate::export::{CsvTable, ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
@@ -212,13 +213,13 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| default_output(system.hostname.as_deref()));
     // The ComfyUI folder's own VAE is found first: it is an input the outputs may not be.
-    own_weights(&mut opts)?;
+    weights_choice::own_weights(&mut opts)?;
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
     let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
     // An existing report stays as it was until a case has finished.
     let old_report = std::fs::symlink_metadata(&output).is_ok();
-    let model = ResolvedModel::resolve(&opts)?;
+    let model = weights_choice::ResolvedModel::resolve(&opts)?;
     // Read and checked once, in the parent, against the model's config; the workers get
     // the checked tensor as a file.
     let input = match opts.input.clone() {
@@ -353,61 +354,6 @@ fn command_words() -> Vec<String> {
             _ => a.to_string_lossy().into_owned(),
         })
         .collect()
-}
-
-/// Without weights of the user's choosing: the ComfyUI folder's own Wan VAE of the run's
-/// model when the run has one (said on stderr, and recorded as any file is); then, for
-/// synthetic weights, one line saying what that means for quality.
-fn own_weights(opts: &mut BenchOptions) -> anyhow::Result<()> {
-    use crate::weights::source::comfyui;
-    if !opts.weights_given {
-        if let Some(dir) = opts.engine_dirs.get(crate::values::Engine::Comfyui).cloned() {
-            let model = opts.model.unwrap_or(crate::model::ModelKind::Wan21);
-            let found = comfyui::find(&dir, model)?;
-            crate::errln!("{}", comfyui::describe(&dir, model, &found));
-            if let Some(path) = found.chosen {
-                opts.weights = path.display().to_string();
-            }
-        }
-    }
-    if matches!(
-        crate::weights::source::parse(&opts.weights)?,
-        crate::weights::source::WeightsRef::Synthetic
-    ) {
-        crate::errln!("{}", crate::answer::SYNTHETIC_NOTE);
-    }
-    Ok(())
-}
-
-/// The weights, resolved once in the parent (a hub download happens here, not in every
-/// worker), with the report's model facts and the model's config.
-struct ResolvedModel {
-    source: WeightsSource,
-    info: ModelInfo,
-    cfg: Config,
-}
-
-impl ResolvedModel {
-    fn resolve(opts: &BenchOptions) -> anyhow::Result<ResolvedModel> {
-        let resolved = crate::weights::source::resolve(&opts.weights)?;
-        let mut info = resolved.info;
-        if let WeightsSource::File(path) = &resolved.source {
-            // Header, key layout and shapes, once, without loading the data.
-            let header = crate::weights::header::check_file(path)?;
-            info.params = header.checked.params;
-            info.dim = header.checked.config.dim;
-            info.z_dim = header.checked.config.z_dim;
-            info.on_disk_dtype = dtype_names(&header.checked.on_disk_dtypes);
-        }
-        // The model (from the file's shapes, or --model for synthetic weights) decides the
-        // size and tile rules.
-        let cfg = crate::weights::resolve_config(&resolved.source, opts.model)?;
-        Ok(ResolvedModel {
-            source: resolved.source,
-            info,
-            cfg,
-        })
-    }
 }
 
 /// The cases to run: the matrix, every case checked against the model before any starts,
@@ -669,11 +615,6 @@ fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>
         return Ok(Some(0));
     }
     Ok(None)
-}
-
-/// `f32`, or several on-disk dtypes joined by `+` (as the workers report it).
-fn dtype_names(dtypes: &[candle_core::DType]) -> String {
-    dtypes.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("+")
 }
 
 /// The model config `run --list` costs the cases with: the checkpoint's when it is local
