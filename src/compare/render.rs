@@ -215,3 +215,16 @@ pub fn markdown(c: &Comparison) -> String {
 pub fn json(c: &Comparison) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(c)? + "\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_cells_cannot_break_out() {
+        assert_eq!(
+            md_cell("a`<img src=x>`|b\n\u{1b}"),
+            "a\u{2cb}&lt;img src=x&gt;\u{2cb}\\|b  "
+        );
+    }
+}

@@ -176,3 +176,17 @@ pub fn csv_rows(report: &Report) -> anyhow::Result<String> {
     }
     Ok(String::from_utf8(w.into_inner()?)?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_a_spreadsheet_would_run_are_guarded() {
+        assert_eq!(text("=HYPERLINK(\"x\")"), "'=HYPERLINK(\"x\")");
+        for s in ["+1", "-x", "@SUM(A1)", "\tx"] {
+            assert!(text(s).starts_with('\''), "{s}");
+        }
+        assert_eq!(text("fp32-chunk1"), "fp32-chunk1");
+    }
+}
