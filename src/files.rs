@@ -47,8 +47,15 @@ fn real_target(path: &Path) -> Result<PathBuf, UserError> {
 /// the module docs: creates the missing parent folder, refuses an existing non-regular file
 /// or one we may not write, and a folder we may not write into.
 pub fn check_output(path: &Path, what: &str) -> Result<(), UserError> {
-    let target = real_target(path)?;
     let refuse = |why: String| UserError::file(path, format!("cannot be the {what}: {why}"));
+    // `-` is stdout only where a command says so (`run -o -`); elsewhere it would become a
+    // file named `-`.
+    if path.as_os_str() == "-" {
+        return Err(refuse(
+            "`-` (standard output) is not supported here; give a file path (./- for a file named -)".into(),
+        ));
+    }
+    let target = real_target(path)?;
     match std::fs::metadata(&target) {
         Ok(m) if !m.is_file() => {
             return Err(refuse(format!(

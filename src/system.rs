@@ -93,8 +93,20 @@ fn sys_read(path: &str) -> Option<String> {
     read_trimmed(&sysfs_root().join(path.trim_start_matches('/')))
 }
 
+/// A small regular file's text, trimmed; `None` for anything else: a FIFO or a device under
+/// a test's fake root would block or never end (sysfs attributes are regular files).
 fn read_trimmed(path: &Path) -> Option<String> {
-    let s = std::fs::read_to_string(path).ok()?;
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    use std::io::Read;
+    let mut s = String::new();
+    std::fs::File::open(path)
+        .ok()?
+        .take(1 << 20)
+        .read_to_string(&mut s)
+        .ok()?;
     let s = s.trim();
     (!s.is_empty()).then(|| s.to_string())
 }

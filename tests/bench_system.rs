@@ -74,3 +74,31 @@ fn missing_pieces_are_null() {
     assert_eq!(info.rocm_version, None);
     assert!(info.os.is_some());
 }
+
+/// Issue 30 item 20: a FIFO where a sysfs file should be does not block `system`.
+#[test]
+fn a_fifo_in_the_fake_root_does_not_block() {
+    let dir = scratch();
+    fake_strix_halo(dir.path());
+    let vram = dir.path().join("sys/class/drm/card1/device/mem_info_vram_total");
+    std::fs::remove_file(&vram).unwrap();
+    let c = std::ffi::CString::new(vram.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut child = bench()
+        .args(["system", "--json"])
+        .env("WAN_VAE_BENCH_SYSFS_ROOT", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > std::time::Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("system blocked on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}

@@ -327,3 +327,23 @@ fn env_variants_whose_ids_collide_are_refused() {
         assert!(!dir.path().join("r.json").exists());
     }
 }
+
+/// Issue 30 item 18: pass counts, the timeout and `--env-var` lists are bounded and exact.
+#[test]
+fn absurd_counts_timeouts_and_stray_commas_are_refused() {
+    for (args, needle) in [
+        (vec!["--runs", "18446744073709551615"], "--runs"),
+        (vec!["--warmup", "10000000"], "warmup"),
+        (vec!["--timeout", "1e-300"], "timeout"),
+        (vec!["--env-var", "A=1,"], "stray comma"),
+    ] {
+        let out = crate::util::cli::bench()
+            .args(["run", "--list"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = crate::util::cli::stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+}

@@ -408,3 +408,105 @@ fn no_command_panics_when_its_reader_went_away() {
     assert_eq!(r.cases.len(), 1, "the run measured and kept its case");
     assert_eq!(r.cases[0].outcome.status, wan_vae_bench::report::CaseStatus::Ok);
 }
+
+/// Issue 30 item 11: SIGHUP (the terminal closed), SIGUSR1 and SIGALRM stop a run as SIGINT
+/// does: report marked interrupted, lock and scratch removed, exit 128 + the signal.
+#[test]
+fn hangup_usr1_and_alarm_stop_a_run_cleanly() {
+    for (sig, name) in [
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGALRM, "SIGALRM"),
+    ] {
+        let dir = scratch();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let report = dir.path().join("r.json");
+        let config = hanging_config(dir.path());
+        let mut run = bench()
+            .args([
+                "run",
+                "--fault-hooks",
+                "--config",
+                config.to_str().unwrap(),
+                "--quiet",
+                "-o",
+            ])
+            .arg(&report)
+            .env("TMPDIR", &tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let lock = dir.path().join("r.json.lock");
+        wait_for("the lock", || lock.exists());
+        wait_for("the scratch folder", || !entries(&tmp).is_empty());
+        // SAFETY: plain kill(2) of our own child.
+        unsafe { libc::kill(run.id() as i32, sig) };
+        let status = wait_exit(&mut run, Duration::from_secs(30)).expect("the run ended");
+        assert_eq!(status.code(), Some(128 + sig), "{name}");
+        assert!(!lock.exists(), "{name}: lock left behind");
+        assert_eq!(
+            entries(&tmp),
+            Vec::<String>::new(),
+            "{name}: scratch folder left behind"
+        );
+        if let Ok(text) = std::fs::read_to_string(&report) {
+            let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert!(v["run"]["interrupted"].as_str().unwrap().starts_with(name), "{v}");
+        }
+    }
+}
+
+/// Issue 30 item 14: `-` is not a file name for outputs that cannot stream (a file named `-`
+/// was created), and `run -o /dev/stdout` is refused before anything runs.
+#[test]
+fn dash_and_dev_stdout_are_refused_before_anything_runs() {
+    let dir = scratch();
+    let report = crate::util::reports::save(dir.path(), "r.json", &crate::util::reports::report("h", vec![]));
+    for args in [
+        vec![
+            "plot".to_string(),
+            report.display().to_string(),
+            "-o".into(),
+            "-".into(),
+        ],
+        vec![
+            "merge".to_string(),
+            report.display().to_string(),
+            "-o".into(),
+            "-".into(),
+        ],
+        [
+            &["run", "--export-csv", "-", "-o"][..],
+            &[dir.path().join("x.json").to_str().unwrap()],
+            TINY,
+        ]
+        .concat()
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+    ] {
+        let out = Command::new(crate::util::cli::BIN)
+            .args(&args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains("standard output"), "{args:?}: {}", stderr(&out));
+        assert!(!dir.path().join("-").exists(), "{args:?} made a file named -");
+    }
+    let t = Instant::now();
+    let out = Command::new(crate::util::cli::BIN)
+        .args(["run", "-o", "/dev/stdout"])
+        .args(TINY)
+        .stdout(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "refused before the run: {:?}",
+        t.elapsed()
+    );
+}

@@ -46,6 +46,12 @@ pub fn parse_flag(text: &str) -> Result<EnvSweep, String> {
         ));
     }
     let mut values = Vec::new();
+    if list.contains(',') && list.split(',').any(str::is_empty) {
+        return Err(format!(
+            "`{text}` has an empty value (a stray comma?): list non-empty values, or write `{name}=` alone to \
+             sweep the empty string"
+        ));
+    }
     for v in list.split(',') {
         if v.contains('\0') {
             return Err(format!(
@@ -161,6 +167,8 @@ mod tests {
             .contains("NAME=VALUE1,VALUE2"));
         assert!(parse_flag("=1").unwrap_err().contains("not empty"));
         assert!(parse_flag("A=1,1").unwrap_err().contains("twice"));
+        assert!(parse_flag("A=1,").unwrap_err().contains("stray comma"));
+        assert!(parse_flag("A=,1").unwrap_err().contains("empty value"));
         // Counted before anything is built: 10^80 variants are refused at once.
         let huge: Vec<EnvSweep> = (0..80)
             .map(|i| parse_flag(&format!("V{i}=0,1,2,3,4,5,6,7,8,9")).unwrap())

@@ -1,4 +1,6 @@
-//! SIGINT and SIGTERM during `run`: the first one only sets a flag (signal-hook), which the
+//! SIGINT and SIGTERM during `run` (and SIGHUP, a closed terminal, SIGUSR1 and SIGALRM,
+//! [`STOP_SIGNALS`], whose default would end the process and leave its lock): the first
+//! one only sets a flag (signal-hook), which the
 //! executor's wait loop and the scheduler check, so the run stops its worker, finalizes the
 //! report, removes its scratch folder and its lock, and exits with 128 + the signal number.
 //! A second signal of the same kind ends the process at once.
@@ -16,6 +18,16 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 static RECEIVED: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+
+/// The signals that stop a run cleanly (each: report finalized, lock and scratch removed,
+/// exit 128 + its number).
+pub const STOP_SIGNALS: [i32; 5] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+    signal_hook::consts::SIGUSR1,
+    signal_hook::consts::SIGALRM,
+];
 
 /// The lock file (a leaked C string) to remove when a signal comes during set-up; null once
 /// [`install`] took over.
@@ -36,7 +48,7 @@ pub fn guard_setup(lock: &std::path::Path) -> anyhow::Result<SetupGuard> {
         drop(unsafe { std::ffi::CString::from_raw(old) });
     }
     if SETUP_HANDLERS.get().is_none() {
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        for sig in STOP_SIGNALS {
             // SAFETY: the action only loads an atomic and calls unlink and _exit.
             unsafe {
                 signal_hook::low_level::register(sig, move || {
@@ -68,7 +80,7 @@ pub fn install() -> anyhow::Result<()> {
         return Ok(());
     }
     let received = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for sig in STOP_SIGNALS {
         // Registered first, so the second signal (flag already set) terminates.
         let seen = Arc::new(AtomicBool::new(false));
         signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, Arc::clone(&seen))?;
@@ -88,11 +100,14 @@ pub fn received() -> Option<i32> {
     (n != 0).then_some(n as i32)
 }
 
-/// `SIGINT`, `SIGTERM` or `signal N`.
+/// `SIGINT`, `SIGTERM`, `SIGHUP`, ... or `signal N`.
 pub fn name(sig: i32) -> String {
     match sig {
         signal_hook::consts::SIGINT => "SIGINT".into(),
         signal_hook::consts::SIGTERM => "SIGTERM".into(),
+        signal_hook::consts::SIGHUP => "SIGHUP".into(),
+        signal_hook::consts::SIGUSR1 => "SIGUSR1".into(),
+        signal_hook::consts::SIGALRM => "SIGALRM".into(),
         n => format!("signal {n}"),
     }
 }

@@ -18,6 +18,12 @@ use crate::values::{self, Order, TorchPrecision};
 /// Longest per-case time limit accepted, seconds (one year; a `Duration` overflows near 1.8e19).
 pub const MAX_TIMEOUT_S: f64 = 31_536_000.0;
 
+/// Shortest per-case time limit, seconds: a worker cannot start in less.
+pub const MIN_TIMEOUT_S: f64 = 0.001;
+
+/// Most warmup or timed passes per case (a million passes of the smallest clip are days).
+pub const MAX_PASSES: usize = 1_000_000;
+
 /// The values of every axis of [`AXES`], canonically spelled; every combination is one case.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Axes {
@@ -247,11 +253,19 @@ impl BenchOptions {
         if self.runs == 0 {
             return Err(UserError::invalid("runs", "0", "at least 1 timed run").into());
         }
-        if !(self.timeout_s.is_finite() && self.timeout_s > 0.0 && self.timeout_s <= MAX_TIMEOUT_S) {
+        for (what, n) in [
+            ("runs (--runs, [run] runs)", self.runs),
+            ("warmup (--warmup, [run] warmup)", self.warmup),
+        ] {
+            if n > MAX_PASSES {
+                return Err(UserError::invalid(what, n.to_string(), format!("at most {MAX_PASSES} passes")).into());
+            }
+        }
+        if !(self.timeout_s.is_finite() && self.timeout_s >= MIN_TIMEOUT_S && self.timeout_s <= MAX_TIMEOUT_S) {
             return Err(UserError::invalid(
                 "timeout (--timeout, [run] timeout_s)",
                 self.timeout_s.to_string(),
-                format!("a number of seconds greater than 0 and at most {MAX_TIMEOUT_S} (one year)"),
+                format!("a number of seconds from {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S} (one year)"),
             )
             .into());
         }
