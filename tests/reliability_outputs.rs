@@ -510,3 +510,51 @@ fn dash_and_dev_stdout_are_refused_before_anything_runs() {
         t.elapsed()
     );
 }
+
+/// Issue 30 item 7: `plot -o` and `--export-*` respect the lock of a report a run is writing.
+#[test]
+fn plot_and_exports_respect_a_running_reports_lock() {
+    let dir = scratch();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let report = dir.path().join("r.json");
+    let config = hanging_config(dir.path());
+    let mut run = bench()
+        .args([
+            "run",
+            "--fault-hooks",
+            "--config",
+            config.to_str().unwrap(),
+            "--quiet",
+            "-o",
+        ])
+        .arg(&report)
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = dir.path().join("r.json.lock");
+    wait_for("the lock", || lock.exists());
+    let other = crate::util::reports::save(dir.path(), "other.json", &crate::util::reports::report("h", vec![]));
+    let plot = bench().arg("plot").arg(&other).arg("-o").arg(&report).output().unwrap();
+    let export = bench()
+        .args(["run", "--export-csv"])
+        .arg(&report)
+        .arg("-o")
+        .arg(dir.path().join("x.json"))
+        .args(TINY)
+        .output()
+        .unwrap();
+    // SAFETY: plain kill(2) of our own child.
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let _ = wait_exit(&mut run, Duration::from_secs(30));
+    for (what, out) in [("plot", plot), ("--export-csv", export)] {
+        assert_eq!(out.status.code(), Some(2), "{what}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("pid {}", run.id())),
+            "{what}: {}",
+            stderr(&out)
+        );
+    }
+}

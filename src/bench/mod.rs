@@ -216,6 +216,12 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     weights_choice::own_weights(&mut opts)?;
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
+    // Each export too: it may name the report another run is writing.
+    let _export_locks = [&args.export_markdown, &args.export_svg, &args.export_csv]
+        .into_iter()
+        .flatten()
+        .map(|p| crate::lock::OutputLock::acquire(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
     // An existing report stays as it was until a case has finished.
     let old_report = std::fs::symlink_metadata(&output).is_ok();

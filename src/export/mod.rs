@@ -100,6 +100,8 @@ pub struct PlotArgs {
 pub fn plot_command(args: PlotArgs) -> anyhow::Result<i32> {
     crate::files::check_distinct(&[("report", Some(&args.report))], &[("-o", Some(&args.output))])?;
     crate::files::check_output(&args.output, "plot output")?;
+    // The output may be another run's report: its lock says so (and is held while we write).
+    let _lock = crate::lock::OutputLock::acquire(&args.output)?;
     let report = Report::load(&args.report)?;
     // As compare does: no negative, absurd or self-contradicting timings drawn.
     crate::compare::compat::check_cases(&report, &args.report)?;
