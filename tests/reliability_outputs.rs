@@ -558,3 +558,45 @@ fn plot_and_exports_respect_a_running_reports_lock() {
         );
     }
 }
+
+/// Issue 30 item 19: a full disk at the final write (budgets and answer) is exit 1, says
+/// that every case is in the file, and still prints the table: not "unusable input".
+#[test]
+fn a_full_disk_at_the_final_write_keeps_the_cases_and_exits_1() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch();
+    let first = dir.path().join("r1.json");
+    let out = bench().args(["run", "-o"]).arg(&first).args(TINY).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let full = std::fs::metadata(&first).unwrap().len();
+    let second = dir.path().join("r2.json");
+    let limit = full - 200; // above a report without its summary, below one with it
+    let mut cmd = bench();
+    cmd.args(["run", "-o"]).arg(&second).args(TINY);
+    // SAFETY: setrlimit(2) and signal(2) in the child before exec; both async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = cmd.output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the final write of") && err.contains("holds every case"),
+        "{err}"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("report: "),
+        "the table is printed"
+    );
+    let r = crate::util::cli::load(&second);
+    assert_eq!(r.cases.len(), 1);
+    assert!(r.summary.is_none());
+}

@@ -511,9 +511,18 @@ fn finish(
         for rec in report.cases.iter_mut().filter(|c| !c.added_as_reference) {
             rec.budgets = budgets::check(&opts.budgets, rec);
         }
-        report.save_atomic(output)?;
     }
-    crate::answer::attach(report, output, args.min_psnr)?;
+    // The last save (budgets and the answer): if it fails (a full disk), every case is
+    // still in the report as saved after it; say so, print what we have, and exit 1.
+    let mut final_save_failed = None;
+    if let Err(e) = crate::answer::attach(report, output, args.min_psnr) {
+        crate::errln!(
+            "error: the final write of {} failed ({e:#}): the file holds every case as saved after it ran, \
+             without the budgets and the answer printed below; free space and rerun `merge` or `run` to get them",
+            output.display()
+        );
+        final_save_failed = Some(e);
+    }
     // With --json stdout holds the report alone; what people read goes to stderr.
     let mut text = String::new();
     text.push_str(&format!("{}\n", measured::line(report, ended.model)));
@@ -553,7 +562,11 @@ fn finish(
         .cases
         .iter()
         .all(|c| c.outcome.status == CaseStatus::Ok || args.allow_status.contains(&c.outcome.status));
-    Ok(if all_ok && broken.is_empty() { 0 } else { 1 })
+    Ok(if all_ok && broken.is_empty() && final_save_failed.is_none() {
+        0
+    } else {
+        1
+    })
 }
 
 /// `--allow-status`: a status other than `ok` that may appear without failing the run.
