@@ -435,12 +435,44 @@ impl Drop for FreshDir {
 impl Drop for Executor {
     fn drop(&mut self) {
         if let Some(dir) = self.dir.take() {
+            let path = dir.keep();
             if self.keep {
-                let _ = std::fs::remove_file(dir.path().join(SCRATCH_MARKER));
-                let _ = dir.keep();
+                let _ = std::fs::remove_file(path.join(SCRATCH_MARKER));
+            } else {
+                remove_scratch(&path);
             }
-            // Otherwise the TempDir removes the folder (without following symlinks).
         }
+    }
+}
+
+/// Remove a scratch folder with its ownership marker last: when something in it cannot be
+/// removed (a child still writing), the marker stays, so the next run removes the folder
+/// once this one is gone (`remove_stale_scratch`). Links are removed, never followed.
+fn remove_scratch(path: &Path) {
+    remove_scratch_with(path, |p| {
+        let dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_dir());
+        if dir {
+            std::fs::remove_dir_all(p)
+        } else {
+            std::fs::remove_file(p)
+        }
+    });
+}
+
+/// [`remove_scratch`] with `remove` for each entry but the marker.
+fn remove_scratch_with(path: &Path, remove: impl Fn(&Path) -> std::io::Result<()>) {
+    if let Ok(entries) = std::fs::read_dir(path) {
+        for e in entries.flatten() {
+            if e.file_name() != SCRATCH_MARKER {
+                let _ = remove(&e.path());
+            }
+        }
+    }
+    let emptied =
+        std::fs::read_dir(path).is_ok_and(|mut e| e.all(|e| e.is_ok_and(|e| e.file_name() == SCRATCH_MARKER)));
+    if emptied {
+        let _ = std::fs::remove_file(path.join(SCRATCH_MARKER));
+        let _ = std::fs::remove_dir(path);
     }
 }
 
@@ -567,4 +599,26 @@ fn signal_of(status: Option<ExitStatus>) -> Option<i32> {
 #[cfg(not(unix))]
 fn signal_of(_status: Option<ExitStatus>) -> Option<i32> {
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_owner_marker_goes_last_so_a_stuck_folder_stays_collectable() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().join("wan-vae-bench-x");
+        std::fs::create_dir_all(d.join("busy")).unwrap();
+        std::fs::write(d.join(SCRATCH_MARKER), b"").unwrap();
+        std::fs::write(d.join("a.json"), b"{}").unwrap();
+        // A child still writing in `busy`: its removal fails; the marker must stay.
+        remove_scratch_with(&d, |p| match p.ends_with("busy") {
+            true => Err(std::io::Error::other("busy")),
+            false => std::fs::remove_file(p),
+        });
+        assert!(d.join(SCRATCH_MARKER).is_file() && !d.join("a.json").exists());
+        remove_scratch(&d);
+        assert!(!d.exists());
+    }
 }
