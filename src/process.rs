@@ -2,6 +2,9 @@
 //! worker of `validate`): each in its own process group and, on Linux, killed by the kernel
 //! when we die ([`isolate`]); the whole group killed at the end, normal or not
 //! ([`kill_group`]), so a background child it started (one holding stderr open, say) goes too.
+//! One that left the group (`setsid`) is caught on Linux by making us a child subreaper
+//! ([`become_subreaper`]): orphans of our workers become our children, and
+//! [`kill_inherited`] ends them when a case ends.
 //!
 //! Must not: know what the child runs, or read its output.
 use std::process::Command;
@@ -36,3 +39,49 @@ pub fn kill_group(pid: u32) {
 
 #[cfg(not(unix))]
 pub fn kill_group(_pid: u32) {}
+
+/// Make this process the reaper of its descendants' orphans (Linux; elsewhere nothing).
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: prctl on our own process, no pointers.
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1);
+    }
+}
+
+/// SIGKILL and reap every child of ours still alive: with no worker running (between
+/// cases), those are orphans a worker left in a session of their own. Returns how many.
+#[cfg(target_os = "linux")]
+pub fn kill_inherited() -> usize {
+    let me = std::process::id().to_string();
+    let mut killed = 0;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    for e in entries.flatten() {
+        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(e.path().join("stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid ...`: comm may hold spaces and parentheses.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+            continue;
+        };
+        if rest.split_whitespace().nth(1) == Some(me.as_str()) {
+            // SAFETY: plain syscalls on a child of ours.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, std::ptr::null_mut(), 0);
+            }
+            killed += 1;
+        }
+    }
+    killed
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn kill_inherited() -> usize {
+    0
+}

@@ -311,3 +311,40 @@ fn a_clip_that_fits_once_but_not_twice_is_written_without_a_second_copy() {
     let left = std::fs::read_dir(dir.path().join("tmp")).unwrap().count();
     assert_eq!(left, 0, "scratch left behind");
 }
+
+/// Issue 30 item 21: a worker's child in a session of its own (`setsid`), out of reach of a
+/// group kill, does not outlive its case either (the run is a child subreaper).
+#[test]
+fn a_child_in_its_own_session_does_not_outlive_the_case() {
+    let dir = scratch();
+    let pidfile = dir.path().join("bg.pid");
+    let body = format!(
+        "setsid sleep 300 > /dev/null 2>&1 < /dev/null &\necho $! > '{}'\nprintf '%s' '{}' > \"$r\"\nexit 0",
+        pidfile.display(),
+        result_json("[0.01]", "0.01")
+    );
+    let py = fake_python(dir.path(), &body);
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args(tiny(&[
+        "--engine",
+        "torch",
+        "--timeout",
+        "120",
+        "--python",
+        py.to_str().unwrap(),
+    ]))
+    .arg("-o")
+    .arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    // The run has ended: give a killed process a moment to vanish from /proc.
+    std::thread::sleep(Duration::from_millis(200));
+    let left = alive(pid);
+    if left {
+        // SAFETY: plain kill(2) of the process our fake worker started.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!left, "the setsid child outlived its case");
+}

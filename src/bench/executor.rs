@@ -268,6 +268,8 @@ impl Executor {
         // The case is over, however it ended: nothing the worker started outlives it (a
         // background child holding stderr open would otherwise keep the reader waiting).
         crate::process::kill_group(child.id());
+        // And what left the group (`setsid`): with the worker reaped, any child of ours is one.
+        crate::process::kill_inherited();
         let (tail, miopen) = done_rx.recv_timeout(STDERR_CLOSE_WAIT).unwrap_or_default();
         forward(&rx, on_event);
         Some(Watched {

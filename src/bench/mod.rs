@@ -260,6 +260,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     );
     report.run.overrides = overrides;
     interrupt::install()?;
+    crate::process::become_subreaper();
     let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
     // The report is first written once a case has finished: a failed set-up, or a signal
     // before the first case ends, leaves an existing report as it was (the scheduler checks
