@@ -265,7 +265,7 @@ impl BenchOptions {
             return Err(UserError::invalid(
                 "timeout (--timeout, [run] timeout_s)",
                 self.timeout_s.to_string(),
-                format!("a number of seconds from {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S} (one year)"),
+                format!("a number of seconds at least {MIN_TIMEOUT_S} and at most {MAX_TIMEOUT_S} (one year)"),
             )
             .into());
         }
