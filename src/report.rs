@@ -354,6 +354,11 @@ impl Outcome {
         }
     }
 
+    /// The first line of its error (what tables, the CSV and the answer show), if any.
+    pub fn error_line(&self) -> Option<&str> {
+        self.error.as_deref().and_then(|e| e.lines().next())
+    }
+
     /// An outcome with nothing measured.
     pub fn new(status: CaseStatus, error: Option<String>, env: BTreeMap<String, String>) -> Outcome {
         Outcome {

@@ -151,30 +151,28 @@ pub fn collect() -> SystemInfo {
     }
 }
 
+/// A `KEY:  N kB` field of a `/proc` file (`/proc/meminfo`, `/proc/self/status`), in bytes.
+pub fn proc_kib_field(file: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(1024)
+}
+
 /// How much more memory this process can allocate and use, as far as the kernel says: the
 /// smaller of `MemAvailable` (`/proc/meminfo`) and, under an address-space limit (`ulimit
 /// -v`, `RLIMIT_AS`), what the limit leaves above the current `VmSize`; in bytes, with a
 /// phrase saying which it is. `None` when neither is known (not Linux).
 pub fn memory_headroom() -> Option<(u64, &'static str)> {
-    let kib = |text: &str, key: &str| -> Option<u64> {
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line[key.len()..]
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse::<u64>()
-            .ok()?
-            .checked_mul(1024)
-    };
-    let available = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| kib(&t, "MemAvailable:"))
+    let available = proc_kib_field("/proc/meminfo", "MemAvailable:")
         .map(|b| (b, "of memory available (MemAvailable in /proc/meminfo)"));
     let limit = address_space_limit().map(|lim| {
-        let used = std::fs::read_to_string("/proc/self/status")
-            .ok()
-            .and_then(|t| kib(&t, "VmSize:"))
-            .unwrap_or(0);
+        let used = proc_kib_field("/proc/self/status", "VmSize:").unwrap_or(0);
         (
             lim.saturating_sub(used),
             "of address space left under this process's limit (ulimit -v)",

@@ -418,14 +418,7 @@ try:
 except diffusers_engine.Unsupported as e:
     print("diffusers:", e)
 "#;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
-    let out = std::process::Command::new(&py)
-        .args(["-c", code])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let text = stdout(&out);
-    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let text = python_code(&py, code);
     assert!(text.contains("hip: unsupported |"), "{text}");
     assert!(
         text.contains("no GPU kernels for this GPU") && text.contains("gfx1151"),

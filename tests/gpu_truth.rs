@@ -145,14 +145,7 @@ print("cpu:", rt.apply_knobs(torch, {"tf32": "n/a"}, torch.device("cpu"))["tf32"
 torch.version.hip = "6.4.0"
 print("rocm:", rt.apply_knobs(torch, {"tf32": "off"}, cuda)["tf32"], wc.tf32_flags())
 "#;
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
-    let out = std::process::Command::new(&py)
-        .args(["-c", code])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let text = stdout(&out);
-    assert!(out.status.success(), "{text}{}", stderr(&out));
+    let text = python_code(&py, code);
     for want in [
         "on: (True, True)",
         "off: (False, False)",

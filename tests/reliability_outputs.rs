@@ -124,6 +124,46 @@ fn hanging_config(dir: &Path) -> PathBuf {
     )
 }
 
+/// A `run` of [`hanging_config`] writing `dir/r.json`, its scratch in `dir/tmp`, started and
+/// waited for until it holds its lock and has made its scratch folder.
+struct HangingRun {
+    child: Child,
+    report: PathBuf,
+    lock: PathBuf,
+    tmp: PathBuf,
+}
+
+fn start_hanging_run(dir: &Path) -> HangingRun {
+    let tmp = dir.join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let report = dir.join("r.json");
+    let config = hanging_config(dir);
+    let child = bench()
+        .args([
+            "run",
+            "--fault-hooks",
+            "--config",
+            config.to_str().unwrap(),
+            "--quiet",
+            "-o",
+        ])
+        .arg(&report)
+        .env("TMPDIR", &tmp)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lock = dir.join("r.json.lock");
+    wait_for("the lock", || lock.exists());
+    wait_for("the scratch folder", || !entries(&tmp).is_empty());
+    HangingRun {
+        child,
+        report,
+        lock,
+        tmp,
+    }
+}
+
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let t = Instant::now();
     while !done() {
@@ -150,28 +190,12 @@ fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitSta
 #[test]
 fn second_run_on_the_same_report_fails_and_sigint_cleans_up() {
     let dir = scratch();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let report = dir.path().join("r.json");
-    let config = hanging_config(dir.path());
-    let mut first = bench()
-        .args([
-            "run",
-            "--fault-hooks",
-            "--config",
-            config.to_str().unwrap(),
-            "--quiet",
-            "-o",
-            report.to_str().unwrap(),
-        ])
-        .env("TMPDIR", &tmp)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let lock = dir.path().join("r.json.lock");
-    wait_for("the lock", || lock.exists());
-    wait_for("the scratch folder", || !entries(&tmp).is_empty());
+    let HangingRun {
+        child: mut first,
+        report,
+        lock,
+        tmp,
+    } = start_hanging_run(dir.path());
     let t = Instant::now();
     let second = run_in(&tmp, &["-o", report.to_str().unwrap()]);
     let err = stderr(&second);
@@ -419,28 +443,12 @@ fn hangup_usr1_and_alarm_stop_a_run_cleanly() {
         (libc::SIGALRM, "SIGALRM"),
     ] {
         let dir = scratch();
-        let tmp = dir.path().join("tmp");
-        std::fs::create_dir(&tmp).unwrap();
-        let report = dir.path().join("r.json");
-        let config = hanging_config(dir.path());
-        let mut run = bench()
-            .args([
-                "run",
-                "--fault-hooks",
-                "--config",
-                config.to_str().unwrap(),
-                "--quiet",
-                "-o",
-            ])
-            .arg(&report)
-            .env("TMPDIR", &tmp)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let lock = dir.path().join("r.json.lock");
-        wait_for("the lock", || lock.exists());
-        wait_for("the scratch folder", || !entries(&tmp).is_empty());
+        let HangingRun {
+            child: mut run,
+            report,
+            lock,
+            tmp,
+        } = start_hanging_run(dir.path());
         // SAFETY: plain kill(2) of our own child.
         unsafe { libc::kill(run.id() as i32, sig) };
         let status = wait_exit(&mut run, Duration::from_secs(30)).expect("the run ended");
@@ -515,27 +523,9 @@ fn dash_and_dev_stdout_are_refused_before_anything_runs() {
 #[test]
 fn plot_and_exports_respect_a_running_reports_lock() {
     let dir = scratch();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let report = dir.path().join("r.json");
-    let config = hanging_config(dir.path());
-    let mut run = bench()
-        .args([
-            "run",
-            "--fault-hooks",
-            "--config",
-            config.to_str().unwrap(),
-            "--quiet",
-            "-o",
-        ])
-        .arg(&report)
-        .env("TMPDIR", &tmp)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lock = dir.path().join("r.json.lock");
-    wait_for("the lock", || lock.exists());
+    let HangingRun {
+        child: mut run, report, ..
+    } = start_hanging_run(dir.path());
     let other = crate::util::reports::save(dir.path(), "other.json", &crate::util::reports::report("h", vec![]));
     let plot = bench().arg("plot").arg(&other).arg("-o").arg(&report).output().unwrap();
     let export = bench()

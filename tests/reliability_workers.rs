@@ -3,6 +3,7 @@
 //! the case, stderr is kept bounded, worker results are checked, and the fault hook acts
 //! only under `--fault-hooks`. Workers are stood in for by small shell scripts given as
 //! the Python interpreter (the parent runs `INTERPRETER -u SCRIPT worker ... --result PATH`).
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -33,17 +34,18 @@ fn result_json(samples: &str, stat: &str) -> String {
     )
 }
 
-#[test]
-fn a_background_child_holding_stderr_neither_hangs_the_run_nor_outlives_the_case() {
-    let dir = scratch();
-    let pidfile = dir.path().join("bg.pid");
+/// A one-case torch run whose fake worker starts `start` (a shell command put in the
+/// background), writes an ok result and exits: the run's output, its report, and whether
+/// that background process outlived the run (killed here if so).
+fn run_leaving(dir: &Path, start: &str) -> (std::process::Output, PathBuf, bool) {
+    let pidfile = dir.join("bg.pid");
     let body = format!(
-        "sleep 300 &\necho $! > '{}'\nprintf '%s' '{}' > \"$r\"\nexit 0",
+        "{start} &\necho $! > '{}'\nprintf '%s' '{}' > \"$r\"\nexit 0",
         pidfile.display(),
         result_json("[0.01]", "0.01")
     );
-    let py = fake_python(dir.path(), &body);
-    let report = dir.path().join("r.json");
+    let py = fake_python(dir, &body);
+    let report = dir.join("r.json");
     let mut cmd = bench();
     cmd.args(tiny(&[
         "--engine",
@@ -57,10 +59,20 @@ fn a_background_child_holding_stderr_neither_hangs_the_run_nor_outlives_the_case
     .arg(&report);
     let out = run_bounded(cmd, Duration::from_secs(60));
     let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    // The run has ended: give a killed process a moment to vanish from /proc.
+    std::thread::sleep(Duration::from_millis(200));
     let left = alive(pid);
     if left {
+        // SAFETY: plain kill(2) of the process our fake worker started.
         unsafe { libc::kill(pid, libc::SIGKILL) };
     }
+    (out, report, left)
+}
+
+#[test]
+fn a_background_child_holding_stderr_neither_hangs_the_run_nor_outlives_the_case() {
+    let dir = scratch();
+    let (out, report, left) = run_leaving(dir.path(), "sleep 300");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!left, "the worker's background child outlived its case");
     assert_eq!(load(&report).cases[0].outcome.status.name(), "ok");
@@ -317,34 +329,7 @@ fn a_clip_that_fits_once_but_not_twice_is_written_without_a_second_copy() {
 #[test]
 fn a_child_in_its_own_session_does_not_outlive_the_case() {
     let dir = scratch();
-    let pidfile = dir.path().join("bg.pid");
-    let body = format!(
-        "setsid sleep 300 > /dev/null 2>&1 < /dev/null &\necho $! > '{}'\nprintf '%s' '{}' > \"$r\"\nexit 0",
-        pidfile.display(),
-        result_json("[0.01]", "0.01")
-    );
-    let py = fake_python(dir.path(), &body);
-    let report = dir.path().join("r.json");
-    let mut cmd = bench();
-    cmd.args(tiny(&[
-        "--engine",
-        "torch",
-        "--timeout",
-        "120",
-        "--python",
-        py.to_str().unwrap(),
-    ]))
-    .arg("-o")
-    .arg(&report);
-    let out = run_bounded(cmd, Duration::from_secs(60));
-    let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
-    // The run has ended: give a killed process a moment to vanish from /proc.
-    std::thread::sleep(Duration::from_millis(200));
-    let left = alive(pid);
-    if left {
-        // SAFETY: plain kill(2) of the process our fake worker started.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
-    }
+    let (out, _, left) = run_leaving(dir.path(), "setsid sleep 300 > /dev/null 2>&1 < /dev/null");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!left, "the setsid child outlived its case");
 }

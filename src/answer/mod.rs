@@ -236,12 +236,7 @@ fn cite(c: &CaseRecord, synthetic: bool) -> AnswerCase {
         device_peak_reserved_bytes: c.outcome.device_peak_reserved_bytes,
         error: match c.outcome.status {
             CaseStatus::Ok => None,
-            _ => c
-                .outcome
-                .error
-                .as_deref()
-                .and_then(|e| e.lines().next())
-                .map(str::to_string),
+            _ => c.outcome.error_line().map(str::to_string),
         },
     }
 }

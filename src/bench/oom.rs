@@ -15,11 +15,7 @@ pub fn read_now(device: &str) -> Option<MemoryAtFailure> {
     if crate::engine::device_kind(device) != "cpu" {
         return None;
     }
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib = |key: &str| -> Option<u64> {
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line.split_whitespace().nth(1)?.parse::<u64>().ok().map(|k| k * 1024)
-    };
+    let kib = |key: &str| crate::system::proc_kib_field("/proc/meminfo", key);
     Some(MemoryAtFailure {
         device: device.to_string(),
         total_bytes: kib("MemTotal:")?,

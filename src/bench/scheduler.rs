@@ -395,7 +395,7 @@ fn case_line(c: &CaseRecord) -> String {
             line
         }
         _ => {
-            let first = o.error.as_deref().and_then(|e| e.lines().next()).unwrap_or("");
+            let first = o.error_line().unwrap_or("");
             format!(
                 "{:<8} {}  {}",
                 o.status.name(),

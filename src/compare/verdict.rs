@@ -209,12 +209,7 @@ fn compare_case(b: &CaseRecord, c: &CaseRecord, rules: &Rules) -> CaseComparison
     let mut notes = Vec::new();
     let status_regression = b.outcome.status == CaseStatus::Ok && c.outcome.status != CaseStatus::Ok;
     if status_regression {
-        let why = c
-            .outcome
-            .error
-            .as_deref()
-            .and_then(|e| e.lines().next())
-            .unwrap_or("no error message");
+        let why = c.outcome.error_line().unwrap_or("no error message");
         notes.push(format!("status ok -> {}: {why}", c.outcome.status.name()));
     } else if b.outcome.status != CaseStatus::Ok && c.outcome.status == CaseStatus::Ok {
         notes.push(format!("fixed: was {} in the baseline", b.outcome.status.name()));

@@ -10,14 +10,11 @@ use super::{spec, EngineSpec, WorkerKind, ENGINES};
 use crate::model::Precision;
 use crate::values::Engine;
 
-/// The testing hook's value (`WAN_VAE_BENCH_FAULT`, with `run --fault-hooks`) that makes the
-/// parent treat this build as lacking the run's device, so the choice can be tested on the CPU.
-pub const CANDLE_LACKS_DEVICE: &str = "candle-lacks-device";
-
 /// Whether this build's own worker (candle) has `device` compiled in: always the CPU, CUDA
 /// and Metal only with their cargo features. `fault_hooks`: the run lets the testing hook act.
 pub fn this_build_has(device: &str, fault_hooks: bool) -> bool {
-    if fault_hooks && std::env::var(super::candle::fault::FAULT_VAR).is_ok_and(|v| v == CANDLE_LACKS_DEVICE) {
+    use super::candle::fault::{CANDLE_LACKS_DEVICE, FAULT_VAR};
+    if fault_hooks && std::env::var(FAULT_VAR).is_ok_and(|v| v == CANDLE_LACKS_DEVICE) {
         return false;
     }
     match super::device_kind(device).as_str() {

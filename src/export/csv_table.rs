@@ -171,7 +171,7 @@ pub fn csv_rows(report: &Report) -> anyhow::Result<String> {
         let mut row = vec![text(&c.id)];
         row.extend(axes.iter().map(|k| m.get(k).map(cell).unwrap_or_default()));
         row.extend(result_cells(c, report.model.is_synthetic()));
-        row.push(text(&opt(c.outcome.error.as_deref().and_then(|e| e.lines().next()))));
+        row.push(text(&opt(c.outcome.error_line())));
         w.write_record(&row)?;
     }
     Ok(String::from_utf8(w.into_inner()?)?)

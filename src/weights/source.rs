@@ -94,6 +94,16 @@ pub const PRESETS: &[Preset] = &[
     },
 ];
 
+/// `~` or `~/x` under `home` (as a shell expands them in paths read from files and
+/// variables); anything else, or no home, as it is.
+pub fn expand_home(v: &str, home: Option<&Path>) -> PathBuf {
+    match (v.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        (None, Some(h)) if v == "~" => h.to_path_buf(),
+        _ => PathBuf::from(v),
+    }
+}
+
 /// The forms `--weights` accepts, for error messages.
 const FORMS: &str = "`synthetic`, a preset (`wan2.1`, `wan2.1-comfy`, `wan2.2`, `wan2.2-comfy`; see \
                      `inspect --list-presets`), \

@@ -140,6 +140,16 @@ pub fn comfyui_tarball() -> Result<PathBuf, Missing> {
     }
 }
 
+/// `py -c code DIR`, DIR being the shipped Python worker's folder (`src/engine/python`, for
+/// `sys.path`): its stdout, the run checked successful.
+pub fn python_code(py: &Path, code: &str) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
+    let out = Command::new(py).args(["-c", code]).arg(&dir).output().unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    text
+}
+
 /// ComfyUI unpacked into `dir` from [`comfyui_tarball`]; returns its folder (the tarball's
 /// `comfyui/`).
 pub fn comfyui(dir: &Path) -> Result<PathBuf, Missing> {

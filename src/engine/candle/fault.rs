@@ -16,6 +16,11 @@ use crate::report::{CaseStatus, PassStats};
 /// Environment variable that injects a fault (testing hook).
 pub const FAULT_VAR: &str = "WAN_VAE_BENCH_FAULT";
 
+/// The parent's own value of the hook (`engine::preparer`, with `run --fault-hooks`): this
+/// build is treated as lacking the run's device, so the latent preparer's fallback can be
+/// tested on the CPU. Workers run normally under it.
+pub const CANDLE_LACKS_DEVICE: &str = "candle-lacks-device";
+
 /// The result the fault asks for, `None` when no fault is set (or it is empty). `crash`,
 /// `oom` and `hang` never return.
 pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
@@ -33,7 +38,7 @@ pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
         // The comfyui engine's own hook (its first decoder call raises ComfyUI's OOM); the
         // candle worker, here preparing a decode-only latent, runs normally.
         // `candle-lacks-device` is the parent's (`engine::preparer`).
-        "" | "comfyui-oom" | crate::engine::preparer::CANDLE_LACKS_DEVICE => None,
+        "" | "comfyui-oom" | CANDLE_LACKS_DEVICE => None,
         "crash" => {
             crate::errln!("wan-vae-bench worker: injected crash ({FAULT_VAR}=crash)");
             std::process::abort();

@@ -64,6 +64,8 @@ fn extra_vae_folders(yaml: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), UserEr
         .ok()
         .and_then(|p| p.parent().map(Path::to_path_buf))
         .unwrap_or_default();
+    let home = std::env::var_os("HOME").map(PathBuf::from).or_else(std::env::home_dir);
+    let expand = |p: &str| super::expand_home(p, home.as_deref());
     let (mut first, mut rest) = (Vec::new(), Vec::new());
     let Some(entries) = doc.as_mapping() else {
         return Ok((first, rest));
@@ -72,7 +74,7 @@ fn extra_vae_folders(yaml: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), UserEr
         let Some(conf) = conf.as_mapping() else { continue };
         let get = |k: &str| conf.get(serde_yaml_ng::Value::String(k.into()));
         let base = get("base_path").and_then(|v| v.as_str()).map(|b| {
-            let b = PathBuf::from(expand_home(b));
+            let b = expand(b);
             if b.is_absolute() {
                 b
             } else {
@@ -84,7 +86,7 @@ fn extra_vae_folders(yaml: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), UserEr
             continue;
         };
         for line in paths.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let p = PathBuf::from(expand_home(line));
+            let p = expand(line);
             let full = match &base {
                 Some(b) => b.join(p),
                 None if p.is_absolute() => p,
@@ -94,14 +96,6 @@ fn extra_vae_folders(yaml: &Path) -> Result<(Vec<PathBuf>, Vec<PathBuf>), UserEr
         }
     }
     Ok((first, rest))
-}
-
-/// `~/x` with the home folder.
-fn expand_home(p: &str) -> String {
-    match (p.strip_prefix("~/"), std::env::var("HOME")) {
-        (Some(rest), Ok(home)) => format!("{home}/{rest}"),
-        _ => p.to_string(),
-    }
 }
 
 /// The files under `folder` with a model extension, in name order, depth first; a folder

@@ -73,13 +73,7 @@ impl HubSettings {
     pub fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> Self {
         let get = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
         let home = get("HOME").map(PathBuf::from).or_else(std::env::home_dir);
-        let expand = |v: String| -> PathBuf {
-            match (v.strip_prefix("~/"), &home) {
-                (Some(rest), Some(h)) => h.join(rest),
-                _ if v == "~" => home.clone().unwrap_or_else(|| PathBuf::from(&v)),
-                _ => PathBuf::from(v),
-            }
-        };
+        let expand = |v: String| super::expand_home(&v, home.as_deref());
         let default_cache = || {
             get("XDG_CACHE_HOME")
                 .map(&expand)
