@@ -61,11 +61,16 @@ pub fn main() -> i32 {
         Command::Plot(a) => crate::export::plot_command(a),
         Command::Completions(a) => crate::completions::command(a, command()),
     };
-    match result {
+    let code = match result {
         Ok(code) => code,
         Err(err) => {
             crate::errln!("error: {err:#}");
             crate::error::EXIT_UNUSABLE
         }
+    };
+    if code == crate::error::EXIT_UNUSABLE {
+        // Refused input leaves no empty output folder behind (issue 30, item 15).
+        crate::files::remove_created_empty_folders();
     }
+    code
 }

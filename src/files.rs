@@ -26,12 +26,36 @@ use anyhow::Context;
 
 use crate::error::UserError;
 
-/// Create `path`'s parent folder when it has one and it is missing.
+/// The folders [`create_parent`] created in this process, outermost first: a command that
+/// then ends with exit 2 removes those still empty ([`remove_created_empty_folders`]).
+static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Create `path`'s parent folder when it has one and it is missing (remembered, see
+/// [`CREATED`]).
 pub fn create_parent(path: &Path) -> anyhow::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .filter(|d| !d.as_os_str().is_empty())
+            .take_while(|d| std::fs::symlink_metadata(d).is_err())
+            .map(Path::to_path_buf)
+            .collect();
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        if let Ok(mut created) = CREATED.lock() {
+            created.extend(missing.into_iter().rev());
+        }
     }
     Ok(())
+}
+
+/// Remove the folders this process created for its outputs that are still empty, innermost
+/// first: a command refused with exit 2 leaves nothing behind. A folder something was
+/// written into stays (removing a non-empty folder fails).
+pub fn remove_created_empty_folders() {
+    let created = CREATED.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
+    for dir in created.iter().rev() {
+        let _ = std::fs::remove_dir(dir);
+    }
 }
 
 /// The file a write to `path` really changes: `path` itself, or where its symlink points.

@@ -10,9 +10,11 @@
 //! - anything else (a device such as `/dev/zero` or `/dev/urandom`, a folder, a socket) is
 //!   refused before it is opened: it may never end.
 //!
-//! The limits: [`MAX_REPORT_BYTES`] (256 MiB) for a report; [`MAX_TENSOR_FILE_BYTES`] (16 GiB)
-//! for a tensor file read into memory (`run --input`, `validate --cases`): a clip of 241
-//! frames at 1920x1080 in f32 is 6 GiB, twice that in f64.
+//! The limits: [`MAX_REPORT_BYTES`] (256 MiB) for a report; for a tensor file read into
+//! memory (`run --input`, `validate --cases`, see [`tensor_file`]) the smaller of
+//! [`MAX_TENSOR_FILE_BYTES`] (16 GiB: a clip of 241 frames at 1920x1080 in f32 is 6 GiB, twice
+//! that in f64) and half the memory this process may still use, since its values are copied
+//! once more after reading.
 //!
 //! Must not: parse what it reads (JSON, safetensors, .npy are the callers' business).
 use std::io::Read;
@@ -103,6 +105,29 @@ pub fn bytes(path: &Path, what: &str, limit: u64) -> Result<Vec<u8>, UserError> 
         ));
     }
     Ok(data)
+}
+
+/// The bound for a tensor file read into memory: the smaller of [`MAX_TENSOR_FILE_BYTES`] and
+/// half of [`crate::system::memory_headroom`], with the phrase that explains it.
+pub fn tensor_limit() -> (u64, String) {
+    match crate::system::memory_headroom() {
+        Some((room, what)) if room / 2 < MAX_TENSOR_FILE_BYTES => {
+            (room / 2, format!("half of the {} {what}", size_text(room)))
+        }
+        _ => (MAX_TENSOR_FILE_BYTES, "the most the tool reads".to_string()),
+    }
+}
+
+/// Read a tensor file (`what`: `input file`, `cases file`) with [`bytes`], bounded by
+/// [`tensor_limit`]: a FIFO that never ends stops there, not when memory runs out.
+pub fn tensor_file(path: &Path, what: &str) -> Result<Vec<u8>, UserError> {
+    let (limit, why) = tensor_limit();
+    bytes(path, what, limit).map_err(|e| match e {
+        UserError::File { path, message } if message.contains("limit of") => {
+            UserError::file(path, format!("{message} ({why})"))
+        }
+        e => e,
+    })
 }
 
 /// Read `path` as UTF-8 text (see [`bytes`]).

@@ -116,7 +116,7 @@ pub struct Case {
 
 /// Read a cases file into cases sorted by name; any unknown tensor name is an error.
 pub fn read_cases(path: &Path) -> Result<Vec<Case>, UserError> {
-    let bytes = crate::read::bytes(path, "cases file", crate::read::MAX_TENSOR_FILE_BYTES)?;
+    let bytes = crate::read::tensor_file(path, "cases file")?;
     let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
         .map_err(|e| UserError::file(path, format!("cannot read cases file (expected safetensors): {e}")))?;
     let mut parts: BTreeMap<String, BTreeMap<String, Tensor>> = BTreeMap::new();
@@ -312,6 +312,33 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
     }
 }
 
+/// Every latent of the cases file (an expected one, or a decode-only case's input) has the
+/// model's channel count: a cases file of the other model is refused naming the file, the
+/// case and both models, before any case runs.
+fn check_cases_model(path: &Path, cases: &[Case], cfg: &crate::model::Config) -> Result<(), UserError> {
+    for case in cases {
+        let latent = case.latent.as_ref().unwrap_or(&case.input);
+        let channels = latent.dims().get(1).copied().unwrap_or(0);
+        if channels != cfg.z_dim {
+            let other = crate::model::ModelKind::ALL
+                .into_iter()
+                .find(|k| k.config().z_dim == channels)
+                .map_or(String::new(), |k| format!(": this cases file is for the {}", k.title()));
+            return Err(UserError::file(
+                path,
+                format!(
+                    "case {} holds a latent of {channels} channels{other}, but the weights are the {}'s ({} \
+                     channels); give the cases file of that model, or weights of the other model",
+                    case.name,
+                    cfg.kind().title(),
+                    cfg.z_dim
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The golden cases through candle, in this process.
 fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
     let device = crate::device::parse(&args.device)?;
@@ -331,6 +358,11 @@ fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         crate::files::check_output(path, "--save-outputs file")?;
     }
     let source = crate::weights::source::resolve(&args.weights)?.source;
+    check_cases_model(
+        &args.cases,
+        &cases,
+        &crate::weights::resolve_config(&source, args.model)?,
+    )?;
     let weights = crate::weights::load_model(&source, args.model)?;
     let vae = WanVae::new(&weights.config, weights.var_builder(args.precision, &device), args.conv)?;
     let opts = RunOptions {
@@ -461,12 +493,15 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
         .into());
     }
     crate::read::check_file(&args.cases, "cases file", crate::read::MAX_TENSOR_FILE_BYTES)?;
+    let source = crate::weights::source::resolve(&args.weights)?.source;
+    let cfg = crate::weights::resolve_config(&source, args.model)?;
+    check_cases_model(&args.cases, &read_cases(&args.cases)?, &cfg)?;
     let dir = tempfile::Builder::new()
         .prefix("wan-vae-bench-validate-")
         .tempdir()
         .context("cannot create a temporary folder for the Python worker")?;
     let worker = crate::engine::python::PythonWorker::write(dir.path(), interpreter.clone())?;
-    let weights = match crate::weights::source::resolve(&args.weights)?.source {
+    let weights = match source {
         crate::weights::WeightsSource::File(path) => path,
         synthetic => {
             // The Python worker reads files only: write the synthetic weights once.

@@ -43,10 +43,14 @@ fn devices_are_refused_by_every_command_that_reads_a_file() {
     let good = good.to_str().unwrap();
     let svg = dir.path().join("x.svg");
     let merged = dir.path().join("m.json");
+    // Its own report path: another test's run may hold the default one's lock.
+    let own = dir.path().join("run.json");
     let runs: Vec<(Vec<&str>, &str)> = vec![
         (
             vec![
                 "run",
+                "-o",
+                own.to_str().unwrap(),
                 "--weights",
                 "synthetic",
                 "--passes",
@@ -185,5 +189,53 @@ fn json_that_is_not_a_report_says_what_it_is() {
             out.stderr
         );
         assert!(!out.stderr.contains("invalid type"), "{}", out.stderr);
+    }
+}
+
+/// Issue 30 item 6: a FIFO given as a tensor file (`run --input`, `validate --cases`) stops at
+/// half the memory the process may still use (here its 4 GiB address space), with exit 2, not
+/// when an allocation fails.
+#[test]
+fn an_endless_fifo_as_a_tensor_file_stops_at_half_the_memory_headroom() {
+    let dir = scratch();
+    let own = dir.path().join("run.json");
+    for (i, flag) in ["--input", "--cases"].into_iter().enumerate() {
+        let fifo = dir.path().join(format!("endless{i}.safetensors"));
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let f = fifo.clone();
+        let writer = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&f).unwrap();
+            let block = vec![0u8; 1 << 20];
+            while f.write_all(&block).is_ok() {}
+        });
+        let path = fifo.to_str().unwrap();
+        let args: Vec<&str> = if flag == "--input" {
+            vec![
+                "run",
+                "-o",
+                own.to_str().unwrap(),
+                "--weights",
+                "synthetic",
+                "--passes",
+                "decode",
+                "--input",
+                path,
+                "--list",
+            ]
+        } else {
+            vec!["validate", "--weights", "synthetic", "--cases", path]
+        };
+        let out = run_bounded(&args, LIMIT);
+        release(&fifo);
+        writer.join().unwrap();
+        assert_eq!(out.code, Some(2), "{flag}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(path) && out.stderr.contains("half of the") && out.stderr.contains("ulimit -v"),
+            "{flag}: the error must name the FIFO and the bound: {}",
+            out.stderr
+        );
     }
 }

@@ -590,3 +590,27 @@ fn a_full_disk_at_the_final_write_keeps_the_cases_and_exits_1() {
     assert_eq!(r.cases.len(), 1);
     assert!(r.summary.is_none());
 }
+
+/// Issue 30 item 15: a run refused with exit 2 after its outputs were checked (here a bad
+/// `--input`) leaves none of the folders it created for them; a folder that existed stays.
+#[test]
+fn a_refused_run_leaves_no_empty_output_folders() {
+    let dir = scratch();
+    let bad = write(dir.path(), "bad.npy", "not an array");
+    std::fs::create_dir(dir.path().join("kept")).unwrap();
+    let report = dir.path().join("a/b/c/r.json");
+    let csv = dir.path().join("kept/d/e.csv");
+    let out = bench()
+        .args(["run", "--weights", "synthetic", "--passes", "decode", "--input"])
+        .arg(&bad)
+        .arg("-o")
+        .arg(&report)
+        .arg("--export-csv")
+        .arg(&csv)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("bad.npy"), "{}", stderr(&out));
+    assert!(!dir.path().join("a").exists(), "{:?}", entries(dir.path()));
+    assert!(dir.path().join("kept").is_dir() && !dir.path().join("kept/d").exists());
+}

@@ -136,3 +136,99 @@ fn small_tiles_get_the_overlap_the_help_promises() {
         "{help}"
     );
 }
+
+/// Issue 30 item 17: a `.pth` whose tensor entry is marked compressed (a checkpoint re-zipped
+/// by another tool) is refused up front, as `inspect` refused it, not `unsupported` in every
+/// case.
+#[test]
+fn a_pth_with_a_compressed_entry_exits_2_naming_it() {
+    let dir = scratch();
+    let mut bytes = std::fs::read(fixture("wan21_tiny.weights.pth")).unwrap();
+    // Mark the first tensor entry as deflated (method 8) in its central directory record and
+    // its local header: the up-front check reads the method, never the data.
+    let u16_at = |b: &[u8], i: usize| u16::from_le_bytes([b[i], b[i + 1]]) as usize;
+    let mut entry = None;
+    let mut at = 0;
+    while let Some(i) = bytes[at..].windows(4).position(|w| w == b"PK\x01\x02") {
+        let c = at + i;
+        let name_len = u16_at(&bytes, c + 28);
+        let name = String::from_utf8(bytes[c + 46..c + 46 + name_len].to_vec()).unwrap();
+        if name.contains("/data/") {
+            let local = u32::from_le_bytes(bytes[c + 42..c + 46].try_into().unwrap()) as usize;
+            assert_eq!(&bytes[local..local + 4], b"PK\x03\x04");
+            bytes[c + 10] = 8;
+            bytes[local + 8] = 8;
+            entry = Some(name);
+            break;
+        }
+        at = c + 4;
+    }
+    let entry = entry.expect("the fixture has a tensor entry");
+    let packed = dir.path().join("packed.pth");
+    std::fs::write(&packed, bytes).unwrap();
+    let out = list(&["--weights"], &[&packed]);
+    assert_exit_2_naming(&out, &["packed.pth", &entry, "compressed", "torch.save"]);
+}
+
+/// Issue 30 item 12: checking axis values for duplicates is linear. 300,000 chunk values
+/// (quadratic checking took about 80 s here) are refused for the case limit at once.
+#[test]
+fn a_huge_axis_is_checked_in_linear_time() {
+    let dir = scratch();
+    let values: Vec<String> = (1..=300_000).map(|i| i.to_string()).collect();
+    let m = write(
+        dir.path(),
+        "m.toml",
+        &format!(
+            "[model]\nweights = \"synthetic\"\n[matrix]\nchunk = [{}]\n",
+            values.join(",")
+        ),
+    );
+    let t = std::time::Instant::now();
+    let out = list(&["-c"], &[&m]);
+    assert_exit_2_naming(&out, &["300000 cases", "--max-cases"]);
+    // A loose bound (the check itself takes well under a second): far below the quadratic cost.
+    assert!(t.elapsed().as_secs() < 20, "took {:?}", t.elapsed());
+}
+
+/// Issue 30 item 16: each error names the file and its key, or the file and what it holds.
+#[test]
+fn matrix_keys_and_cases_files_are_named_in_their_errors() {
+    let dir = scratch();
+    let missing = dir.path().join("nowhere");
+    for (name, body, words) in [
+        (
+            "input.toml",
+            "[run]\ninput = \"\"\n",
+            vec!["input.toml", "run.input", "\"\""],
+        ),
+        (
+            "empty.toml",
+            "[model]\ncomfyui = \"\"\n",
+            vec!["empty.toml", "model.comfyui", "empty string"],
+        ),
+        (
+            "gone.toml",
+            &*format!("[model]\ncomfyui = {:?}\n", missing.to_str().unwrap()),
+            vec!["gone.toml", "[model] comfyui", "nowhere", "not an existing folder"],
+        ),
+    ] {
+        let m = write(
+            dir.path(),
+            name,
+            &format!("[model]\nweights = \"synthetic\"\n{}", body.replace("[model]\n", "")),
+        );
+        let out = list(&["-c"], &[&m]);
+        assert_exit_2_naming(&out, &words);
+    }
+    // A cases file of the other model: refused naming it and both models, before any case.
+    let out = bench()
+        .args(["validate", "--weights", "synthetic", "--model", "wan2.1", "--cases"])
+        .arg(fixture("wan22_tiny.cases.safetensors"))
+        .output()
+        .unwrap();
+    assert_exit_2_naming(
+        &out,
+        &["wan22_tiny.cases.safetensors", "Wan 2.2", "Wan 2.1", "48 channels"],
+    );
+}

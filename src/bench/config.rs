@@ -74,6 +74,13 @@ impl ModelSection {
                     format!("the path of the {engine} engine's folder, as a string"),
                 ));
             };
+            if dir.is_empty() {
+                return Err(UserError::invalid(
+                    format!("model.{key}"),
+                    dir,
+                    format!("the path of the {engine} engine's folder (an empty string names no folder)"),
+                ));
+            }
             dirs.0.insert(engine, dir.into());
         }
         Ok(dirs)
@@ -102,8 +109,20 @@ pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
         if let Some(input) = &opts.input {
             opts.input = Some(dir.join(input));
         }
-        for folder in opts.engine_dirs.0.values_mut() {
+        for (engine, folder) in opts.engine_dirs.0.iter_mut() {
             *folder = dir.join(&*folder);
+            // Checked here, so that the error names the file and its key, not a flag.
+            if !folder.is_dir() {
+                let key = crate::engine::spec(*engine).folder.map_or("?", |f| f.flag);
+                return Err(UserError::file(
+                    path,
+                    format!(
+                        "[model] {key} = {:?} is not an existing folder: expected the {engine} engine's folder",
+                        folder.display().to_string()
+                    ),
+                )
+                .into());
+            }
         }
     }
     Ok(opts)
@@ -174,7 +193,12 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         axes,
         variants,
         unset: BTreeMap::new(),
-        input: file.run.input.map(Into::into),
+        input: match file.run.input {
+            Some(i) if i.is_empty() => {
+                return Err(UserError::invalid("run.input", i, "the path of a .safetensors or .npy file").into())
+            }
+            i => i.map(Into::into),
+        },
         input_tensor: file.run.input_tensor,
         budgets: file.budgets.into_budgets()?,
         python: file.model.python,

@@ -52,6 +52,7 @@ pub fn parse_flag(text: &str) -> Result<EnvSweep, String> {
              sweep the empty string"
         ));
     }
+    let mut seen = std::collections::HashSet::new();
     for v in list.split(',') {
         if v.contains('\0') {
             return Err(format!(
@@ -59,7 +60,7 @@ pub fn parse_flag(text: &str) -> Result<EnvSweep, String> {
             ));
         }
         let value = (v != UNSET).then(|| v.to_string());
-        if values.contains(&value) {
+        if !seen.insert(value.clone()) {
             return Err(format!("value `{v}` of {name} is given twice: give each value once"));
         }
         values.push(value);

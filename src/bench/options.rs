@@ -68,9 +68,11 @@ impl Axes {
             return Err(UserError::Other(format!("{from} is empty: give at least one value")));
         }
         let mut canonical: Vec<String> = Vec::with_capacity(values.len());
+        // A set beside the list: checking for duplicates stays linear in the values given.
+        let mut seen = std::collections::HashSet::with_capacity(values.len());
         for v in values {
             let c = axis.canonical(from, v.as_ref())?;
-            if canonical.contains(&c) {
+            if !seen.insert(c.clone()) {
                 return Err(UserError::invalid(from, c, "each value once (duplicate)"));
             }
             canonical.push(c);

@@ -59,7 +59,7 @@ fn err(path: &Path, message: impl Into<String>) -> UserError {
 
 /// Read `path` (picking `tensor` when given) and check it against `cfg`.
 pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile, UserError> {
-    let bytes = crate::read::bytes(path, "input file", crate::read::MAX_TENSOR_FILE_BYTES)?;
+    let bytes = crate::read::tensor_file(path, "input file")?;
     let sha256 = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&bytes));
     let is_npy = path.extension().and_then(|e| e.to_str()) == Some("npy") || bytes.starts_with(b"\x93NUMPY");
     let (name, shape, dtype, values, comfy) = if is_npy {

@@ -31,6 +31,19 @@ pub fn check_only_tensors(path: &Path) -> Result<(), UserError> {
     };
     let file = std::fs::File::open(path).map_err(|e| bad(e.to_string()))?;
     let mut zip = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(|e| bad(e.to_string()))?;
+    // torch.save stores every entry uncompressed, and candle reads only those: a compressed
+    // one (a checkpoint re-zipped by another tool) would fail every candle case.
+    for i in 0..zip.len() {
+        let entry = zip.by_index_raw(i).map_err(|e| bad(e.to_string()))?;
+        if entry.compression() != zip::CompressionMethod::Stored {
+            return Err(bad(format!(
+                "entry {} is compressed ({}); the candle engine reads only uncompressed entries, as \
+                 torch.save writes them: save it again with torch.save, or convert it to .safetensors",
+                entry.name().unwrap_or_default(),
+                entry.compression()
+            )));
+        }
+    }
     let names: Vec<String> = zip
         .file_names()
         .filter_map(|n| n.ok().map(|n| n.into_owned()))
