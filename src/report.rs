@@ -15,6 +15,9 @@ pub use crate::tool::ToolInfo;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, Summary, Verdict};
 
 mod summary;
+mod worker_use;
+
+pub use worker_use::WorkerUse;
 
 /// Version of this report layout; bump on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -145,6 +148,11 @@ pub struct RunSettings {
     pub shuffle_seed: Option<u64>,
     /// Matrix file used, if any.
     pub config_path: Option<String>,
+    /// `worker`: cases of one engine and env variant shared a worker process (each case's
+    /// `worker` says fresh or reused); `case`: one process per case (`run --isolate case`).
+    /// Absent in older reports (one process per case).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub isolate: String,
     /// Interpreter of the Python engines as given (absent when only candle ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<String>,
@@ -324,6 +332,9 @@ pub struct Outcome {
     /// parent's reading of the CPU's); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_at_failure: Option<MemoryAtFailure>,
+    /// The worker process: fresh or reused, and its start-up costs ([`WorkerUse`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worker: Option<WorkerUse>,
 }
 
 /// The memory of a case's device when it ran out of it (`memory_at_failure`).
@@ -378,6 +389,7 @@ impl Outcome {
             engine_case: None,
             knobs_in_force: None,
             memory_at_failure: None,
+            worker: None,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! The values that settings and options take, and how they are spelled: the engines,
 //! PyTorch on/off knobs, MIOpen databases, timed passes, 16-bit modes of the Python engines
-//! ([`TorchPrecision`]), case order ([`Order`]), the Python interpreter
+//! ([`TorchPrecision`]), case order ([`Order`]), worker sharing ([`Isolate`]), the Python interpreter
 //! ([`python_interpreter`]), and the parsers of sizes, tilings, counts and devices with the
 //! canonical names that go with them. Every parser takes `what` (the flag or key the user
 //! wrote) and its error names it and what would be valid.
@@ -413,6 +413,26 @@ pub fn tf32_flag(s: &str) -> Result<Switch, UserError> {
 /// `--order` value (clap value parser).
 pub fn order_flag(s: &str) -> Result<Order, UserError> {
     Order::parse("--order", s)
+}
+
+/// How cases are spread over worker processes (`run --isolate`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Isolate {
+    /// Cases that may share a process do (`bench::executor::worker_key`).
+    #[default]
+    Worker,
+    /// One process per case.
+    Case,
+}
+
+impl Isolate {
+    /// The report's `run.isolate`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolate::Worker => "worker",
+            Isolate::Case => "case",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -333,9 +333,11 @@ fn the_cases_knobs_win_over_comfyuis_start_up() {
         dir.path(),
         "python-cudnn-on",
         &format!(
-            "#!{}\nimport json, os, sys\nargs = sys.argv[1:]\nif \"--case-json\" in args:\n    \
-             i = args.index(\"--case-json\") + 1\n    spec = json.loads(args[i])\n    spec[\"cudnn\"] = \"on\"\n    \
-             args[i] = json.dumps(spec)\nos.execv({real:?}, [{real:?}] + args)\n",
+            "#!{}\nimport json, os, subprocess, sys\nargs = sys.argv[1:]\nif \"--session\" not in args:\n    \
+             os.execv({real:?}, [{real:?}] + args)\np = subprocess.Popen([{real:?}] + args, stdin=subprocess.PIPE, \
+             text=True)\nfor line in sys.stdin:\n    path = line.rstrip(\"\\n\").split(\"\\t\")[0]\n    \
+             spec = json.load(open(path))\n    spec[\"cudnn\"] = \"on\"\n    json.dump(spec, open(path, \"w\"))\n    \
+             p.stdin.write(line)\n    p.stdin.flush()\np.stdin.close()\nsys.exit(p.wait())\n",
             real.display(),
             real = real.display().to_string()
         ),

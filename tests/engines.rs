@@ -296,9 +296,10 @@ fn the_parent_writes_synthetic_weights_and_the_clip_once_for_every_engine() {
     let py = need!(python());
     let dir = scratch();
     let spec_file = dir.path().join("spec.json");
-    // The wrapper keeps the spec (the argument after --case-json), then runs the worker.
+    // The wrapper keeps a copy of each case's spec file (the first field of each stdin line)
+    // as it passes the lines on to the worker.
     let body = format!(
-        "prev=\nfor a in \"$@\"; do [ \"$prev\" = --case-json ] && printf '%s' \"$a\" > '{}'; prev=$a; done\nexec '{}' \"$@\"",
+        "while IFS= read -r line; do cp \"${{line%%\t*}}\" '{}'; printf '%s\\n' \"$line\"; done | '{}' \"$@\"",
         spec_file.display(),
         py.display()
     );

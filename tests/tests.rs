@@ -28,6 +28,7 @@ mod reliability_setup;
 mod reliability_workers;
 mod run_cli;
 mod same_file;
+mod shared_workers;
 mod up_front_checks;
 mod util;
 mod validate_cli;

@@ -1,4 +1,5 @@
-//! Spawning one worker process per case, as the case's engine says
+//! Running cases in worker processes ([`super::live_worker`]): one per group of cases that may share one
+//! ([`worker_key`]; one per case with `run --isolate case` or `miopen_db = fresh`), as the case's engine says
 //! ([`crate::engine::WorkerKind`]): this binary's hidden `worker` subcommand, or the Python
 //! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group ([`crate::process`]) with the variant's variables (plus
 //! a random-length padding variable, as hyperfine does) added to the environment, and with
@@ -14,30 +15,21 @@
 //! ([`super::interrupt`]) kills the worker in flight.
 //!
 //! Must not: know what a worker measures (it passes the spec through) or touch the report.
-use std::collections::{BTreeMap, VecDeque};
-use std::io::BufRead;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use super::miopen::MiopenParser;
-use crate::engine::protocol::{self, WorkerResult, WorkerSpec, PHASE_MARKER};
+use super::live_worker::{CaseEnd, LiveWorker};
+pub use super::live_worker::{WorkerEvent, STDERR_LINE_BYTES, STDERR_TAIL_LINES};
+use crate::engine::protocol::{self, WorkerResult, WorkerSpec};
 use crate::engine::python::{interpreter_problem, PythonWorker};
 use crate::engine::WorkerKind;
 use crate::lock::FolderMark;
-use crate::report::{CaseStatus, MiopenLog};
+use crate::report::{CaseStatus, WorkerUse};
 use crate::values::MiopenDb;
-
-/// Lines of worker stderr kept for the report.
-pub const STDERR_TAIL_LINES: usize = 40;
-/// Bytes kept of one stderr line (the rest of a longer line is dropped, marked `[...]`).
-pub const STDERR_LINE_BYTES: usize = 1024;
-/// How long the parent waits, once the worker's group is killed, for its stderr to close
-/// (a process that left the group may hold it open); then the tail read so far is used.
-const STDERR_CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 /// Padding variable whose random length shifts the environment size between cases.
 pub const PADDING_VAR: &str = "WAN_VAE_BENCH_ENV_PADDING";
@@ -65,6 +57,11 @@ pub struct Executor {
     /// The Python worker (in the scratch directory), once [`Executor::prepare_python`]
     /// wrote it.
     pub python: Option<PythonWorker>,
+    /// `run --isolate case`: every case in a worker of its own (else cases with the same
+    /// [`worker_key`] share one).
+    pub isolate_cases: bool,
+    /// The worker kept for the next case of its group.
+    live: Option<LiveWorker>,
 }
 
 /// Name prefix of scratch folders in the temp directory.
@@ -102,6 +99,8 @@ impl Executor {
             dir: Some(dir),
             _mark: mark,
             python: None,
+            isolate_cases: false,
+            live: None,
         })
     }
 
@@ -116,10 +115,13 @@ impl Executor {
         protocol::outputs_path(&self.scratch, id)
     }
 
-    /// Run one case; `on_phase` receives the worker's phase markers. Never fails: spawn
-    /// errors, crashes and timeouts become a result with the matching status.
+    /// Run one case; `on_event` receives the worker's phase markers. Never fails: spawn
+    /// errors, crashes and timeouts become a result with the matching status. The case
+    /// runs in the live worker when it was started for the same [`worker_key`] (and the run
+    /// shares workers), else in a new one; a worker that crashed, hung or was killed is
+    /// gone, and the next case starts another.
     pub fn run(
-        &self,
+        &mut self,
         spec: &WorkerSpec,
         vars: &BTreeMap<String, String>,
         unset: &[String],
@@ -131,51 +133,131 @@ impl Executor {
             let _ = std::fs::remove_file(outputs);
         }
         let mut vars = vars.clone();
-        // The fresh MIOpen folder lives as long as the case (removed when dropped).
-        let _fresh_db = match self.fresh_db(spec, &mut vars) {
+        // The fresh MIOpen folder lives as long as the case (removed when dropped), and so
+        // does its worker (`worker_key`: such a case never shares one).
+        let fresh_db = match self.fresh_db(spec, &mut vars) {
             Ok(d) => d,
             Err(msg) => return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars),
         };
-        let launch = match self.launch(spec) {
-            Ok(l) => l,
-            Err((status, msg)) => return WorkerResult::empty(status, Some(msg), vars),
+        let key = worker_key(spec, &vars, unset);
+        let shared = !self.isolate_cases && fresh_db.is_none();
+        if let Some(w) = self.live.take() {
+            if shared && w.key == key {
+                self.live = Some(w);
+            } else {
+                w.end();
+            }
+        }
+        let mut worker = match self.live.take() {
+            Some(w) => w,
+            None => match self.start(spec, &vars, unset, key) {
+                Ok(w) => w,
+                Err((status, msg)) => return WorkerResult::empty(status, Some(msg), vars),
+            },
         };
-        let spec_json = serde_json::to_string(spec).expect("spec serializes");
+        let spec_path = protocol::spec_path(&self.scratch, &spec.id);
+        let written = serde_json::to_string(spec)
+            .map_err(anyhow::Error::from)
+            .and_then(|json| crate::files::write_atomic(&spec_path, json));
+        if let Err(e) = written {
+            worker.end();
+            let msg = format!("cannot write the case's spec file {}: {e:#}", spec_path.display());
+            return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+        }
+        let cases_before = worker.cases_run;
+        // A worker that already died cannot take the case (its stdin is closed): watching it
+        // then gives its exit status, the case's outcome.
+        let _ = worker.send(&spec_path, &result_path);
+        let mut watched = worker.watch_case(Instant::now() + self.timeout, self.show_output, on_event);
+        let _ = std::fs::remove_file(&spec_path);
+        let mut used = WorkerUse {
+            process: if cases_before == 0 { "fresh" } else { "reused" }.to_string(),
+            pid: Some(worker.pid()),
+            cases_before,
+            spawn_to_ready_s: (cases_before == 0).then_some(worker.spawn_to_ready_s).flatten(),
+            ..WorkerUse::default()
+        };
+        let (timed_out, status) = match watched.end {
+            CaseEnd::Done if shared => {
+                self.live = Some(worker);
+                (false, None)
+            }
+            CaseEnd::Done => {
+                worker.end();
+                (false, None)
+            }
+            CaseEnd::Interrupted => {
+                worker.finish_dead(&mut watched);
+                let msg = "interrupted: the run received a signal and stopped this worker".to_string();
+                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+            }
+            CaseEnd::TimedOut => {
+                worker.finish_dead(&mut watched);
+                (true, None)
+            }
+            CaseEnd::Exited(status) => {
+                worker.finish_dead(&mut watched);
+                (false, status)
+            }
+        };
+        drop(fresh_db);
+        let tail_text = watched.tail.join("\n");
+        let mut result = self.outcome(timed_out, status, &result_path, &tail_text, &vars);
+        if let Err(why) = result.check(spec) {
+            let msg = format!("the worker's result is not valid: {why}{}", stderr_suffix(&tail_text));
+            result = WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+        }
+        if let Some(own) = result.outcome.worker.take() {
+            used.import_s = own.import_s;
+            used.model_reused = own.model_reused;
+        }
+        let parts = [used.spawn_to_ready_s, used.import_s, result.outcome.load_s];
+        if parts.iter().any(Option::is_some) {
+            used.startup_s = Some(parts.iter().flatten().sum());
+        }
+        result.outcome.worker = Some(used);
+        result.outcome.miopen = watched.miopen;
+        result
+    }
+
+    /// Start a worker for the case's engine with the case's environment, or say why not.
+    fn start(
+        &self,
+        spec: &WorkerSpec,
+        vars: &BTreeMap<String, String>,
+        unset: &[String],
+        key: String,
+    ) -> Result<LiveWorker, (CaseStatus, String)> {
         let Launch {
             mut cmd,
             cannot_start,
             spawn_failure,
-        } = launch;
+        } = self.launch(spec)?;
+        // The scratch folder on its command line names the run it belongs to (`ps`).
         cmd.arg("worker")
-            .arg("--case-json")
-            .arg(&spec_json)
-            .arg("--result")
-            .arg(&result_path)
-            .envs(&vars)
+            .arg("--session")
+            .arg(&self.scratch)
+            .envs(vars)
             .env(PADDING_VAR, "X".repeat((crate::shuffle::fresh_u64() % 4096) as usize))
-            .stdin(Stdio::null())
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         for name in unset {
             cmd.env_remove(name);
         }
         crate::process::isolate(&mut cmd);
-        let child = match cmd.spawn() {
-            Ok(c) => c,
-            Err(e) => return WorkerResult::empty(spawn_failure, Some(format!("{cannot_start}: {e}")), vars),
-        };
-        let Some(watched) = self.watch(child, on_event) else {
-            let msg = "interrupted: the run received a signal and stopped this worker".to_string();
-            return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
-        };
-        let tail_text = watched.tail.join("\n");
-        let mut result = self.outcome(watched.timed_out, watched.status, &result_path, &tail_text, &vars);
-        if let Err(why) = result.check(spec) {
-            let msg = format!("the worker's result is not valid: {why}{}", stderr_suffix(&tail_text));
-            result = WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+        let spawned = Instant::now();
+        match cmd.spawn() {
+            Ok(child) => Ok(LiveWorker::new(child, spawned, key)),
+            Err(e) => Err((spawn_failure, format!("{cannot_start}: {e}"))),
         }
-        result.outcome.miopen = watched.miopen;
-        result
+    }
+
+    /// End the live worker, if any (the run is over, or the next case needs another).
+    pub fn end_worker(&mut self) {
+        if let Some(w) = self.live.take() {
+            w.end();
+        }
     }
 
     /// With `miopen_db = fresh`, the case's empty MIOpen database folder, with the variables
@@ -223,63 +305,6 @@ impl Executor {
         }
     }
 
-    /// Wait for the worker: forward its phase markers, keep its stderr tail and MIOpen log
-    /// lines, kill its group at the timeout. `None` when a signal stopped the run (the
-    /// worker is killed).
-    fn watch(&self, mut child: std::process::Child, on_event: &mut dyn FnMut(WorkerEvent<'_>)) -> Option<Watched> {
-        let stderr = child.stderr.take().expect("stderr piped");
-        let (tx, rx) = mpsc::channel::<Line>();
-        let (done_tx, done_rx) = mpsc::channel();
-        let show = self.show_output;
-        std::thread::spawn(move || {
-            let _ = done_tx.send(read_stderr(stderr, &tx, show));
-        });
-        let forward = |rx: &mpsc::Receiver<Line>, on_event: &mut dyn FnMut(WorkerEvent<'_>)| {
-            while let Ok(line) = rx.try_recv() {
-                match &line {
-                    Line::Phase(p) => on_event(WorkerEvent::Phase(p)),
-                    Line::Output(o) => on_event(WorkerEvent::Output(o)),
-                }
-            }
-        };
-        let deadline = Instant::now() + self.timeout;
-        let mut timed_out = false;
-        let status = loop {
-            forward(&rx, on_event);
-            match child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) => {}
-                Err(_) => break None,
-            }
-            if super::interrupt::received().is_some() {
-                crate::process::kill_group(child.id());
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-            if Instant::now() >= deadline {
-                timed_out = true;
-                crate::process::kill_group(child.id());
-                let _ = child.kill();
-                break child.wait().ok();
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        };
-        // The case is over, however it ended: nothing the worker started outlives it (a
-        // background child holding stderr open would otherwise keep the reader waiting).
-        crate::process::kill_group(child.id());
-        // And what left the group (`setsid`): with the worker reaped, any child of ours is one.
-        crate::process::kill_inherited();
-        let (tail, miopen) = done_rx.recv_timeout(STDERR_CLOSE_WAIT).unwrap_or_default();
-        forward(&rx, on_event);
-        Some(Watched {
-            timed_out,
-            status,
-            tail,
-            miopen,
-        })
-    }
-
     /// The case's result: the worker's file, or what its death says.
     fn outcome(
         &self,
@@ -323,6 +348,22 @@ impl Executor {
     }
 }
 
+/// Which cases may share a worker process: those of the same engine (and so interpreter and
+/// folder) with the same environment (the variant's variables, those it removes) on the run's
+/// one device. MIOpen, ROCm and torch read their variables once per process, so an env
+/// variant never shares a process with another. Precision, tiling, chunk, knobs, size,
+/// frames and passes are set per case. (A `miopen_db = fresh` case never shares: the
+/// executor gives it a worker of its own.)
+pub fn worker_key(spec: &WorkerSpec, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
+    let engine = spec.settings.engine.name();
+    let dir = spec
+        .engine_dir
+        .as_deref()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    serde_json::json!([engine, dir, vars, unset]).to_string()
+}
+
 /// How a case's worker starts: its command, and what a failure to start it says and is
 /// recorded as.
 struct Launch {
@@ -330,90 +371,6 @@ struct Launch {
     /// The error's start, naming the program (`cannot start worker PATH`).
     cannot_start: String,
     spawn_failure: CaseStatus,
-}
-
-/// What a running worker tells the scheduler.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerEvent<'a> {
-    /// A phase marker (`load`, `encode 2/3`, ...).
-    Phase(&'a str),
-    /// A line of its stderr, with [`Executor::show_output`].
-    Output(&'a str),
-}
-
-/// A stderr line as the reader thread passes it on.
-enum Line {
-    Phase(String),
-    Output(String),
-}
-
-/// What watching a worker to its end gave.
-struct Watched {
-    timed_out: bool,
-    status: Option<ExitStatus>,
-    /// The last [`STDERR_TAIL_LINES`] lines of stderr that were neither phase markers nor
-    /// MIOpen log lines.
-    tail: Vec<String>,
-    miopen: Option<MiopenLog>,
-}
-
-/// Read a worker's stderr to its end: phase markers go to `phases`, MIOpen's solver and
-/// command lines to the log (not the tail: MIOpen logs a lot at level 5, which would push
-/// the real error out of the tail), the rest to the tail.
-fn read_stderr(
-    stderr: impl std::io::Read,
-    lines_out: &mpsc::Sender<Line>,
-    show: bool,
-) -> (Vec<String>, Option<MiopenLog>) {
-    let mut tail = VecDeque::new();
-    let mut miopen = MiopenParser::default();
-    let mut lines = std::io::BufReader::new(stderr);
-    let mut buf = Vec::new();
-    while matches!(read_line_capped(&mut lines, &mut buf, STDERR_LINE_BYTES), Ok(n) if n > 0) {
-        let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-        buf.clear();
-        if let Some(p) = line.strip_prefix(PHASE_MARKER) {
-            let _ = lines_out.send(Line::Phase(p.to_string()));
-            continue;
-        }
-        if show {
-            let _ = lines_out.send(Line::Output(line.clone()));
-        }
-        if miopen.line(&line) {
-            continue;
-        }
-        if tail.len() == STDERR_TAIL_LINES {
-            tail.pop_front();
-        }
-        tail.push_back(line);
-    }
-    (tail.into_iter().collect(), miopen.finish())
-}
-
-/// Read one line (through `\n`) into `buf`, keeping at most `cap` bytes of it (a longer
-/// line ends in `[...]`); the number of bytes consumed, 0 at the end.
-fn read_line_capped(r: &mut impl BufRead, buf: &mut Vec<u8>, cap: usize) -> std::io::Result<usize> {
-    let mut consumed = 0;
-    loop {
-        let chunk = r.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok(consumed);
-        }
-        let (take, end) = match chunk.iter().position(|&b| b == b'\n') {
-            Some(i) => (i + 1, true),
-            None => (chunk.len(), false),
-        };
-        let room = cap.saturating_sub(buf.len());
-        buf.extend_from_slice(&chunk[..take.min(room)]);
-        if take > room && !buf.ends_with(b"[...]") {
-            buf.extend_from_slice(b"[...]");
-        }
-        r.consume(take);
-        consumed += take;
-        if end {
-            return Ok(consumed);
-        }
-    }
 }
 
 /// A case's empty MIOpen database folder, removed when dropped.
@@ -436,6 +393,7 @@ impl Drop for FreshDir {
 
 impl Drop for Executor {
     fn drop(&mut self) {
+        self.end_worker();
         if let Some(dir) = self.dir.take() {
             let path = dir.keep();
             if self.keep {

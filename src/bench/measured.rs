@@ -45,9 +45,29 @@ pub fn line(report: &Report, kind: ModelKind) -> String {
         }
     };
     format!(
-        "measured: {}, {weights}, on {} with {}; best GFLOP/s: {gflops}",
+        "measured: {}, {weights}, on {} with {}; {}; best GFLOP/s: {gflops}",
         kind.title(),
         report.run.device,
-        threads()
+        threads(),
+        workers(report)
+    )
+}
+
+/// How the cases were spread over worker processes: `3 worker processes for 12 cases
+/// (shared by engine and env variant; --isolate case for one each)` or `one process per
+/// case (--isolate case)`.
+fn workers(report: &Report) -> String {
+    if report.run.isolate == "case" {
+        return "one worker process per case (--isolate case)".to_string();
+    }
+    let pids: std::collections::BTreeSet<u32> = report
+        .cases
+        .iter()
+        .filter_map(|c| c.outcome.worker.as_ref()?.pid)
+        .collect();
+    format!(
+        "{} worker process(es) for {} case(s), shared by engine and env variant (--isolate case: one each)",
+        pids.len(),
+        report.cases.len()
     )
 }

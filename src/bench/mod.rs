@@ -1,4 +1,4 @@
-//! The benchmark run: `run` (matrix -> shuffled cases -> one worker process per case ->
+//! The benchmark run: `run` (matrix -> shuffled cases -> worker processes, shared per engine and env variant ->
 //! report rewritten after every case -> summary table). `docs/architecture.md` draws the
 //! data flow.
 //!
@@ -33,6 +33,7 @@ pub mod env_sweep;
 pub mod executor;
 pub mod flags;
 pub mod interrupt;
+pub mod live_worker;
 pub mod matrix;
 mod measured;
 pub mod miopen;
@@ -95,6 +96,12 @@ pub struct RunArgs {
     /// Print the planned cases (id, passes, GFLOP per pass, total) and exit without running.
     #[arg(long)]
     pub list: bool,
+    /// `worker` (default): the cases of one engine and env variant share a worker process,
+    /// which imports and loads the model once (a shuffled order is grouped by worker,
+    /// shuffled within and between groups); `case`: one fresh process per case, each paying
+    /// the start-up again.
+    #[arg(long, value_enum, default_value_t = crate::values::Isolate::Worker)]
+    pub isolate: crate::values::Isolate,
     /// Largest matrix accepted (default 10000): a bigger one is refused before it is built.
     #[arg(long = "max-cases", value_name = "N")]
     pub max_cases: Option<u64>,
@@ -239,7 +246,12 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
             Some(file)
         }
     };
-    let (cases, seed) = plan_cases(&opts, &model.cfg)?;
+    let (mut cases, seed) = plan_cases(&opts, &model.cfg)?;
+    // A shuffled order is grouped by worker; an order as written stays as written (a worker
+    // then ends wherever the next case needs another).
+    if args.isolate == crate::values::Isolate::Worker && opts.order == crate::values::Order::Shuffled {
+        scheduler::group_by_worker(&mut cases);
+    }
     let settings: Vec<_> = cases.iter().map(|c| c.settings.clone()).collect();
     let latent = input.as_ref().is_some_and(|i| i.is_latent);
     crate::engine::preparer::check_run(&opts.device, &settings, latent, args.fault_hooks)?;
@@ -259,6 +271,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         args.fault_hooks,
     );
     report.run.overrides = overrides;
+    report.run.isolate = args.isolate.name().to_string();
     interrupt::install()?;
     crate::process::become_subreaper();
     let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
@@ -423,6 +436,7 @@ fn new_report(
             timeout_s: opts.timeout_s,
             order: opts.order.name().to_string(),
             shuffle_seed: seed,
+            isolate: String::new(),
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
             interrupted: None,
             input: input.map(|i| i.record.clone()),
@@ -452,6 +466,7 @@ fn start_workers(
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
     executor.show_output = args.flags.show_output;
+    executor.isolate_cases = args.isolate == crate::values::Isolate::Case;
     let worker_input = match &input {
         Some(file) => Some(file.save(&executor.scratch.join("input.safetensors"))?),
         None => None,

@@ -32,6 +32,22 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
     }
 }
 
+/// Put the cases that may share a worker process next to each other, so that each group's
+/// worker starts once: groups in the order of their first case, cases within a group in
+/// their order, except that those of one precision follow each other, so the worker builds
+/// the model once per precision (a shuffled order stays shuffled within and between groups).
+/// The grouping is the executor's (`executor::worker_key`): engine and environment.
+pub fn group_by_worker(cases: &mut [Case]) {
+    let key = |c: &Case| serde_json::json!([c.settings.engine.name(), c.env_vars, c.env_unset]).to_string();
+    let model = |c: &Case| format!("{}{:?}", key(c), c.settings.precision);
+    let (mut first, mut first_model) = (BTreeMap::new(), BTreeMap::new());
+    for (i, c) in cases.iter().enumerate() {
+        first.entry(key(c)).or_insert(i);
+        first_model.entry(model(c)).or_insert(i);
+    }
+    cases.sort_by_key(|c| (first[&key(c)], first_model[&model(c)]));
+}
+
 /// Names extra variables for the workers to record in each case's `env`
 /// (comma-separated); the variables `--env-var` sweeps are recorded anyway.
 pub const RECORD_ENV_VAR: &str = "WAN_VAE_BENCH_RECORD_ENV";

@@ -20,6 +20,13 @@ use crate::weights::WeightsSource;
 /// Prefix of the stderr lines through which the worker tells the parent its current phase.
 pub const PHASE_MARKER: &str = "@@wan-vae-bench-phase ";
 
+/// The stderr line a worker (`worker --session`) prints once, when it is ready to read its
+/// first case from stdin.
+pub const READY_MARKER: &str = "@@wan-vae-bench-ready";
+
+/// The stderr line a worker prints after each case, once its result file is written.
+pub const DONE_MARKER: &str = "@@wan-vae-bench-done";
+
 /// Tensor name of the latent in an outputs file.
 pub const OUTPUT_LATENT: &str = "latent";
 /// Tensor name of the decoded video in an outputs file.
@@ -44,7 +51,8 @@ pub const REPORTED_ENV_PREFIXES: &[&str] = &[
     "COMFYUI_",
 ];
 
-/// What the parent asks one worker to measure (`worker --case-json JSON`).
+/// What the parent asks a worker to measure: one case, as a JSON file whose path the
+/// parent sends on the worker's stdin (`worker --session`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct WorkerSpec {
     pub id: String,
@@ -254,6 +262,11 @@ pub fn seen_env(variant_vars: &[String]) -> BTreeMap<String, String> {
 /// File layout of the run's scratch directory, named after the case id ([`file_stem`]).
 pub fn result_path(scratch: &Path, id: &str) -> PathBuf {
     scratch.join(format!("{}.result.json", file_stem(id)))
+}
+
+/// Where the parent writes the spec of case `id` for its worker (see [`result_path`]).
+pub fn spec_path(scratch: &Path, id: &str) -> PathBuf {
+    scratch.join(format!("{}.spec.json", file_stem(id)))
 }
 
 /// Where the parent writes the input clip of `frames` x `width` x `height`.

@@ -118,13 +118,14 @@ pub fn processes_mentioning(needle: &str) -> Vec<i32> {
         .collect()
 }
 
-/// A fake interpreter: a shell script that finds `--result PATH` and runs `body` with `$r`
-/// set to it (the parent runs `INTERPRETER -u SCRIPT worker ... --result PATH`).
+/// A fake interpreter: a shell script that, as a worker (`INTERPRETER -u SCRIPT worker
+/// --session DIR`), reads its first case line from stdin and runs `body` with `$r` set to
+/// that case's result path (as `validate`, with `$v` set to its `--verdict` path).
 pub fn fake_python(dir: &Path, body: &str) -> PathBuf {
     let path = dir.join("fake-python");
     let text = format!(
-        "#!/bin/sh\nr=\nv=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --result ] && r=$2; [ \"$1\" = --verdict ] && v=$2; shift; \
-         done\n{body}\n"
+        "#!/bin/sh\nr=\nv=\nwhile [ $# -gt 0 ]; do [ \"$1\" = --session ] && {{ IFS= read -r line; r=${{line#*\t}}; }}; \
+         [ \"$1\" = --verdict ] && v=$2; shift; done\n{body}\n"
     );
     std::fs::write(&path, text).unwrap();
     use std::os::unix::fs::PermissionsExt;

@@ -16,6 +16,9 @@ use crate::report::{CaseStatus, PassStats};
 /// Environment variable that injects a fault (testing hook).
 pub const FAULT_VAR: &str = "WAN_VAE_BENCH_FAULT";
 
+/// Restricts [`FAULT_VAR`] to the cases whose id contains its value (testing hook).
+pub const FAULT_CASE_VAR: &str = "WAN_VAE_BENCH_FAULT_CASE";
+
 /// The parent's own value of the hook (`engine::preparer`, with `run --fault-hooks`): this
 /// build is treated as lacking the run's device, so the latent preparer's fallback can be
 /// tested on the CPU. Workers run normally under it.
@@ -25,6 +28,13 @@ pub const CANDLE_LACKS_DEVICE: &str = "candle-lacks-device";
 /// `oom` and `hang` never return.
 pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
     let fault = std::env::var(FAULT_VAR).ok()?;
+    // With WAN_VAE_BENCH_FAULT_CASE, the hook acts only on the cases whose id holds it (one
+    // case of a shared worker).
+    if let Ok(only) = std::env::var(FAULT_CASE_VAR) {
+        if !only.is_empty() && !spec.id.contains(&only) {
+            return None;
+        }
+    }
     if !spec.run.fault_hooks {
         if !fault.is_empty() {
             crate::errln!(

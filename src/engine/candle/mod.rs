@@ -1,9 +1,9 @@
 //! The candle engine's worker: this binary's hidden `worker` command ([`command`]), which
-//! measures one case in its own process ([`worker`]), with its testing hook ([`fault`]) and
+//! measures the cases its parent sends, one after another, in its own process ([`worker`]), with its testing hook ([`fault`]) and
 //! process memory ([`memory`]).
 //!
 //! Must not: spawn processes or write the report (the parent does both).
-use std::path::PathBuf;
+use std::path::Path;
 
 use super::protocol;
 use crate::error::UserError;
@@ -15,19 +15,39 @@ pub mod worker;
 /// Arguments of the hidden `worker` command.
 #[derive(Debug, clap::Args)]
 pub struct WorkerArgs {
-    /// The case to run, as [`protocol::WorkerSpec`] JSON.
-    #[arg(long = "case-json")]
-    pub case_json: String,
-    /// Where to write the [`protocol::WorkerResult`] JSON.
-    #[arg(long)]
-    pub result: PathBuf,
+    /// Read cases from stdin, one line each: the spec file's path, a tab, the result
+    /// file's path (docs/worker-protocol.md); end at the end of stdin. The value is the
+    /// run's scratch folder (it names the run on the worker's command line).
+    #[arg(long, value_name = "SCRATCH_DIR")]
+    pub session: std::path::PathBuf,
 }
 
-/// `wan-vae-bench worker` (hidden): run one case, write its result JSON.
-pub fn command(args: WorkerArgs) -> anyhow::Result<i32> {
-    let spec: protocol::WorkerSpec = serde_json::from_str(&args.case_json)
-        .map_err(|e| UserError::invalid("--case-json", &args.case_json, e.to_string()))?;
-    let result = worker::run(&spec);
-    crate::files::write_atomic(&args.result, serde_json::to_string_pretty(&result)?)?;
-    Ok(result.exit_code())
+/// `wan-vae-bench worker --session DIR` (hidden): say it is ready, then run each case stdin
+/// names (keeping the model from one case to the next where it may), write its result JSON
+/// and say it is done. A spec that cannot be read is that case's `failed` result.
+pub fn command(_args: WorkerArgs) -> anyhow::Result<i32> {
+    crate::errln!("{}", protocol::READY_MARKER);
+    let mut session = worker::Session::default();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if std::io::stdin().read_line(&mut line)? == 0 {
+            return Ok(0);
+        }
+        let Some((spec_path, result_path)) = line.trim_end_matches('\n').split_once('\t') else {
+            return Err(UserError::Other(format!("worker: expected `SPEC\\tRESULT` on stdin, got {line:?}")).into());
+        };
+        let result = match read_spec(Path::new(spec_path)) {
+            Ok(spec) => worker::run(&spec, &mut session),
+            Err(why) => protocol::WorkerResult::empty(crate::report::CaseStatus::Failed, Some(why), Default::default()),
+        };
+        crate::files::write_atomic(Path::new(result_path), serde_json::to_string_pretty(&result)?)?;
+        crate::errln!("{}", protocol::DONE_MARKER);
+    }
+}
+
+/// The spec file of one case.
+fn read_spec(path: &Path) -> Result<protocol::WorkerSpec, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read the spec {}: {e}", path.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("the spec {} is not a case: {e}", path.display()))
 }

@@ -51,19 +51,33 @@ fn failed(message: &str) -> Classified {
     Classified(CaseStatus::Failed, anyhow::anyhow!("{message}"))
 }
 
-/// Run one case in this process. A model error becomes the result
-/// (classified as `oom`, `unsupported` or `failed`); a panic still ends the process, which
-/// the parent records as `failed` with the stderr tail.
-pub fn run(spec: &WorkerSpec) -> WorkerResult {
+/// What a worker keeps from one case to the next: the model it built, while the weights,
+/// model, precision and device stay the same.
+#[derive(Default)]
+pub struct Session {
+    model: Option<(String, Loaded)>,
+}
+
+/// Run one case in this process, reusing the session's model when the case allows. A model
+/// error becomes the result (classified as `oom`, `unsupported` or `failed`); a panic still
+/// ends the process, which the parent records as `failed` with the stderr tail.
+pub fn run(spec: &WorkerSpec, session: &mut Session) -> WorkerResult {
+    // Each case's peak memory is its own, not the highest of the process's earlier cases.
+    memory::reset_peak_rss();
     let env = seen_env(&spec.variant_vars);
+    let mut reused = false;
     let mut result = match super::fault::inject_fault(spec) {
         Some(r) => r,
-        None => match measure(spec) {
+        None => match measure(spec, session, &mut reused) {
             Ok(r) => r,
             Err(Classified(status, err)) => WorkerResult::empty(status, Some(format!("{err:#}")), BTreeMap::new()),
         },
     };
     let o = &mut result.outcome;
+    o.worker = Some(crate::report::WorkerUse {
+        model_reused: reused,
+        ..Default::default()
+    });
     o.env = env;
     o.peak_rss_bytes = o.peak_rss_bytes.or_else(memory::peak_rss_bytes);
     if spec.run.device.starts_with("cuda") {
@@ -106,16 +120,37 @@ struct Checked {
     non_finite: Vec<String>,
 }
 
-/// Load, warm up and measure. Errors carry the status they should be recorded as.
-fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
+/// Load (or reuse the session's model), warm up and measure. Errors carry the status they
+/// should be recorded as.
+fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Result<WorkerResult, Classified> {
     phase("device");
     // A device this build lacks, or one that cannot be opened, is `unsupported` here.
     let device = crate::device::parse(&spec.run.device).map_err(|e| Classified(CaseStatus::Unsupported, e.into()))?;
     phase("load");
-    let loaded = load(spec, &device)?;
+    let key = serde_json::json!([
+        format!("{:?}", spec.run.weights),
+        spec.run.weights_path,
+        spec.run.model.map(|m| m.name()),
+        spec.run.device,
+        format!("{:?}", spec.settings.precision)
+    ])
+    .to_string();
+    let loaded = match session.model.take() {
+        Some((k, mut l)) if k == key => {
+            *reused = true;
+            l.load_s = 0.0;
+            l
+        }
+        old => {
+            // The previous model goes before the next one is built: never both in memory.
+            drop(old);
+            load(spec, &device)?
+        }
+    };
+    let loaded = &session.model.insert((key, loaded)).1;
     phase("inputs");
     let inputs = read_inputs(spec, &device)?;
-    let timed = time_passes(spec, &loaded, &inputs, &device)?;
+    let timed = time_passes(spec, loaded, &inputs, &device)?;
     let checked = match timed.last {
         Some((latent, decoded)) => {
             phase("outputs");
@@ -147,7 +182,7 @@ fn measure(spec: &WorkerSpec) -> Result<WorkerResult, Classified> {
         .decodes()
         .then(|| PassStats::from_samples(timed.dec, timed.dec_warm, out_frames, decode_gflop));
     o.load_s = Some(loaded.load_s);
-    result.model = Some(loaded.model);
+    result.model = Some(loaded.model.clone());
     result.roundtrip_psnr_db = checked.roundtrip_psnr_db;
     result.outputs_error = checked.outputs_error;
     Ok(result)

@@ -304,6 +304,14 @@ class Engine:
                 setattr(args, f, v)
         return DTYPE_NAMES.get(str(dt), str(dt))
 
+    def release(self) -> None:
+        """Before the worker builds its next engine: ComfyUI keeps the models it loaded in
+        its own list; unload them and empty its cache (the next case starts as a first)."""
+        for name in ("unload_all_models", "soft_empty_cache"):
+            fn = getattr(self.mm, name, None)
+            if callable(fn):
+                fn()
+
     def retries(self) -> int:
         """ComfyUI's out-of-memory tiled retries so far (the worker tells warmup from timed)."""
         return self.watch.count

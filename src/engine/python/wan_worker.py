@@ -3,12 +3,12 @@
 made by the module its entry in engine::ENGINES names, the spec's `python_module`), one case
 per process, speaking the candle worker's protocol (see docs/worker-protocol.md, section 9).
 
-    python3 wan_worker.py worker --case-json JSON --result PATH
+    python3 wan_worker.py worker --session DIR (stdin: one `SPEC_PATH\tRESULT_PATH` line per case)
     python3 wan_worker.py validate --engine E --module M --weights W --cases C [--json] ...
     python3 wan_worker.py probe [--device cpu|cuda:N]
 
-This module owns the `worker` mode (one case: load, warm up, time, save outputs, write the
-result JSON) and the command line; `wan_validate` owns `validate`, `wan_runtime` what both
+This module owns the `worker` mode (cases one after another, each: load or reuse the model,
+warm up, time, save outputs, write the result JSON, print the done marker) and the command line; `wan_validate` owns `validate`, `wan_runtime` what both
 share. The Rust parent writes every .py file of this directory into one scratch directory
 and runs this one; the sibling modules are imported from there. Only the standard library
 is imported before torch, so a Python without torch still gets a clear `unsupported`.
@@ -31,6 +31,9 @@ from wan_runtime import (BadInput, Unsupported, apply_knobs, check_options, clas
 import wan_validate  # noqa: E402
 
 PHASE_MARKER = "@@wan-vae-bench-phase "
+READY_MARKER = "@@wan-vae-bench-ready"
+DONE_MARKER = "@@wan-vae-bench-done"
+FAULT_CASE_VAR = "WAN_VAE_BENCH_FAULT_CASE"
 FAULT_VAR = "WAN_VAE_BENCH_FAULT"
 REPORTED_ENV_PREFIXES = ("MIOPEN_", "HSA_", "HIP_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "PYTORCH_", "TORCH_",
                          "CUDA_", "CUBLAS_", "CUDNN_", "RAYON_", "OMP_", "CANDLE_", "COMFYUI_")
@@ -110,16 +113,63 @@ def save_outputs(torch, path: str, latent, decoded) -> None:
     os.replace(tmp, path)
 
 
-def measure(spec: dict) -> dict:
-    """Load, warm up, time `runs` encode+decode passes (device synchronized before each
-    clock read), save the last pass's outputs. Raises Unsupported/BadInput/others."""
+class Session:
+    """What a worker keeps from one case to the next: the engine it built (while the engine,
+    its folder, the weights, the precision and the device stay the same) with the model facts
+    and weight shapes the next case needs."""
+
+    def __init__(self) -> None:
+        self.key = None
+        self.eng = None
+        self.model = None
+        self.shapes = None
+        self.model_name = None
+
+    def drop(self) -> None:
+        """Let the engine go (its own `release` first: ComfyUI keeps loaded models)."""
+        if self.eng is not None and hasattr(self.eng, "release"):
+            try:
+                self.eng.release()
+            except Exception:  # noqa: BLE001 - what is left is freed with the object
+                pass
+        self.key = self.eng = self.model = self.shapes = self.model_name = None
+
+
+def between_cases(torch) -> None:
+    """Nothing of the last case leaks into the next: garbage collected, the device's cached
+    memory released and its peak counters reset, the peak RSS restarted, the seeds reset.
+    The knobs are set afresh by each case (`apply_knobs`)."""
+    import gc
+    import random
+    gc.collect()
+    if torch is not None:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        torch.manual_seed(0)
+    random.seed(0)
+    try:  # Linux: VmHWM restarts from the current resident size
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def measure(spec: dict, session: Optional[Session] = None) -> dict:
+    """Load (or reuse the session's engine), warm up, time `runs` encode+decode passes
+    (device synchronized before each clock read), save the last pass's outputs. Raises
+    Unsupported/BadInput/others."""
+    session = session or Session()
     engine = spec.get("engine") or "torch"
     phase("device")
+    t_import = time.perf_counter()
     mod = engine_module(engine, spec.get("python_module"))
     torch = engine_torch(mod, spec)
     import wan_common as wc
     import wan_flops
     import wan_weights
+    import_s = time.perf_counter() - t_import
     device = open_device(torch, spec["device"])
     precision = engine_precision(mod, spec["precision"], spec.get("torch_precision"))
     opts = run_options(wc, spec["chunk"], spec.get("tile_px"), spec.get("overlap_px"))
@@ -134,25 +184,37 @@ def measure(spec: dict) -> dict:
     if str(weights_file).startswith("synthetic"):
         raise BadInput("weights are `synthetic` but the spec has no weights_path: the parent must write the "
                        "synthetic weights to a safetensors file once and pass it, so all engines share them")
+    key = json.dumps([engine, spec.get("engine_dir"), str(weights_file), spec.get("model"), spec["device"],
+                      spec["precision"], spec.get("torch_precision"), bool(spec.get("fault_hooks"))])
     t0 = time.perf_counter()
-    try:
-        loaded = wan_weights.load(weights_file)
-    except wan_weights.WeightsError as e:
-        raise BadInput(str(e)) from e
-    if spec.get("model") and spec["model"] != loaded.model:
-        raise BadInput(f"{weights_file} holds a {loaded.model} VAE, but the case asks for {spec['model']}")
-    eng = make_engine(mod, torch, loaded, device, precision, spec)
+    model_reused = session.key == key
+    if not model_reused:
+        session.drop()  # the previous model goes before the next is built: never both in memory
+        between_cases(torch)
+        try:
+            loaded = wan_weights.load(weights_file)
+        except wan_weights.WeightsError as e:
+            raise BadInput(str(e)) from e
+        if spec.get("model") and spec["model"] != loaded.model:
+            raise BadInput(f"{weights_file} holds a {loaded.model} VAE, but the case asks for {spec['model']}")
+        eng = make_engine(mod, torch, loaded, device, precision, spec)
+        session.model = {"format": loaded.format, "on_disk_dtype": loaded.on_disk_dtype, "params": loaded.params,
+                         "dim": int(loaded.state_dict["encoder.conv1.weight"].shape[0]), "z_dim": eng.z_dim,
+                         "model": loaded.model}
+        # Shapes only (meta tensors): the FLOP count of later cases needs no weights.
+        session.shapes = {k: torch.empty(tuple(v.shape), device="meta") for k, v in loaded.state_dict.items()}
+        session.model_name = loaded.model
+        del loaded
+        session.key, session.eng = key, eng
+    eng = session.eng
     # The knobs after the engine started: ComfyUI's start-up switches cuDNN (MIOpen) off on
     # AMD, and the case's own setting must be the one in force when the clocks run.
     knobs = apply_knobs(torch, spec, device)
     sync()
-    load_s = time.perf_counter() - t0
-    model = {"format": loaded.format, "on_disk_dtype": loaded.on_disk_dtype, "params": loaded.params,
-             "dim": int(loaded.state_dict["encoder.conv1.weight"].shape[0]), "z_dim": eng.z_dim,
-             "model": loaded.model}
+    load_s = 0.0 if model_reused else time.perf_counter() - t0
+    model = dict(session.model)
     f, w, h = spec["frames"], spec["width"], spec["height"]
-    enc_gflop, dec_gflop = wan_flops.gflop(loaded.model, loaded.state_dict, f, w, h)
-    del loaded
+    enc_gflop, dec_gflop = wan_flops.gflop(session.model_name, session.shapes, f, w, h)
 
     phase("inputs")
     # `passes` and `input` (docs/worker-protocol.md): a decode-only case decodes the given
@@ -245,6 +307,7 @@ def measure(spec: dict) -> dict:
         "model_name": model["model"],
         "knobs_in_force": knobs,
         "python": engine_context(mod, eng, torch, device),
+        "worker": {"import_s": import_s, "model_reused": model_reused},
     })
     if hasattr(eng, "facts"):
         # What the engine's own code did (comfyui: dtype, version, retries, estimate, knobs).
@@ -269,6 +332,9 @@ def inject_fault(spec: dict) -> Optional[dict]:
     fault = os.environ.get(FAULT_VAR, "")
     if not fault:
         return None
+    only = os.environ.get(FAULT_CASE_VAR, "")
+    if only and only not in spec.get("id", ""):
+        return None  # the hook acts on the cases whose id holds WAN_VAE_BENCH_FAULT_CASE
     if not spec.get("fault_hooks", False):
         print(f"wan-vae-bench python worker: {FAULT_VAR} ignored (a testing hook, enabled only by "
               "`run --fault-hooks`)", file=sys.stderr, flush=True)
@@ -319,22 +385,28 @@ def fake(spec: dict) -> dict:
     return r
 
 
-def cmd_worker(args: argparse.Namespace) -> int:
+def run_case(spec_path: str, result_path: str, session: Session) -> None:
+    """One case: its spec from the file, its result JSON written atomically to the other."""
     try:
-        spec = json.loads(args.case_json)
-    except json.JSONDecodeError as e:
-        print(f"--case-json is not JSON: {e}", file=sys.stderr)
-        return 2
-    result = inject_fault(spec)
+        with open(spec_path) as f:
+            spec = json.load(f)
+    except (OSError, ValueError) as e:
+        spec, result = {}, empty_result("failed", f"cannot read the spec {spec_path}: {e}")
+    else:
+        result = inject_fault(spec)
     if result is None:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            between_cases(torch)
         try:
-            result = measure(spec)
+            result = measure(spec, session)
         except BaseException as e:  # noqa: BLE001 - every failure becomes the result
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 raise
             status, msg = classify(e)
             result = empty_result(status, msg)
             if status == "oom":
+                session.drop()  # what failed to fit is not kept for the next case
                 result["memory_at_failure"] = memory_at_failure(spec.get("device") or "cpu")
     if "__garbage__" in result:
         text = "this is not JSON {"
@@ -342,11 +414,28 @@ def cmd_worker(args: argparse.Namespace) -> int:
         result["env"] = seen_env(spec.get("variant_vars") or [])
         result["peak_rss_bytes"] = result.get("peak_rss_bytes") or peak_rss_bytes()
         text = json.dumps(result, indent=2)
-    tmp = args.result + ".tmp"
+    tmp = result_path + ".tmp"
     with open(tmp, "w") as f:
         f.write(text)
-    os.replace(tmp, args.result)
-    return 0 if result.get("status") == "ok" else 1
+    os.replace(tmp, result_path)
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """The session: ready marker, then one case per stdin line, the done marker after each;
+    ends at the end of stdin."""
+    print(READY_MARKER, file=sys.stderr, flush=True)
+    session = Session()
+    for line in sys.stdin:
+        line = line.rstrip("\n")
+        if not line:
+            continue
+        if "\t" not in line:
+            print(f"worker: expected `SPEC\\tRESULT` on stdin, got {line!r}", file=sys.stderr, flush=True)
+            return 2
+        spec_path, result_path = line.split("\t", 1)
+        run_case(spec_path, result_path, session)
+        print(DONE_MARKER, file=sys.stderr, flush=True)
+    return 0
 
 
 def cmd_probe(args: argparse.Namespace) -> int:
@@ -364,9 +453,9 @@ def cmd_probe(args: argparse.Namespace) -> int:
 def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    w = sub.add_parser("worker", help="measure one case (spec JSON in, result JSON file out)")
-    w.add_argument("--case-json", required=True)
-    w.add_argument("--result", required=True)
+    w = sub.add_parser("worker", help="measure the cases named on stdin (spec JSON files in, result JSON files out)")
+    w.add_argument("--session", required=True, metavar="SCRATCH_DIR",
+                   help="the run's scratch folder (it names the run on the command line)")
     v = sub.add_parser("validate", help="run a golden cases file through an engine")
     v.add_argument("--engine", required=True, help="the engine's name (messages and the JSON)")
     v.add_argument("--module", required=True, help="the module that makes it (its entry's python_module)")
