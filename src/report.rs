@@ -15,6 +15,7 @@ pub use crate::tool::ToolInfo;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, Summary, Verdict};
 
 mod summary;
+pub mod telemetry;
 mod worker_use;
 
 pub use worker_use::WorkerUse;
@@ -335,6 +336,10 @@ pub struct Outcome {
     /// The worker process: fresh or reused, and its start-up costs ([`WorkerUse`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<WorkerUse>,
+    /// The device's clocks, temperature, power and load during the case, sampled by the
+    /// parent, with the throttle verdict ([`telemetry::CaseTelemetry`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<telemetry::CaseTelemetry>,
 }
 
 /// The memory of a case's device when it ran out of it (`memory_at_failure`).
@@ -357,12 +362,19 @@ impl Outcome {
     /// The status as the tables show it: its name, marked `(OOM: tiled retry)` when the
     /// engine's own code decoded tiled after an out-of-memory (never hidden).
     pub fn status_label(&self) -> String {
-        let name = self.status.name();
+        let mut label = self.status.name().to_string();
         if self.oom_tiled_retry == Some(true) {
-            format!("{name} (OOM: tiled retry)")
-        } else {
-            name.to_string()
+            label.push_str(" (OOM: tiled retry)");
         }
+        if self.throttled() {
+            label.push_str(" (throttled)");
+        }
+        label
+    }
+
+    /// Whether the device throttled during a timed pass (`telemetry.throttled`).
+    pub fn throttled(&self) -> bool {
+        self.telemetry.as_ref().is_some_and(|t| t.throttled)
     }
 
     /// The first line of its error (what tables, the CSV and the answer show), if any.
@@ -390,6 +402,7 @@ impl Outcome {
             knobs_in_force: None,
             memory_at_failure: None,
             worker: None,
+            telemetry: None,
         }
     }
 }

@@ -95,7 +95,7 @@ fn sys_read(path: &str) -> Option<String> {
 
 /// A small regular file's text, trimmed; `None` for anything else: a FIFO or a device under
 /// a test's fake root would block or never end (sysfs attributes are regular files).
-fn read_trimmed(path: &Path) -> Option<String> {
+pub fn read_trimmed(path: &Path) -> Option<String> {
     let meta = std::fs::metadata(path).ok()?;
     if !meta.is_file() {
         return None;

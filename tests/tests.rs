@@ -29,6 +29,7 @@ mod reliability_workers;
 mod run_cli;
 mod same_file;
 mod shared_workers;
+mod telemetry;
 mod up_front_checks;
 mod util;
 mod validate_cli;

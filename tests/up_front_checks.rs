@@ -232,3 +232,32 @@ fn matrix_keys_and_cases_files_are_named_in_their_errors() {
         &["wan22_tiny.cases.safetensors", "Wan 2.2", "Wan 2.1", "48 channels"],
     );
 }
+
+/// Issue 30 item 13: a variant of 8000 short variables runs (the spec, which names them,
+/// goes to the worker in a file, not as one argument over Linux's 128 KiB limit).
+#[test]
+fn a_variant_with_thousands_of_variables_runs() {
+    let dir = scratch();
+    let vars: String = (0..8000).map(|i| format!("V{i:05}_ABCDEFGH = \"1\"\n")).collect();
+    let m = write(
+        dir.path(),
+        "m.toml",
+        &format!(
+            "[model]\nweights = \"synthetic\"\n[run]\nwarmup = 0\nruns = 1\n[matrix]\nframes = [1]\n\
+             size = [\"8x8\"]\nprecision = [\"fp32\"]\nenv = [\"big\"]\n[env.big]\n{vars}"
+        ),
+    );
+    let report = dir.path().join("r.json");
+    let out = bench()
+        .args(["run", "--quiet", "-c"])
+        .arg(&m)
+        .arg("-o")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let case = &r["cases"][0];
+    assert_eq!(case["status"], "ok", "{}", case["error"]);
+    assert_eq!(case["env"]["V07999_ABCDEFGH"], "1");
+}

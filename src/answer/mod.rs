@@ -280,6 +280,14 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         speedup_ratio_high: None,
         apply: None,
     };
+    let throttled: Vec<&CaseRecord> = cases.iter().copied().filter(|c| c.outcome.throttled()).collect();
+    if !throttled.is_empty() {
+        a.verdict = Verdict::Throttled;
+        a.fastest = None;
+        a.rerun_with_weights = None;
+        a.sentence = throttled_sentence(&throttled, cases.len());
+        return a;
+    }
     a.verdict = match (cases.len(), fastest, base) {
         (1, _, _) => Verdict::OneCase,
         (_, None, _) => Verdict::NoneQualified,
@@ -302,6 +310,24 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         ));
     }
     a
+}
+
+/// The refusal when cases of a workload ran throttled: which, why, and what to do.
+fn throttled_sentence(throttled: &[&CaseRecord], total: usize) -> String {
+    let first = throttled[0];
+    let why = first
+        .outcome
+        .telemetry
+        .as_ref()
+        .and_then(|t| t.throttle_why.clone())
+        .unwrap_or_default();
+    format!(
+        "{} of {total} case(s) ran throttled (e.g. {}: {why}): their times measure the cooling, not the settings, \
+         so no winner is called from this run. Cap the clock (on Strix Halo, a lower shader clock), add --cooldown \
+         SECONDS or --wait-temp C, or on the CPU run fewer threads, then run again.",
+        throttled.len(),
+        first.id
+    )
 }
 
 /// The run's command with `--weights FILE` instead of any weights it gave (`FILE` for the

@@ -14,6 +14,22 @@ use crate::axes::{Axis, AXES};
 use crate::model::ModelKind;
 use crate::values::{self, Order, TorchPrecision};
 
+/// `--cooldown`: seconds from 0 to 3600.
+fn cooldown_flag(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a number of seconds from 0 to 3600")),
+    }
+}
+
+/// `--wait-temp`: degrees Celsius from 20 to 120.
+fn wait_temp_flag(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && (20.0..=120.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a temperature from 20 to 120 (degrees Celsius)")),
+    }
+}
+
 /// Flags of `run` that replace the matrix file's values when given (an empty list means
 /// "not given"); list flags take comma-separated values.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -81,6 +97,17 @@ pub struct MatrixFlags {
     /// Seed of the case shuffle.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Sample the device's clock, temperature, power and load every MS milliseconds while a
+    /// case runs (in the parent; 0 turns it off) [default: 100].
+    #[arg(long = "telemetry-ms", value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
+    pub telemetry_ms: Option<u64>,
+    /// Wait SECONDS between cases, so the device cools down.
+    #[arg(long, value_name = "SECONDS", value_parser = cooldown_flag)]
+    pub cooldown: Option<f64>,
+    /// Before each case, wait until the device is below C degrees Celsius (at most 10
+    /// minutes per case; the wait is reported).
+    #[arg(long = "wait-temp", value_name = "C", value_parser = wait_temp_flag)]
+    pub wait_temp: Option<f64>,
     /// Report file (default `results/<UTC time>-<host>.json`); `-`: the report on stdout, as
     /// --json (the file then goes to the default place).
     #[arg(long, short)]

@@ -44,6 +44,7 @@ pub mod plan;
 pub mod progress;
 pub mod run_files;
 pub mod scheduler;
+pub mod telemetry;
 pub mod tool_env;
 pub mod user_input;
 pub mod weights_choice;
@@ -283,6 +284,11 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     let added = cases.iter().filter(|c| c.added_as_reference).count();
     let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
     scheduler.old_report = old_report;
+    scheduler.pacing = scheduler::Pacing {
+        telemetry_ms: args.flags.telemetry_ms.unwrap_or(telemetry::DEFAULT_INTERVAL_MS),
+        cooldown_s: args.flags.cooldown.unwrap_or(0.0),
+        wait_temp_c: args.flags.wait_temp,
+    };
     if let Some(line) = cases_line(total, added, seed) {
         scheduler.println(&line);
     }

@@ -91,7 +91,24 @@ pub struct Scheduler {
     /// Whether a file was at the output before the run: a signal before any case finished
     /// then leaves it as it was (else the interrupted report with no case is written).
     pub old_report: bool,
+    /// Telemetry, cool-down and temperature wait between cases.
+    pub pacing: Pacing,
 }
+
+/// How the scheduler watches the device and paces the cases (`run --telemetry-ms`,
+/// `--cooldown`, `--wait-temp`).
+#[derive(Debug, Clone, Default)]
+pub struct Pacing {
+    /// Telemetry sampling interval, ms; 0: no telemetry.
+    pub telemetry_ms: u64,
+    /// Seconds to wait between cases.
+    pub cooldown_s: f64,
+    /// Before each case, wait until the device is below this temperature (°C).
+    pub wait_temp_c: Option<f64>,
+}
+
+/// The longest `--wait-temp` waits before a case.
+const MAX_TEMP_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Scheduler {
     /// A scheduler over `cases` (already ordered, references included).
@@ -106,6 +123,7 @@ impl Scheduler {
             prepared: BTreeMap::new(),
             latents_by: None,
             old_report: false,
+            pacing: Pacing::default(),
         }
     }
 
@@ -192,6 +210,44 @@ impl Scheduler {
         prepared.map(Some)
     }
 
+    /// Before a case: the cool-down (not before the first), then the wait for the device to
+    /// be below `--wait-temp`; a signal ends either at once. Returns what the wait found, for
+    /// the case's telemetry, when it could not reach the temperature or read it.
+    fn pace(&self, not_first: bool) -> Option<String> {
+        let sleep_until = |until: std::time::Instant| {
+            while std::time::Instant::now() < until && super::interrupt::received().is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+        };
+        if not_first && self.pacing.cooldown_s > 0.0 {
+            self.progress
+                .phase(&format!("cooling down {} s", self.pacing.cooldown_s));
+            sleep_until(std::time::Instant::now() + std::time::Duration::from_secs_f64(self.pacing.cooldown_s));
+        }
+        let limit = self.pacing.wait_temp_c?;
+        let device = &self.run_wide.spec.device;
+        let start = std::time::Instant::now();
+        loop {
+            match super::telemetry::temperature_now(device) {
+                Err(why) => return Some(format!("--wait-temp {limit}: cannot read the temperature: {why}")),
+                Ok(t) if t < limit => return None,
+                Ok(t) if start.elapsed() >= MAX_TEMP_WAIT => {
+                    return Some(format!(
+                        "--wait-temp {limit}: still {t:.0} °C after {} s; the case ran anyway",
+                        MAX_TEMP_WAIT.as_secs()
+                    ))
+                }
+                Ok(t) => {
+                    self.progress.phase(&format!("waiting for {t:.0} °C < {limit} °C"));
+                    sleep_until(std::time::Instant::now() + std::time::Duration::from_secs(1));
+                    if super::interrupt::received().is_some() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
     /// Print a line above the progress display.
     pub fn println(&self, line: &str) {
         self.progress.println(line);
@@ -216,12 +272,22 @@ impl Scheduler {
             }
         }
         let total = self.cases.len();
-        for case in self.cases.clone() {
+        for (i, case) in self.cases.clone().into_iter().enumerate() {
             if let Some(sig) = super::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
             self.progress.start_case(&case.id);
-            let (result, outputs) = self.run_case(&case, &recorded);
+            let waited = self.pace(i > 0);
+            if let Some(w) = &waited {
+                self.progress.println(&format!("  warning: {w}"));
+            }
+            if let Some(sig) = super::interrupt::received() {
+                return self.interrupted(report, output, sig, total);
+            }
+            let (mut result, outputs) = self.run_case(&case, &recorded);
+            if let (Some(w), Some(t)) = (waited, result.outcome.telemetry.as_mut()) {
+                t.unavailable.insert("wait_temp".to_string(), w);
+            }
             if let Some(sig) = super::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
@@ -255,17 +321,28 @@ impl Scheduler {
         let spec = self.spec_for(case, input.clone().unwrap_or_default(), recorded);
         let progress = &self.progress;
         let mut last_phase = None;
+        let interval = self.pacing.telemetry_ms;
+        let sampler = (interval > 0 && input.is_ok())
+            .then(|| super::telemetry::Sampler::start(&self.run_wide.spec.device, interval));
         let mut result = match input {
             Ok(_) => self
                 .executor
                 .run(&spec, &case.env_vars, &case.env_unset, &mut |e| match e {
                     WorkerEvent::Phase(p) => {
+                        if let Some(Ok(s)) = &sampler {
+                            s.phase(p);
+                        }
                         last_phase = Some(p.to_string());
                         progress.phase(p)
                     }
                     WorkerEvent::Output(line) => progress.output(line),
                 }),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
+        };
+        result.outcome.telemetry = match sampler {
+            Some(Ok(s)) => Some(s.finish(&result.outcome)),
+            Some(Err(why)) => Some(crate::report::telemetry::CaseTelemetry::unavailable(interval, why)),
+            None => None,
         };
         let o = &mut result.outcome;
         if o.status == CaseStatus::Oom {
@@ -399,7 +476,8 @@ fn case_line(c: &CaseRecord) -> String {
     let o = &c.outcome;
     match o.status {
         CaseStatus::Ok => {
-            let mut line = format!("ok       {}", crate::format::printable(&c.id));
+            let status = if o.throttled() { "ok (throttled)" } else { "ok" };
+            let mut line = format!("{status:<8} {}", crate::format::printable(&c.id));
             for (name, p) in [("encode", &o.encode), ("decode", &o.decode)] {
                 if let Some(p) = p {
                     line.push_str(&format!(
@@ -407,6 +485,9 @@ fn case_line(c: &CaseRecord) -> String {
                         median_spread(p.median_s, p.stddev_s, p.samples_s.len())
                     ));
                 }
+            }
+            if let Some(why) = o.telemetry.as_ref().and_then(|t| t.throttle_why.as_deref()) {
+                line.push_str(&format!("  throttled: {why}"));
             }
             line
         }

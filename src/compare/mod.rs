@@ -120,6 +120,23 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
         cmp.warnings
             .push(format!("{m}: timings may differ for that reason alone"));
     }
+    for (side, report) in [("baseline", &baseline), ("current", &current)] {
+        let throttled: Vec<&str> = report
+            .cases
+            .iter()
+            .filter(|c| c.outcome.throttled())
+            .map(|c| c.id.as_str())
+            .collect();
+        if let Some(first) = throttled.first() {
+            let w = format!(
+                "the {side} report has {} case(s) that ran throttled (e.g. {first}): their times measure the \
+                 device's cooling, so a difference there may be heat, not a regression",
+                throttled.len()
+            );
+            crate::errln!("warning: {w}");
+            cmp.warnings.push(w);
+        }
+    }
     cmp.baseline = args.baseline.display().to_string();
     cmp.current = args.current.display().to_string();
     for p in problems {

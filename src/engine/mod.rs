@@ -454,11 +454,16 @@ fn check_dirs(
                 )))
             }
             Some(dir) if !dir.is_dir() => {
+                // Say what is wrong with it when the system can (a link loop, no permission).
+                let found = match std::fs::metadata(dir) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => format!(" ({e})"),
+                    _ => String::new(),
+                };
                 return Err(UserError::invalid(
                     flag,
                     dir.display().to_string(),
-                    format!("an existing folder: {}", folder.holds),
-                ))
+                    format!("an existing folder: {}{found}", folder.holds),
+                ));
             }
             Some(_) => {}
         }

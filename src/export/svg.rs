@@ -1,6 +1,9 @@
 //! SVG bar chart of a report (`plot`, `run --export-svg`): one row per case with its median
 //! encode and decode time as horizontal bars and min–max whiskers, rows grouped by size
-//! (width x height, frames). Cases that were not measured keep a labelled empty row.
+//! (width x height, frames). Cases that were not measured keep a labelled empty row. When the
+//! cases carry telemetry, a panel under the bars draws the device's clock (% of its maximum,
+//! with the 75% throttle line) and temperature over the run, the cases one after another, so
+//! a person sees where a sweep ran hot.
 //! Drawn with plotters' SVG backend only: text is emitted as SVG `<text>`, no system fonts.
 //!
 //! Must not: write files (the [`super::ExportManager`] does).
@@ -15,6 +18,10 @@ const TOP_PX: u32 = 70;
 const BOTTOM_PX: u32 = 50;
 const ENCODE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const DECODE: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
+const CLOCK: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
+const TEMP: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+/// Height of the telemetry panel, when drawn.
+const TELEMETRY_PX: u32 = 240;
 
 /// A row of the chart, top to bottom.
 enum Row<'a> {
@@ -64,7 +71,10 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
         .max()
         .unwrap_or(10);
     let label_px = (label_chars as u32 * 7 + 24).clamp(120, 900);
-    let size = (label_px + PLOT_PX + 30, TOP_PX + BOTTOM_PX + n as u32 * ROW_PX);
+    let timeline = timeline(report);
+    let bars_px = TOP_PX + BOTTOM_PX + n as u32 * ROW_PX;
+    let extra = if timeline.is_some() { TELEMETRY_PX } else { 0 };
+    let size = (label_px + PLOT_PX + 30, bars_px + extra);
     let measured = || report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok);
     let xmax = measured()
         .flat_map(|c| {
@@ -81,8 +91,12 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
 
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
+        let whole = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        whole.fill(&WHITE).map_err(plot_err)?;
+        let (root, below) = whole.split_vertically(bars_px);
+        if let Some(t) = &timeline {
+            telemetry_panel(&below, t)?;
+        }
         let title = format!("wan-vae-bench: median time per case ({})", report.run.device);
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
@@ -174,6 +188,94 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
         root.present().map_err(plot_err)?;
     }
     Ok(buf)
+}
+
+/// The device's clock (% of its maximum) and temperature over the run: the sampled cases'
+/// series one after another in report order (seconds since the first sample); `None` when no
+/// case has one.
+struct Timeline {
+    clock_pct: Vec<(f64, f64)>,
+    temp_c: Vec<(f64, f64)>,
+    end_s: f64,
+}
+
+fn timeline(report: &Report) -> Option<Timeline> {
+    let mut t = Timeline {
+        clock_pct: Vec::new(),
+        temp_c: Vec::new(),
+        end_s: 0.0,
+    };
+    for c in &report.cases {
+        let Some(tel) = &c.outcome.telemetry else {
+            continue;
+        };
+        let mut last = 0.0;
+        for [ts, mhz, temp] in &tel.series {
+            let Some(ts) = *ts else {
+                continue;
+            };
+            if let (Some(m), Some(max)) = (*mhz, tel.clock_max_mhz.filter(|m| *m > 0.0)) {
+                t.clock_pct.push((t.end_s + ts, 100.0 * m / max));
+            }
+            if let Some(temp) = *temp {
+                t.temp_c.push((t.end_s + ts, temp));
+            }
+            last = ts;
+        }
+        t.end_s += last;
+    }
+    (!t.clock_pct.is_empty() || !t.temp_c.is_empty()).then_some(t)
+}
+
+/// The telemetry panel under the bars.
+fn telemetry_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    t: &Timeline,
+) -> anyhow::Result<()> {
+    let ymax = t.temp_c.iter().map(|p| p.1).fold(110.0, f64::max) * 1.05;
+    let xmax = t.end_s.max(1e-3);
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "device during the run: clock (% of its maximum) and temperature (°C)",
+            ("sans-serif", 15),
+        )
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+        .map_err(plot_err)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds sampled, the cases one after another")
+        .draw()
+        .map_err(plot_err)?;
+    let limit = 100.0 * crate::report::telemetry::THROTTLE_CLOCK_FRACTION;
+    chart
+        .draw_series(std::iter::once(PathElement::new(
+            vec![(0.0, limit), (xmax, limit)],
+            ShapeStyle::from(&RGBColor(0x99, 0x99, 0x99)).stroke_width(1),
+        )))
+        .map_err(plot_err)?
+        .label("throttle line: 75% of the maximum clock")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], RGBColor(0x99, 0x99, 0x99)));
+    chart
+        .draw_series(LineSeries::new(t.clock_pct.iter().copied(), CLOCK.stroke_width(2)))
+        .map_err(plot_err)?
+        .label("clock, % of its maximum")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], CLOCK));
+    chart
+        .draw_series(LineSeries::new(t.temp_c.iter().copied(), TEMP.stroke_width(2)))
+        .map_err(plot_err)?
+        .label("temperature, °C")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 12, y)], TEMP));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(plot_err)?;
+    Ok(())
 }
 
 /// Min–max whisker at height `y` with end caps of half-height `cap`.

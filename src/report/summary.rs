@@ -97,6 +97,9 @@ pub enum Verdict {
     OneCase,
     /// No `ok` case reached the floor within the memory budgets.
     NoneQualified,
+    /// A case of this workload ran throttled (`telemetry.throttled`): its timings measure
+    /// the cooling, so no winner is called.
+    Throttled,
 }
 
 impl Verdict {
@@ -111,6 +114,7 @@ impl Verdict {
             Verdict::NoBaseline => "no_baseline",
             Verdict::OneCase => "one_case",
             Verdict::NoneQualified => "none_qualified",
+            Verdict::Throttled => "throttled",
         }
     }
 }
