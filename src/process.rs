@@ -49,11 +49,31 @@ pub fn become_subreaper() {
     }
 }
 
-/// SIGKILL and reap every child of ours still alive: with no worker running (between
-/// cases), those are orphans a worker left in a session of their own. Returns how many.
+/// Children of ours that [`kill_inherited`] leaves alone: the parent's own helpers (the
+/// telemetry sampler's `nvidia-smi`), registered by [`spare`] while they run.
+static SPARED: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Keep `pid` (a helper the parent started itself) out of [`kill_inherited`] until
+/// [`unspare`].
+pub fn spare(pid: u32) {
+    if let Ok(mut s) = SPARED.lock() {
+        s.push(pid as i32);
+    }
+}
+
+/// Undo [`spare`] (the helper is about to be killed and reaped by its owner).
+pub fn unspare(pid: u32) {
+    if let Ok(mut s) = SPARED.lock() {
+        s.retain(|p| *p != pid as i32);
+    }
+}
+
+/// SIGKILL and reap every child of ours still alive but the [`spare`]d ones: once a worker
+/// has ended, those are orphans it left in a session of their own. Returns how many.
 #[cfg(target_os = "linux")]
 pub fn kill_inherited() -> usize {
     let me = std::process::id().to_string();
+    let spared = SPARED.lock().map(|s| s.clone()).unwrap_or_default();
     let mut killed = 0;
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return 0;
@@ -69,7 +89,7 @@ pub fn kill_inherited() -> usize {
         let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
             continue;
         };
-        if rest.split_whitespace().nth(1) == Some(me.as_str()) {
+        if rest.split_whitespace().nth(1) == Some(me.as_str()) && !spared.contains(&pid) {
             // SAFETY: plain syscalls on a child of ours.
             unsafe {
                 libc::kill(pid, libc::SIGKILL);

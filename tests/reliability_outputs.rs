@@ -556,13 +556,22 @@ fn a_full_disk_at_the_final_write_keeps_the_cases_and_exits_1() {
     use std::os::unix::process::CommandExt;
     let dir = scratch();
     let first = dir.path().join("r1.json");
-    let out = bench().args(["run", "-o"]).arg(&first).args(TINY).output().unwrap();
+    // No telemetry: its samples would make the two reports' sizes differ by more than the
+    // 200 bytes this test relies on.
+    const QUIET: [&str; 2] = ["--telemetry-ms", "0"];
+    let out = bench()
+        .args(["run", "-o"])
+        .arg(&first)
+        .args(TINY)
+        .args(QUIET)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let full = std::fs::metadata(&first).unwrap().len();
     let second = dir.path().join("r2.json");
     let limit = full - 200; // above a report without its summary, below one with it
     let mut cmd = bench();
-    cmd.args(["run", "-o"]).arg(&second).args(TINY);
+    cmd.args(["run", "-o"]).arg(&second).args(TINY).args(QUIET);
     // SAFETY: setrlimit(2) and signal(2) in the child before exec; both async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {

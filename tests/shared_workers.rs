@@ -162,3 +162,28 @@ fn isolate_case_gives_every_case_a_fresh_process() {
     );
     check_fresh_then_reused(&report);
 }
+
+/// A worker that keeps its engine puts the knobs back as the engine's start-up left them
+/// before each case: an `auto` case after an `on`/`off` one inherits nothing (TF32 through
+/// torch's own API, cuDNN's switches).
+#[test]
+fn knobs_are_put_back_between_the_cases_of_a_worker() {
+    let py = crate::need!(python());
+    let code = r#"
+import sys
+sys.path.insert(0, sys.argv[1])
+import torch, wan_common as wc, wan_runtime as rt
+cuda = torch.device("cuda", 0)
+start = rt.snapshot_knobs(torch)
+before = (torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark, wc.tf32_flags())
+rt.apply_knobs(torch, {"cudnn": "off", "cudnn_benchmark": "on", "tf32": "on"}, cuda)
+print("changed:", (torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark, wc.tf32_flags()) != before)
+rt.restore_knobs(torch, start)
+print("restored:", (torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark, wc.tf32_flags()) == before)
+"#;
+    let text = crate::util::cli::python_code(&py, code);
+    assert!(
+        text.contains("changed: True") && text.contains("restored: True"),
+        "{text}"
+    );
+}

@@ -280,7 +280,11 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         speedup_ratio_high: None,
         apply: None,
     };
-    let throttled: Vec<&CaseRecord> = cases.iter().copied().filter(|c| c.outcome.throttled()).collect();
+    let throttled: Vec<&CaseRecord> = cases
+        .iter()
+        .copied()
+        .filter(|c| c.outcome.status == CaseStatus::Ok && c.outcome.throttled())
+        .collect();
     if !throttled.is_empty() {
         a.verdict = Verdict::Throttled;
         a.fastest = None;

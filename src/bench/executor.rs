@@ -4,9 +4,10 @@
 //! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group ([`crate::process`]) with the variant's variables (plus
 //! a random-length padding variable, as hyperfine does) added to the environment, and with
 //! `miopen_db = fresh` an empty per-case MIOpen database folder, removed afterwards. The
-//! executor enforces the per-case timeout, kills the worker's whole group at the end of
-//! every case (normal or not; a background child holding stderr open cannot hang the run:
-//! the wait for stderr to close is bounded), keeps a tail of stderr bounded in lines and
+//! executor enforces the per-case timeout, kills a worker's whole group when the worker ends
+//! (its group is over, its case failed or timed out, or the run stops; a background child
+//! holding stderr open cannot hang the run: the wait for stderr to close is bounded), keeps a
+//! worker for the next case of its group only after an `ok` case, keeps a tail of stderr bounded in lines and
 //! bytes, checks every result against the spec, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
 //! classifies a worker that died without a result. It owns the run's scratch folder: a
 //! random name with our prefix, owner-only permissions (tempfile), a marker file held locked
@@ -88,6 +89,14 @@ impl Executor {
         let dir = builder
             .tempdir_in(&tmp)
             .with_context(|| format!("cannot create a scratch folder in {}", tmp.display()))?;
+        // The case lines on a worker's stdin are `SPEC<TAB>RESULT<NEWLINE>`: paths must hold neither.
+        if dir.path().to_string_lossy().contains(['\t', '\n']) {
+            anyhow::bail!(
+                "the temp folder {:?} holds a tab or a newline, which the workers' case lines cannot carry; \
+                 set TMPDIR to another folder",
+                tmp.display().to_string()
+            );
+        }
         let mark = FolderMark::create(&dir.path().join(SCRATCH_MARKER))
             .with_context(|| format!("cannot write in {}", dir.path().display()))?;
         Ok(Executor {
@@ -141,8 +150,9 @@ impl Executor {
         };
         let key = worker_key(spec, &vars, unset);
         let shared = !self.isolate_cases && fresh_db.is_none();
-        if let Some(w) = self.live.take() {
-            if shared && w.key == key {
+        if let Some(mut w) = self.live.take() {
+            // A worker that died between cases is not blamed on this one: a new one starts.
+            if shared && w.key == key && w.alive() {
                 self.live = Some(w);
             } else {
                 w.end();
@@ -177,9 +187,12 @@ impl Executor {
             spawn_to_ready_s: (cases_before == 0).then_some(worker.spawn_to_ready_s).flatten(),
             ..WorkerUse::default()
         };
+        // A worker that finished its case stays for the next one only when its case is `ok`
+        // (after an error, an out-of-memory or a bad result its state is not trusted).
+        let mut finished = None;
         let (timed_out, status) = match watched.end {
             CaseEnd::Done if shared => {
-                self.live = Some(worker);
+                finished = Some(worker);
                 (false, None)
             }
             CaseEnd::Done => {
@@ -217,6 +230,13 @@ impl Executor {
         }
         result.outcome.worker = Some(used);
         result.outcome.miopen = watched.miopen;
+        if let Some(mut w) = finished {
+            if result.outcome.status == CaseStatus::Ok && w.alive() {
+                self.live = Some(w);
+            } else {
+                w.end();
+            }
+        }
         result
     }
 

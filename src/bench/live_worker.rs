@@ -78,7 +78,7 @@ pub struct LiveWorker {
     pub spawn_to_ready_s: Option<f64>,
     /// Cases this process has run (finished or not).
     pub cases_run: usize,
-    /// The grouping key it was started for (`executor::WorkerKey`, as text).
+    /// The grouping key it was started for (`executor::worker_key`).
     pub key: String,
 }
 
@@ -105,6 +105,12 @@ impl LiveWorker {
         self.child.id()
     }
 
+    /// Whether the process is still running (a worker that died between cases takes no
+    /// further case).
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Ask the worker for one case. `Err` when its stdin is closed (the process is gone).
     pub fn send(&mut self, spec_path: &Path, result_path: &Path) -> std::io::Result<()> {
         let stdin = self.stdin.as_mut().ok_or(std::io::ErrorKind::BrokenPipe)?;
@@ -122,11 +128,12 @@ impl LiveWorker {
         let mut closed = false;
         let end = loop {
             match self.rx.recv_timeout(Duration::from_millis(5)) {
+                // A worker that prints without pause still meets the checks below (its
+                // deadline, a signal): no `continue` here.
                 Ok(line) => {
                     if self.take(line, show, &mut tail, &mut miopen, on_event) {
                         break CaseEnd::Done;
                     }
-                    continue;
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => closed = true,
                 Err(mpsc::RecvTimeoutError::Timeout) => {}

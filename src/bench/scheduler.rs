@@ -1,9 +1,12 @@
 //! The scheduler: case order (shuffled with a recorded seed, the default, so slow drift of
-//! the machine does not line up with one axis of the matrix, or as written), and
-//! [`Scheduler::run`], which runs each case through the executor (a case its engine cannot
-//! run, [`crate::engine::EngineSpec::unsupported`], is recorded without starting a worker),
-//! records it in the report, fills quality as references finish, and rewrites the report
-//! after every case.
+//! the machine does not line up with one axis of the matrix, or as written; a shuffled order
+//! is then grouped by worker, [`group_by_worker`], which puts engine, env variant and
+//! precision in blocks and keeps the rest shuffled), and [`Scheduler::run`], which paces the
+//! cases ([`Pacing`]: `--cooldown`, `--wait-temp`), runs each through the executor with the
+//! parent's telemetry sampler beside it (a case its engine cannot run,
+//! [`crate::engine::EngineSpec::unsupported`], is recorded without starting a worker), records
+//! it in the report, fills quality as references finish, and rewrites the report after every
+//! case.
 //!
 //! Must not: parse options, spawn processes itself (the executor does) or render tables.
 use std::collections::BTreeMap;

@@ -52,7 +52,10 @@ pub fn for_device(device: &str, interval_ms: u64) -> Result<Box<dyn Source>, Str
         ));
     };
     let cards = amd_cards(&root);
-    if let Some(card) = cards.get(index) {
+    // With NVIDIA's driver loaded, cuda:N is an NVIDIA GPU (an AMD iGPU beside it is not one
+    // of torch's devices); else the N-th amdgpu card.
+    let nvidia_driver = root.join("proc/driver/nvidia/version").exists();
+    if let Some(card) = cards.get(index).filter(|_| !nvidia_driver) {
         return Ok(Box::new(Amd { dir: card.clone() }));
     }
     match Nvidia::start(index, interval_ms) {
@@ -231,6 +234,8 @@ impl Nvidia {
             .stderr(std::process::Stdio::null())
             .spawn()
             .map_err(|e| format!("nvidia-smi cannot be run: {e}"))?;
+        // The parent's own helper: not an orphan of a worker, so not killed when one ends.
+        crate::process::spare(child.id());
         let stdout = child.stdout.take().expect("piped");
         let latest = Arc::new(Mutex::new(None));
         let shared = Arc::clone(&latest);
@@ -317,6 +322,7 @@ impl Source for Nvidia {
 
 impl Drop for Nvidia {
     fn drop(&mut self) {
+        crate::process::unspare(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -351,15 +357,14 @@ impl Cpu {
     }
 }
 
-/// The mean of the `cpu MHz` lines of `/proc/cpuinfo`.
+/// The fastest core's `cpu MHz` in `/proc/cpuinfo`: the busy cores' clock (idle ones park
+/// low, and would drag a mean under the single-core maximum it is compared with).
 fn cpu_mhz(path: &Path) -> Option<f64> {
     let text = std::fs::read_to_string(path).ok()?;
-    let v: Vec<f64> = text
-        .lines()
+    text.lines()
         .filter(|l| l.starts_with("cpu MHz"))
-        .filter_map(|l| l.split_once(':')?.1.trim().parse().ok())
-        .collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        .filter_map(|l| l.split_once(':')?.1.trim().parse::<f64>().ok())
+        .reduce(f64::max)
 }
 
 impl Source for Cpu {
@@ -368,7 +373,7 @@ impl Source for Cpu {
             .hwmon
             .as_ref()
             .map_or(String::new(), |(n, _)| format!(", hwmon {n}"));
-        format!("cpu (/proc/cpuinfo{temp})")
+        format!("cpu (/proc/cpuinfo, fastest core{temp})")
     }
 
     fn clock_max_mhz(&mut self) -> Option<f64> {

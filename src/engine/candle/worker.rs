@@ -62,8 +62,6 @@ pub struct Session {
 /// error becomes the result (classified as `oom`, `unsupported` or `failed`); a panic still
 /// ends the process, which the parent records as `failed` with the stderr tail.
 pub fn run(spec: &WorkerSpec, session: &mut Session) -> WorkerResult {
-    // Each case's peak memory is its own, not the highest of the process's earlier cases.
-    memory::reset_peak_rss();
     let env = seen_env(&spec.variant_vars);
     let mut reused = false;
     let mut result = match super::fault::inject_fault(spec) {
@@ -135,8 +133,11 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
         format!("{:?}", spec.settings.precision)
     ])
     .to_string();
+    // Each case's peak memory is its own: the peak restarts once the model this case does
+    // not use is gone (so it holds this case's model, kept or loaded, and its passes).
     let loaded = match session.model.take() {
         Some((k, mut l)) if k == key => {
+            memory::reset_peak_rss();
             *reused = true;
             l.load_s = 0.0;
             l
@@ -144,6 +145,7 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
         old => {
             // The previous model goes before the next one is built: never both in memory.
             drop(old);
+            memory::reset_peak_rss();
             load(spec, &device)?
         }
     };

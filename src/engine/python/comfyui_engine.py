@@ -304,9 +304,18 @@ class Engine:
                 setattr(args, f, v)
         return DTYPE_NAMES.get(str(dt), str(dt))
 
+    def start_case(self) -> None:
+        """Before each case of a worker that keeps this engine: what `facts` reports is the
+        case's own (retries, the last decode's latent, chunking and fallback tiles)."""
+        self.watch.count = 0
+        self.last_latent_shape = self.pre_clamp = self.decoder_frames_last = None
+        self.decoder_frames, self.fallback_tiles = [], []
+
     def release(self) -> None:
         """Before the worker builds its next engine: ComfyUI keeps the models it loaded in
-        its own list; unload them and empty its cache (the next case starts as a first)."""
+        its own list; unload them and empty its cache (the next case starts as a first), and
+        stop watching its log."""
+        logging.getLogger().removeHandler(self.watch)
         for name in ("unload_all_models", "soft_empty_cache"):
             fn = getattr(self.mm, name, None)
             if callable(fn):

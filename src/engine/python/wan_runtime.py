@@ -98,6 +98,31 @@ def apply_knobs(torch, spec: dict, device) -> Dict[str, str]:
     return knobs
 
 
+def snapshot_knobs(torch) -> dict:
+    """The knobs as they stand (cuDNN's `enabled` and `benchmark`, and TF32 through whichever
+    API this torch has: `fp32_precision` per backend and op in torch >= 2.9, else the legacy
+    `allow_tf32` flags; mixing the two raises), for `restore_knobs`."""
+    snap = {"cudnn": (torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark)}
+    places = [torch.backends, torch.backends.cudnn, getattr(torch.backends.cudnn, "conv", None),
+              getattr(torch.backends.cuda, "matmul", None)]
+    if all(p is not None and hasattr(p, "fp32_precision") for p in places):
+        snap["fp32_precision"] = [(p, p.fp32_precision) for p in places]
+    else:
+        snap["allow_tf32"] = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    return snap
+
+
+def restore_knobs(torch, snap: dict) -> None:
+    """Put the knobs back as `snapshot_knobs` found them: a worker that keeps its engine gives
+    each case the engine's own start-up state, so an `auto` knob never inherits the previous
+    case's `on` or `off`."""
+    torch.backends.cudnn.enabled, torch.backends.cudnn.benchmark = snap["cudnn"]
+    for place, value in snap.get("fp32_precision", []):
+        place.fp32_precision = value
+    if "allow_tf32" in snap:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = snap["allow_tf32"]
+
+
 def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
     """What the report keeps per engine: versions, device and its memory."""
     ctx = {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """wan-vae-bench's PyTorch worker: the Python engines (`torch`, `diffusers`, `comfyui`; each
-made by the module its entry in engine::ENGINES names, the spec's `python_module`), one case
-per process, speaking the candle worker's protocol (see docs/worker-protocol.md, section 9).
+made by the module its entry in engine::ENGINES names, the spec's `python_module`), the cases
+the parent names on stdin one after another (keeping its imports and, while the case allows,
+its engine), speaking the candle worker's protocol (see docs/worker-protocol.md, section 9).
 
     python3 wan_worker.py worker --session DIR (stdin: one `SPEC_PATH\tRESULT_PATH` line per case)
     python3 wan_worker.py validate --engine E --module M --weights W --cases C [--json] ...
@@ -27,7 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from wan_runtime import (BadInput, Unsupported, apply_knobs, check_options, classify, context,  # noqa: E402
                          diffusers_version, encode_input, engine_context, engine_module, engine_precision, engine_torch,
-                         import_torch, make_engine, open_device, peak_rss_bytes, psnr_db, run_engine, run_options)
+                         import_torch, make_engine, open_device, peak_rss_bytes, psnr_db, restore_knobs, run_engine,
+                         run_options, snapshot_knobs)
 import wan_validate  # noqa: E402
 
 PHASE_MARKER = "@@wan-vae-bench-phase "
@@ -124,6 +126,7 @@ class Session:
         self.model = None
         self.shapes = None
         self.model_name = None
+        self.knobs = None
 
     def drop(self) -> None:
         """Let the engine go (its own `release` first: ComfyUI keeps loaded models)."""
@@ -132,7 +135,7 @@ class Session:
                 self.eng.release()
             except Exception:  # noqa: BLE001 - what is left is freed with the object
                 pass
-        self.key = self.eng = self.model = self.shapes = self.model_name = None
+        self.key = self.eng = self.model = self.shapes = self.model_name = self.knobs = None
 
 
 def between_cases(torch) -> None:
@@ -206,7 +209,12 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
         session.model_name = loaded.model
         del loaded
         session.key, session.eng = key, eng
+        # The knobs as the engine's start-up left them: each later case starts from these.
+        session.knobs = snapshot_knobs(torch)
     eng = session.eng
+    restore_knobs(torch, session.knobs)
+    if hasattr(eng, "start_case"):
+        eng.start_case()  # its per-case facts (comfyui: retries, the last decode) start afresh
     # The knobs after the engine started: ComfyUI's start-up switches cuDNN (MIOpen) off on
     # AMD, and the case's own setting must be the one in force when the clocks run.
     knobs = apply_knobs(torch, spec, device)
@@ -395,10 +403,10 @@ def run_case(spec_path: str, result_path: str, session: Session) -> None:
     else:
         result = inject_fault(spec)
     if result is None:
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            between_cases(torch)
         try:
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                between_cases(torch)  # a device left broken by the last case raises here
             result = measure(spec, session)
         except BaseException as e:  # noqa: BLE001 - every failure becomes the result
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
