@@ -1,8 +1,9 @@
 //! What the device was doing while a case ran (issue 32): the parent's samples of its clock,
 //! temperature, power, load and memory, summarized per pass ([`CaseTelemetry`], a case's
 //! `telemetry` in the report), with the throttle verdict: a timed pass whose median clock
-//! fell below [`THROTTLE_CLOCK_FRACTION`] of the clock's maximum, or during which the driver
-//! reported a thermal or power limit, is marked, and no answer is drawn from it.
+//! fell below [`THROTTLE_CLOCK_FRACTION`] of the clock's maximum, or in at least half of whose
+//! samples the driver reported a thermal or power limit, is marked (`ok` cases only), and no
+//! answer is drawn from it.
 //!
 //! Must not: read the device (`bench::telemetry` samples it) or decide the answer.
 use std::collections::BTreeMap;
@@ -92,7 +93,7 @@ pub struct PassTelemetry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throttle_reasons: Vec<String>,
     /// Median clock below [`THROTTLE_CLOCK_FRACTION`] of the maximum, or a thermal or power
-    /// throttle reason.
+    /// throttle reason in at least half of the samples (judged for `ok` cases only).
     #[serde(default)]
     pub throttled: bool,
 }
