@@ -134,7 +134,7 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     let _lock = crate::lock::OutputLock::acquire(&args.output)?;
     // Reading the inputs may block (a FIFO): a SIGINT/SIGTERM until we are done removes the
     // lock file and exits with 128 + the signal number.
-    let _guard = crate::bench::interrupt::guard_setup(&crate::lock::OutputLock::path_for(&args.output))?;
+    let _guard = crate::bench::interrupt::guard_setup(&[crate::lock::OutputLock::path_for(&args.output)])?;
     let mut reports = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         let report = Report::load(path)?;

@@ -232,22 +232,31 @@ fn a_signal_during_set_up_leaves_no_lock() {
         .success());
     let report = dir.path().join("r.json");
     let lock = dir.path().join("r.json.lock");
+    // An export's lock goes too (issue 30's note: the guard once knew the report's only).
+    let csv = dir.path().join("e.csv");
+    let csv_lock = dir.path().join("e.csv.lock");
     for sig in [libc::SIGTERM, libc::SIGINT] {
         let mut child = spawn_group(
             bench()
                 .args(tiny(&["--input", fifo.to_str().unwrap()]))
                 .arg("-o")
                 .arg(&report)
+                .arg("--export-csv")
+                .arg(&csv)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null()),
         );
-        // Opening the FIFO blocks (no writer) with the lock held.
-        wait_for("the lock", || lock.exists());
+        // Opening the FIFO blocks (no writer) with the locks held.
+        wait_for("the lock", || lock.exists() && csv_lock.exists());
         std::thread::sleep(Duration::from_millis(200));
         let status = signal_and_wait(&mut child, sig, Duration::from_secs(30));
         assert_eq!(status.code(), Some(128 + sig), "{status:?} {:?}", status.signal());
         assert!(!lock.exists(), "the lock was left behind after signal {sig}");
-        assert!(!report.exists());
+        assert!(
+            !csv_lock.exists(),
+            "the export's lock was left behind after signal {sig}"
+        );
+        assert!(!report.exists() && !csv.exists());
     }
 }
 

@@ -29,32 +29,53 @@ pub const STOP_SIGNALS: [i32; 5] = [
     signal_hook::consts::SIGALRM,
 ];
 
-/// The lock file (a leaked C string) to remove when a signal comes during set-up; null once
-/// [`install`] took over.
-static SETUP_LOCK: AtomicPtr<libc::c_char> = AtomicPtr::new(std::ptr::null_mut());
+/// Most lock files the set-up guard removes: the report's and the three exports'.
+const MAX_SETUP_LOCKS: usize = 4;
+
+/// The lock files (leaked C strings) to remove when a signal comes during set-up; null once
+/// [`install`] took over, or unused.
+static SETUP_LOCKS: [AtomicPtr<libc::c_char>; MAX_SETUP_LOCKS] =
+    [const { AtomicPtr::new(std::ptr::null_mut()) }; MAX_SETUP_LOCKS];
+
+/// Disarm the set-up guard (its paths stay leaked: a handler may still be reading one).
+fn disarm_setup() {
+    for slot in &SETUP_LOCKS {
+        slot.store(std::ptr::null_mut(), Ordering::SeqCst);
+    }
+}
 static SETUP_HANDLERS: OnceLock<()> = OnceLock::new();
 
-/// From now until [`install`]: a SIGINT or SIGTERM removes `lock` (our output lock, already
-/// acquired) and ends the process with 128 + the signal number. The handler only calls
-/// `unlink` and `_exit`, both async-signal-safe.
-pub fn guard_setup(lock: &std::path::Path) -> anyhow::Result<SetupGuard> {
+/// From now until [`install`]: a stop signal removes `locks` (our output locks, already
+/// acquired: the report's, and those of its exports; at most [`MAX_SETUP_LOCKS`]) and ends
+/// the process with 128 + the signal number. The handler only calls `unlink` and `_exit`,
+/// both async-signal-safe.
+pub fn guard_setup(locks: &[std::path::PathBuf]) -> anyhow::Result<SetupGuard> {
     use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(lock.as_os_str().as_bytes())?;
-    let old = SETUP_LOCK.swap(c.into_raw(), Ordering::SeqCst);
-    if !old.is_null() {
-        // SAFETY: `old` came from `CString::into_raw` above, and no handler reads it now
-        // that it is swapped out (set-up runs once per process; a handler racing this
-        // swap would at worst unlink the previous lock path, which is ours too).
-        drop(unsafe { std::ffi::CString::from_raw(old) });
+    anyhow::ensure!(locks.len() <= MAX_SETUP_LOCKS, "at most {MAX_SETUP_LOCKS} output locks");
+    for (slot, lock) in SETUP_LOCKS.iter().zip(locks) {
+        let c = std::ffi::CString::new(lock.as_os_str().as_bytes())?;
+        let old = slot.swap(c.into_raw(), Ordering::SeqCst);
+        if !old.is_null() {
+            // SAFETY: `old` came from `CString::into_raw` above, and no handler reads it now
+            // that it is swapped out (set-up runs once per process; a handler racing this
+            // swap would at worst unlink the previous lock path, which is ours too).
+            drop(unsafe { std::ffi::CString::from_raw(old) });
+        }
     }
     if SETUP_HANDLERS.get().is_none() {
         for sig in STOP_SIGNALS {
             // SAFETY: the action only loads an atomic and calls unlink and _exit.
             unsafe {
                 signal_hook::low_level::register(sig, move || {
-                    let p = SETUP_LOCK.load(Ordering::SeqCst);
-                    if !p.is_null() {
-                        libc::unlink(p);
+                    let mut armed = false;
+                    for slot in &SETUP_LOCKS {
+                        let p = slot.load(Ordering::SeqCst);
+                        if !p.is_null() {
+                            libc::unlink(p);
+                            armed = true;
+                        }
+                    }
+                    if armed {
                         libc::_exit(128 + sig);
                     }
                 })?;
@@ -70,7 +91,7 @@ pub struct SetupGuard;
 
 impl Drop for SetupGuard {
     fn drop(&mut self) {
-        SETUP_LOCK.store(std::ptr::null_mut(), Ordering::SeqCst);
+        disarm_setup();
     }
 }
 
@@ -88,9 +109,8 @@ pub fn install() -> anyhow::Result<()> {
         signal_hook::flag::register_usize(sig, Arc::clone(&received), sig as usize)?;
     }
     let _ = RECEIVED.set(received);
-    // The run's own handling takes over from the set-up guard (the lock path stays leaked:
-    // a handler may still be reading it).
-    SETUP_LOCK.store(std::ptr::null_mut(), Ordering::SeqCst);
+    // The run's own handling takes over from the set-up guard.
+    disarm_setup();
     Ok(())
 }
 

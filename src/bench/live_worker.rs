@@ -112,7 +112,15 @@ impl LiveWorker {
     }
 
     /// Ask the worker for one case. `Err` when its stdin is closed (the process is gone).
+    /// What it printed since its last case ended (between cases) is dropped first, so that
+    /// the case's tail holds only its own lines.
     pub fn send(&mut self, spec_path: &Path, result_path: &Path) -> std::io::Result<()> {
+        while let Ok(line) = self.rx.try_recv() {
+            if matches!(line, Line::Ready) {
+                self.spawn_to_ready_s
+                    .get_or_insert(self.spawned.elapsed().as_secs_f64());
+            }
+        }
         let stdin = self.stdin.as_mut().ok_or(std::io::ErrorKind::BrokenPipe)?;
         let line = format!("{}\t{}\n", spec_path.display(), result_path.display());
         stdin.write_all(line.as_bytes())?;

@@ -230,7 +230,15 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         .flatten()
         .map(|p| crate::lock::OutputLock::acquire(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let _setup = interrupt::guard_setup(&crate::lock::OutputLock::path_for(&output))?;
+    let locks: Vec<_> = std::iter::once(&output)
+        .chain(
+            [&args.export_markdown, &args.export_svg, &args.export_csv]
+                .into_iter()
+                .flatten(),
+        )
+        .map(|p| crate::lock::OutputLock::path_for(p))
+        .collect();
+    let _setup = interrupt::guard_setup(&locks)?;
     // An existing report stays as it was until a case has finished.
     let old_report = std::fs::symlink_metadata(&output).is_ok();
     let model = weights_choice::ResolvedModel::resolve(&opts)?;
