@@ -14,6 +14,21 @@ use crate::axes::{Axis, AXES};
 use crate::model::ModelKind;
 use crate::values::{self, Order, TorchPrecision};
 
+/// `--allow-status`: a status other than `ok` that may appear without failing the run.
+pub fn allow_status_flag(value: &str) -> Result<crate::report::CaseStatus, String> {
+    use crate::report::CaseStatus;
+    let allowed = [
+        CaseStatus::Unsupported,
+        CaseStatus::Oom,
+        CaseStatus::Timeout,
+        CaseStatus::Failed,
+    ];
+    allowed
+        .into_iter()
+        .find(|s| s.name() == value.trim())
+        .ok_or_else(|| format!("`{value}` is not a status to allow; valid: unsupported, oom, timeout, failed"))
+}
+
 /// `--cooldown`: seconds from 0 to 3600.
 fn cooldown_flag(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {

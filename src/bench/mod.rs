@@ -84,7 +84,7 @@ pub struct RunArgs {
     pub min_psnr: Option<f64>,
     /// Case statuses that do not make the run exit 1 (comma-separated, repeatable): any of
     /// unsupported, oom, timeout, failed. A broken budget still exits 1.
-    #[arg(long = "allow-status", value_name = "STATUS,...", value_delimiter = ',', value_parser = allow_status_flag)]
+    #[arg(long = "allow-status", value_name = "STATUS,...", value_delimiter = ',', value_parser = flags::allow_status_flag)]
     pub allow_status: Vec<CaseStatus>,
     /// Print the JSON report on stdout at the end, as the other commands' --json do; the
     /// table, the answer and every message go to stderr. The report file is written as usual.
@@ -225,17 +225,16 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
     // Each export too: it may name the report another run is writing.
-    let _export_locks = [&args.export_markdown, &args.export_svg, &args.export_csv]
+    let exports: Vec<&PathBuf> = [&args.export_markdown, &args.export_svg, &args.export_csv]
         .into_iter()
         .flatten()
+        .collect();
+    let _export_locks = exports
+        .iter()
         .map(|p| crate::lock::OutputLock::acquire(p))
         .collect::<Result<Vec<_>, _>>()?;
     let locks: Vec<_> = std::iter::once(&output)
-        .chain(
-            [&args.export_markdown, &args.export_svg, &args.export_csv]
-                .into_iter()
-                .flatten(),
-        )
+        .chain(exports)
         .map(|p| crate::lock::OutputLock::path_for(p))
         .collect();
     let _setup = interrupt::guard_setup(&locks)?;
@@ -597,20 +596,6 @@ fn finish(
     } else {
         1
     })
-}
-
-/// `--allow-status`: a status other than `ok` that may appear without failing the run.
-fn allow_status_flag(value: &str) -> Result<CaseStatus, String> {
-    let allowed = [
-        CaseStatus::Unsupported,
-        CaseStatus::Oom,
-        CaseStatus::Timeout,
-        CaseStatus::Failed,
-    ];
-    allowed
-        .into_iter()
-        .find(|s| s.name() == value.trim())
-        .ok_or_else(|| format!("`{value}` is not a status to allow; valid: unsupported, oom, timeout, failed"))
 }
 
 /// Frames and size come from the input file: a `--frames`/`--size` that disagrees is an
