@@ -321,21 +321,26 @@ fn drm_device_dir(root: &Path, name: &str) -> Option<PathBuf> {
 
 /// `card*` DRM devices with memory info, in card-number order.
 fn drm_cards(root: &Path) -> Vec<PathBuf> {
+    drm_cards_with(root, "mem_info_vram_total")
+}
+
+/// The `device` folders of the `card*` DRM devices under `root` that hold `file` (e.g.
+/// `pp_dpm_sclk`: amdgpu cards whose clock can be read), in card-number order.
+pub fn drm_cards_with(root: &Path, file: &str) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(root.join("sys/class/drm")) else {
         return Vec::new();
     };
-    let mut cards: Vec<(u64, String)> = entries
+    let mut cards: Vec<(u64, PathBuf)> = entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_str()?.to_string();
-            Some((name.strip_prefix("card")?.parse().ok()?, name))
+            let dir = e.path().join("device");
+            let n = name.strip_prefix("card")?.parse().ok()?;
+            dir.join(file).exists().then_some((n, dir))
         })
         .collect();
     cards.sort();
-    cards
-        .into_iter()
-        .filter_map(|(_, n)| drm_device_dir(root, &n))
-        .collect()
+    cards.into_iter().map(|(_, d)| d).collect()
 }
 
 /// ROCm version from `$ROCM_PATH/.info/version` (default `/opt/rocm`).

@@ -8,7 +8,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::util::cli::{bench, fixture, load, scratch, stderr, write};
-use crate::util::procs::{alive, fake_python, run_bounded, signal_and_wait, spawn_group};
+use crate::util::procs::{alive, fake_python, result_json, run_bounded, signal_and_wait, spawn_group};
 
 /// One tiny case (weights fixture, one frame, one timed run) with extra flags.
 fn tiny(extra: &[&str]) -> Vec<String> {
@@ -22,16 +22,6 @@ fn tiny(extra: &[&str]) -> Vec<String> {
     v.extend(["--weights".to_string(), weights.display().to_string()]);
     v.extend(extra.iter().map(|s| s.to_string()));
     v
-}
-
-/// A result file of status ok whose encode and decode hold `samples`.
-fn result_json(samples: &str, stat: &str) -> String {
-    let pass = format!(
-        r#"{{"samples_s":{samples},"min_s":{stat},"median_s":{stat},"mean_s":{stat},"stddev_s":0,"max_s":{stat},"warmup_s":[],"frames_per_s":1,"gflop":0,"gflop_per_s":0,"outliers":0}}"#
-    );
-    format!(
-        r#"{{"status":"ok","error":null,"compute_dtype":"f32","encode":{pass},"decode":{pass},"load_s":0.1,"peak_rss_bytes":null,"device_memory_bytes":null,"env":{{}},"model":null,"roundtrip_psnr_db":null,"outputs_error":null}}"#
-    )
 }
 
 /// A one-case torch run whose fake worker starts `start` (a shell command put in the

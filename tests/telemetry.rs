@@ -4,18 +4,9 @@
 //! telemetry at all, the case says why and holds nothing made up.
 use std::path::{Path, PathBuf};
 
+use crate::util::cli::executable;
 use crate::util::cli::{bench, scratch, stderr};
-use crate::util::procs::fake_python;
-
-/// A result file of status ok whose encode and decode each hold one sample of `s` seconds.
-fn result_json(s: f64) -> String {
-    let pass = format!(
-        r#"{{"samples_s":[{s}],"min_s":{s},"median_s":{s},"mean_s":{s},"stddev_s":0,"max_s":{s},"warmup_s":[],"frames_per_s":1,"gflop":0,"gflop_per_s":0,"outliers":0}}"#
-    );
-    format!(
-        r#"{{"status":"ok","error":null,"compute_dtype":"f32","encode":{pass},"decode":{pass},"load_s":0.1,"peak_rss_bytes":null,"device_memory_bytes":null,"env":{{}},"model":null,"roundtrip_psnr_db":null,"outputs_error":null}}"#
-    )
-}
+use crate::util::procs::{fake_python, result_json};
 
 /// A fake Python worker: an encode pass of 0.5 s, then `between` (a shell command), then a
 /// decode pass of 0.5 s, then an ok result.
@@ -24,7 +15,7 @@ fn worker(dir: &Path, between: &str) -> PathBuf {
         "echo '@@wan-vae-bench-phase encode run 1/1' >&2\nsleep 0.5\n{between}\n\
          echo '@@wan-vae-bench-phase decode run 1/1' >&2\nsleep 0.5\n\
          echo '@@wan-vae-bench-phase outputs' >&2\nprintf '%s' '{}' > \"$r\"\nexit 0",
-        result_json(0.5)
+        result_json("[0.5]", "0.5")
     );
     fake_python(dir, &body)
 }
@@ -65,6 +56,21 @@ fn run(dir: &Path, py: &Path, env: &[(&str, String)]) -> (std::process::Output, 
 
 fn cases(r: &serde_json::Value) -> &Vec<serde_json::Value> {
     r["cases"].as_array().unwrap()
+}
+
+/// The environment of a run with `script` as `nvidia-smi` on `PATH` and an empty sysfs root
+/// (no amdgpu card).
+fn with_fake_smi(dir: &Path, script: &str) -> [(&'static str, String); 2] {
+    let bin = dir.join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    executable(&bin, "nvidia-smi", script);
+    let empty = dir.join("empty-root");
+    std::fs::create_dir(&empty).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    [
+        ("PATH", path),
+        ("WAN_VAE_BENCH_SYSFS_ROOT", empty.display().to_string()),
+    ]
 }
 
 /// The answer refuses, and the table marks the cases.
@@ -151,26 +157,13 @@ fn an_amd_clock_that_drops_during_a_case_marks_it_throttled_and_the_answer_refus
 #[test]
 fn a_thermal_throttle_reason_from_nvidia_smi_marks_the_case() {
     let dir = scratch();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
     // Full clock, but the driver says hw_thermal_slowdown (0x40) while the case runs.
-    let smi = bin.join("nvidia-smi");
-    std::fs::write(
-        &smi,
+    let env = with_fake_smi(
+        dir.path(),
         "#!/bin/sh\ncase \"$*\" in\n *-lms*) while :; do echo '1980, 1980, 87, 412.5, 100, 0x0000000000000040'; \
          sleep 0.05; done;;\n *) exit 9;;\nesac\n",
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    );
     let py = worker(dir.path(), "true");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let empty = dir.path().join("empty-root");
-    std::fs::create_dir(&empty).unwrap();
-    let env = [
-        ("PATH", path),
-        ("WAN_VAE_BENCH_SYSFS_ROOT", empty.display().to_string()),
-    ];
     let (out, r) = run(dir.path(), &py, &env);
     let t = &cases(&r)[0]["telemetry"];
     assert_eq!(t["source"], "nvidia-smi (GPU 0)", "{t}");
@@ -188,21 +181,9 @@ fn a_thermal_throttle_reason_from_nvidia_smi_marks_the_case() {
 #[test]
 fn without_telemetry_every_field_is_absent_and_says_why() {
     let dir = scratch();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir(&bin).unwrap();
     // An nvidia-smi without a driver: it exits at once.
-    let smi = bin.join("nvidia-smi");
-    std::fs::write(&smi, "#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let env = with_fake_smi(dir.path(), "#!/bin/sh\necho 'NVIDIA-SMI has failed' >&2\nexit 9\n");
     let py = worker(dir.path(), "true");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
-    let empty = dir.path().join("empty-root");
-    std::fs::create_dir(&empty).unwrap();
-    let env = [
-        ("PATH", path),
-        ("WAN_VAE_BENCH_SYSFS_ROOT", empty.display().to_string()),
-    ];
     let (out, r) = run(dir.path(), &py, &env);
     for c in cases(&r) {
         let t = c["telemetry"].as_object().unwrap();

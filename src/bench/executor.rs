@@ -148,7 +148,7 @@ impl Executor {
             Ok(d) => d,
             Err(msg) => return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars),
         };
-        let key = worker_key(spec, &vars, unset);
+        let key = worker_key(spec.settings.engine, &vars, unset);
         let shared = !self.isolate_cases && fresh_db.is_none();
         if let Some(mut w) = self.live.take() {
             // A worker that died between cases is not blamed on this one: a new one starts.
@@ -369,19 +369,14 @@ impl Executor {
 }
 
 /// Which cases may share a worker process: those of the same engine (and so interpreter and
-/// folder) with the same environment (the variant's variables, those it removes) on the run's
-/// one device. MIOpen, ROCm and torch read their variables once per process, so an env
-/// variant never shares a process with another. Precision, tiling, chunk, knobs, size,
-/// frames and passes are set per case. (A `miopen_db = fresh` case never shares: the
-/// executor gives it a worker of its own.)
-pub fn worker_key(spec: &WorkerSpec, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
-    let engine = spec.settings.engine.name();
-    let dir = spec
-        .engine_dir
-        .as_deref()
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    serde_json::json!([engine, dir, vars, unset]).to_string()
+/// folder: a run has one of each per engine) with the same environment (the variant's
+/// variables, those it removes) on the run's one device. MIOpen, ROCm and torch read their
+/// variables once per process, so an env variant never shares a process with another.
+/// Precision, tiling, chunk, knobs, size, frames and passes are set per case. (A `miopen_db
+/// = fresh` case never shares: the executor gives it a worker of its own.) The scheduler
+/// groups its cases by the same key ([`super::scheduler::group_by_worker`]).
+pub fn worker_key(engine: crate::values::Engine, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
+    serde_json::json!([engine.name(), vars, unset]).to_string()
 }
 
 /// How a case's worker starts: its command, and what a failure to start it says and is

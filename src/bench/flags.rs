@@ -31,17 +31,19 @@ pub fn allow_status_flag(value: &str) -> Result<crate::report::CaseStatus, Strin
 
 /// `--cooldown`: seconds from 0 to 3600.
 fn cooldown_flag(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (0.0..=3600.0).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?} is not a number of seconds from 0 to 3600")),
-    }
+    number_in(s, 0.0..=3600.0, "a number of seconds from 0 to 3600")
 }
 
 /// `--wait-temp`: degrees Celsius from 20 to 120.
 fn wait_temp_flag(s: &str) -> Result<f64, String> {
+    number_in(s, 20.0..=120.0, "a temperature from 20 to 120 (degrees Celsius)")
+}
+
+/// A finite number within `range`, else an error saying it is not `what`.
+fn number_in(s: &str, range: std::ops::RangeInclusive<f64>, what: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && (20.0..=120.0).contains(&v) => Ok(v),
-        _ => Err(format!("{s:?} is not a temperature from 20 to 120 (degrees Celsius)")),
+        Ok(v) if v.is_finite() && range.contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not {what}")),
     }
 }
 

@@ -41,7 +41,7 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
 /// the model once per precision (a shuffled order stays shuffled within and between groups).
 /// The grouping is the executor's (`executor::worker_key`): engine and environment.
 pub fn group_by_worker(cases: &mut [Case]) {
-    let key = |c: &Case| serde_json::json!([c.settings.engine.name(), c.env_vars, c.env_unset]).to_string();
+    let key = |c: &Case| super::executor::worker_key(c.settings.engine, &c.env_vars, &c.env_unset);
     let model = |c: &Case| format!("{}{:?}", key(c), c.settings.precision);
     let (mut first, mut first_model) = (BTreeMap::new(), BTreeMap::new());
     for (i, c) in cases.iter().enumerate() {
@@ -228,11 +228,15 @@ impl Scheduler {
             sleep_until(std::time::Instant::now() + std::time::Duration::from_secs_f64(self.pacing.cooldown_s));
         }
         let limit = self.pacing.wait_temp_c?;
-        let device = &self.run_wide.spec.device;
+        let cannot = |why| Some(format!("--wait-temp {limit}: cannot read the temperature: {why}"));
+        let mut thermometer = match super::telemetry::Thermometer::open(&self.run_wide.spec.device) {
+            Ok(t) => t,
+            Err(why) => return cannot(why),
+        };
         let start = std::time::Instant::now();
         loop {
-            match super::telemetry::temperature_now(device) {
-                Err(why) => return Some(format!("--wait-temp {limit}: cannot read the temperature: {why}")),
+            match thermometer.read() {
+                Err(why) => return cannot(why),
                 Ok(t) if t < limit => return None,
                 Ok(t) if start.elapsed() >= MAX_TEMP_WAIT => {
                     return Some(format!(

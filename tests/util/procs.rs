@@ -118,6 +118,17 @@ pub fn processes_mentioning(needle: &str) -> Vec<i32> {
         .collect()
 }
 
+/// A worker result file of status ok whose encode and decode hold `samples` (JSON text,
+/// e.g. `[0.01]`), every statistic `stat`: what a fake interpreter writes.
+pub fn result_json(samples: &str, stat: &str) -> String {
+    let pass = format!(
+        r#"{{"samples_s":{samples},"min_s":{stat},"median_s":{stat},"mean_s":{stat},"stddev_s":0,"max_s":{stat},"warmup_s":[],"frames_per_s":1,"gflop":0,"gflop_per_s":0,"outliers":0}}"#
+    );
+    format!(
+        r#"{{"status":"ok","error":null,"compute_dtype":"f32","encode":{pass},"decode":{pass},"load_s":0.1,"peak_rss_bytes":null,"device_memory_bytes":null,"env":{{}},"model":null,"roundtrip_psnr_db":null,"outputs_error":null}}"#
+    )
+}
+
 /// A fake interpreter: a shell script that, as a worker (`INTERPRETER -u SCRIPT worker
 /// --session DIR`), reads its first case line from stdin and runs `body` with `$r` set to
 /// that case's result path (as `validate`, with `$v` set to its `--verdict` path).

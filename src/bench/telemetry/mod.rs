@@ -3,7 +3,7 @@
 //! the worker reports, and tags each sample with the phase it fell in; the worker itself does
 //! nothing for it. When the case ends, [`Sampler::finish`] summarizes the samples of the
 //! timed encode and decode passes (warmups are left out) into the case's `telemetry`, with the
-//! throttle verdict of `report::telemetry`. [`temperature_now`] serves `--wait-temp`.
+//! throttle verdict of `report::telemetry`. [`Thermometer`] serves `--wait-temp`.
 //!
 //! Must not: run cases or change what a worker measures.
 pub mod sources;
@@ -97,19 +97,29 @@ impl Sampler {
     }
 }
 
-/// The temperature of the run's `device` now, °C, or why it cannot be read.
-pub fn temperature_now(device: &str) -> Result<f64, String> {
-    let mut source = sources::for_device(device, DEFAULT_INTERVAL_MS)?;
-    // nvidia-smi -lms prints its first line at once; give it that moment.
-    let until = Instant::now() + Duration::from_secs(3);
-    loop {
-        if let Some(t) = source.read().temp_c {
-            return Ok(t);
+/// The temperature of the run's device, for `--wait-temp`: its source opened once (for
+/// NVIDIA one `nvidia-smi -lms` for the whole wait), read as often as asked.
+pub struct Thermometer(Box<dyn sources::Source>);
+
+impl Thermometer {
+    /// Open the source of `device`, or say why there is none.
+    pub fn open(device: &str) -> Result<Thermometer, String> {
+        sources::for_device(device, DEFAULT_INTERVAL_MS).map(Thermometer)
+    }
+
+    /// The temperature now, °C, or why it cannot be read.
+    pub fn read(&mut self) -> Result<f64, String> {
+        // nvidia-smi -lms prints its first line at once; give it that moment.
+        let until = Instant::now() + Duration::from_secs(3);
+        loop {
+            if let Some(t) = self.0.read().temp_c {
+                return Ok(t);
+            }
+            if Instant::now() > until {
+                return Err(format!("{} gives no temperature", self.0.describe()));
+            }
+            std::thread::sleep(Duration::from_millis(50));
         }
-        if Instant::now() > until {
-            return Err(format!("{} gives no temperature", source.describe()));
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

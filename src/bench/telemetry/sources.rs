@@ -79,20 +79,7 @@ fn number(path: &Path) -> Option<f64> {
 /// amdgpu cards (`/sys/class/drm/cardN/device` with `pp_dpm_sclk`), in card-number order:
 /// `cuda:N` is the N-th (as HIP numbers them without `HIP_VISIBLE_DEVICES`).
 fn amd_cards(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root.join("sys/class/drm")) else {
-        return Vec::new();
-    };
-    let mut cards: Vec<(u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_str()?.to_string();
-            let n: u64 = name.strip_prefix("card")?.parse().ok()?;
-            let dir = e.path().join("device");
-            dir.join("pp_dpm_sclk").exists().then_some((n, dir))
-        })
-        .collect();
-    cards.sort();
-    cards.into_iter().map(|(_, d)| d).collect()
+    crate::system::drm_cards_with(root, "pp_dpm_sclk")
 }
 
 /// `pp_dpm_sclk`-style levels (`1: 2900Mhz *`): (MHz of the `*` line, highest level).
