@@ -418,7 +418,7 @@ pub fn order_flag(s: &str) -> Result<Order, UserError> {
 /// How cases are spread over worker processes (`run --isolate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Isolate {
-    /// Cases that may share a process do (`bench::executor::worker_key`).
+    /// Cases that may share a process do (`bench::pool::worker_key`).
     #[default]
     Worker,
     /// One process per case.

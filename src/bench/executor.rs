@@ -1,42 +1,52 @@
-//! Running cases in worker processes ([`super::live_worker`]): one per group of cases that may share one
-//! ([`worker_key`]; one per case with `run --isolate case` or `miopen_db = fresh`), as the case's engine says
-//! ([`crate::engine::WorkerKind`]): this binary's hidden `worker` subcommand, or the Python
-//! worker ([`crate::engine::python`]) under the chosen interpreter; started in its own process group ([`crate::process`]) with the variant's variables (plus
-//! a random-length padding variable, as hyperfine does) added to the environment, and with
-//! `miopen_db = fresh` an empty per-case MIOpen database folder, removed afterwards. The
-//! executor enforces the per-case timeout, kills a worker's whole group when the worker ends
-//! (its group is over, its case failed or timed out, or the run stops; a background child
-//! holding stderr open cannot hang the run: the wait for stderr to close is bounded), keeps a
-//! worker for the next case of its group only after an `ok` case, keeps a tail of stderr bounded in lines and
-//! bytes, checks every result against the spec, forwards phase markers, collects MIOpen's log lines ([`super::miopen`]), and
-//! classifies a worker that died without a result. It owns the run's scratch folder: a
-//! random name with our prefix, owner-only permissions (tempfile), a marker file held locked
-//! while we run ([`FolderMark`]), removed when the executor is dropped; folders of runs that
-//! died (SIGKILL, power loss) are removed by the next run ([`remove_stale_scratch`]). A SIGINT/SIGTERM
-//! ([`super::interrupt`]) kills the worker in flight.
+//! Running one case in a worker process ([`super::live_worker`]), leased from the run's
+//! [`Pool`] for its [`Purpose`] (a measured case may reuse the worker of the last measured
+//! case of its group; one per case with `run --isolate case` or `miopen_db = fresh`), as the
+//! case's engine says ([`crate::engine::WorkerKind`]): this binary's hidden `worker`
+//! subcommand, or the Python worker ([`crate::engine::python`]) under the chosen interpreter;
+//! started in its own process group ([`crate::process`]) with the variant's variables (plus a
+//! random-length padding variable, drawn once per worker process, as hyperfine does per
+//! command) added to the environment, and with `miopen_db = fresh` an empty per-case MIOpen
+//! database folder, removed afterwards. The executor enforces the per-case timeout, forwards
+//! phase markers, collects MIOpen's log lines ([`super::miopen`]) and checks every result
+//! against the spec.
+//!
+//! A worker acknowledges each case (the start marker with its id) before any work. A reused
+//! worker that ends, or does not acknowledge within [`ACK_WAIT`], never started the case: the
+//! worker is blamed, the case runs again in a fresh worker and `worker.replaced` says why.
+//! An end after the acknowledgement is the case's ([`super::blame`]). The run's scratch
+//! folder is [`super::scratch::Scratch`]'s; a SIGINT/SIGTERM ([`super::interrupt`]) kills the
+//! worker in flight.
 //!
 //! Must not: know what a worker measures (it passes the spec through) or touch the report.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
-
-use super::live_worker::{CaseEnd, LiveWorker};
+use super::live_worker::{CaseEnd, LiveWorker, Watched};
 pub use super::live_worker::{WorkerEvent, STDERR_LINE_BYTES, STDERR_TAIL_LINES};
+pub use super::pool::{worker_key, Purpose};
+use super::pool::{Lease, Pool};
+use super::scratch::Scratch;
 use crate::engine::protocol::{self, WorkerResult, WorkerSpec};
 use crate::engine::python::{interpreter_problem, PythonWorker};
 use crate::engine::WorkerKind;
-use crate::lock::FolderMark;
 use crate::report::{CaseStatus, WorkerUse};
 use crate::values::MiopenDb;
 
-/// Padding variable whose random length shifts the environment size between cases.
+/// Padding variable whose random length shifts the environment size between worker
+/// processes (drawn once per process: the cases a worker runs share its environment).
 pub const PADDING_VAR: &str = "WAN_VAE_BENCH_ENV_PADDING";
 
 /// The variables a `miopen_db = fresh` case points at its empty folder.
 pub const MIOPEN_DB_VARS: [&str; 2] = ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"];
+
+/// How long a reused worker, idle and reading its stdin, may take to acknowledge a case
+/// before it is taken for dead (it only reads a small spec file first).
+pub const ACK_WAIT: Duration = Duration::from_secs(30);
+
+/// With `run --fault-hooks`: the reused worker's acknowledgement wait in ms (testing hook).
+pub const ACK_WAIT_MS_VAR: &str = "WAN_VAE_BENCH_ACK_WAIT_MS";
 
 /// Runs cases in worker processes.
 pub struct Executor {
@@ -51,66 +61,46 @@ pub struct Executor {
     pub keep: bool,
     /// Pass every stderr line of the workers on as [`WorkerEvent::Output`] (`run --show-output`).
     pub show_output: bool,
-    /// Owns the scratch folder (removes it on drop); `None` once kept.
-    dir: Option<tempfile::TempDir>,
-    /// Our locked marker in the scratch folder, held while we run.
-    _mark: FolderMark,
+    /// Owns the scratch folder (removed on drop unless `keep`).
+    folder: Scratch,
     /// The Python worker (in the scratch directory), once [`Executor::prepare_python`]
     /// wrote it.
     pub python: Option<PythonWorker>,
     /// `run --isolate case`: every case in a worker of its own (else cases with the same
     /// [`worker_key`] share one).
     pub isolate_cases: bool,
-    /// The worker kept for the next case of its group.
-    live: Option<LiveWorker>,
+    /// The workers.
+    pool: Pool,
+    /// How long a reused worker may take to acknowledge a case ([`ACK_WAIT`]).
+    pub ack_wait: Duration,
 }
-
-/// Name prefix of scratch folders in the temp directory.
-pub const SCRATCH_PREFIX: &str = "wan-vae-bench-";
-/// The marker file in a scratch folder, held locked by the owning run ([`FolderMark`]).
-pub const SCRATCH_MARKER: &str = ".wan-vae-bench-owner";
 
 impl Executor {
     /// An executor re-invoking the current binary, with a fresh scratch directory (after
     /// removing the scratch folders of dead runs).
     pub fn new(timeout: Duration) -> anyhow::Result<Executor> {
         let exe = std::env::current_exe()?;
-        let tmp = std::env::temp_dir();
-        remove_stale_scratch(&tmp);
-        // tempfile: a random name, created exclusively (mkdir fails on anything planted
-        // there), so nobody can predict it; mode 0700 so nobody else can read it.
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(SCRATCH_PREFIX);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o700));
-        }
-        let dir = builder
-            .tempdir_in(&tmp)
-            .with_context(|| format!("cannot create a scratch folder in {}", tmp.display()))?;
-        // The case lines on a worker's stdin are `SPEC<TAB>RESULT<NEWLINE>`: paths must hold neither.
-        if dir.path().to_string_lossy().contains(['\t', '\n']) {
-            anyhow::bail!(
-                "the temp folder {:?} holds a tab or a newline, which the workers' case lines cannot carry; \
-                 set TMPDIR to another folder",
-                tmp.display().to_string()
-            );
-        }
-        let mark = FolderMark::create(&dir.path().join(SCRATCH_MARKER))
-            .with_context(|| format!("cannot write in {}", dir.path().display()))?;
+        let folder = Scratch::new()?;
         Ok(Executor {
             exe,
             timeout,
-            scratch: dir.path().to_path_buf(),
+            scratch: folder.path.clone(),
             keep: false,
             show_output: false,
-            dir: Some(dir),
-            _mark: mark,
+            folder,
             python: None,
             isolate_cases: false,
-            live: None,
+            pool: Pool::default(),
+            ack_wait: ACK_WAIT,
         })
+    }
+
+    /// `run --fault-hooks`: the testing hooks of the executor itself ([`ACK_WAIT_MS_VAR`]).
+    pub fn use_fault_hooks(&mut self) {
+        let ms = std::env::var(ACK_WAIT_MS_VAR).ok().and_then(|v| v.parse::<u64>().ok());
+        if let Some(ms) = ms {
+            self.ack_wait = Duration::from_millis(ms);
+        }
     }
 
     /// Write the Python worker into the scratch directory (once per run) for `interpreter`.
@@ -124,16 +114,18 @@ impl Executor {
         protocol::outputs_path(&self.scratch, id)
     }
 
-    /// Run one case; `on_event` receives the worker's phase markers. Never fails: spawn
-    /// errors, crashes and timeouts become a result with the matching status. The case
-    /// runs in the live worker when it was started for the same [`worker_key`] (and the run
-    /// shares workers), else in a new one; a worker that crashed, hung or was killed is
-    /// gone, and the next case starts another.
+    /// Run one case for `purpose`; `on_event` receives the worker's phase markers. Never
+    /// fails: spawn errors, crashes and timeouts become a result with the matching status.
+    /// A measured case runs in the worker the last measured case of its group left (when
+    /// the run shares workers), else in a new one; a preparation always in a new one, ended
+    /// afterwards. A reused worker that dies or goes deaf before acknowledging the case is
+    /// replaced by a fresh one, once.
     pub fn run(
         &mut self,
         spec: &WorkerSpec,
         vars: &BTreeMap<String, String>,
         unset: &[String],
+        purpose: Purpose,
         on_event: &mut dyn FnMut(WorkerEvent<'_>),
     ) -> WorkerResult {
         let result_path = protocol::result_path(&self.scratch, &spec.id);
@@ -143,82 +135,114 @@ impl Executor {
         }
         let mut vars = vars.clone();
         // The fresh MIOpen folder lives as long as the case (removed when dropped), and so
-        // does its worker (`worker_key`: such a case never shares one).
+        // does its worker (such a case never shares one).
         let fresh_db = match self.fresh_db(spec, &mut vars) {
             Ok(d) => d,
             Err(msg) => return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars),
         };
         let key = worker_key(spec.settings.engine, &vars, unset);
         let shared = !self.isolate_cases && fresh_db.is_none();
-        if let Some(mut w) = self.live.take() {
-            // A worker that died between cases is not blamed on this one: a new one starts.
-            if shared && w.key == key && w.alive() {
-                self.live = Some(w);
-            } else {
-                w.end();
-            }
-        }
-        let mut worker = match self.live.take() {
-            Some(w) => w,
-            None => match self.start(spec, &vars, unset, key) {
-                Ok(w) => w,
-                Err((status, msg)) => return WorkerResult::empty(status, Some(msg), vars),
-            },
-        };
         let spec_path = protocol::spec_path(&self.scratch, &spec.id);
         let written = serde_json::to_string(spec)
             .map_err(anyhow::Error::from)
             .and_then(|json| crate::files::write_atomic(&spec_path, json));
         if let Err(e) = written {
-            worker.end();
             let msg = format!("cannot write the case's spec file {}: {e:#}", spec_path.display());
             return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
         }
-        let cases_before = worker.cases_run;
-        // A worker that already died cannot take the case (its stdin is closed): watching it
-        // then gives its exit status, the case's outcome.
-        let _ = worker.send(&spec_path, &result_path);
-        let mut watched = worker.watch_case(Instant::now() + self.timeout, self.show_output, on_event);
+        let mut replaced = None;
+        let (lease, watched) = loop {
+            // The pool is taken out while it starts a worker through `self`.
+            let mut pool = std::mem::take(&mut self.pool);
+            let lease = pool.lease(&key, purpose, shared, || self.start(spec, &vars, unset, key.clone()));
+            self.pool = pool;
+            let mut lease = match lease {
+                Ok(l) => l,
+                Err((status, msg)) => {
+                    let _ = std::fs::remove_file(&spec_path);
+                    return WorkerResult::empty(status, Some(msg), vars);
+                }
+            };
+            let reused = lease.reused();
+            // A worker that already died cannot take the case (its stdin is closed): watching
+            // it then tells how it ended.
+            let _ = lease.worker.send(&spec_path, &result_path);
+            let ack_by = reused.then(|| Instant::now() + self.ack_wait.min(self.timeout));
+            let deadline = Instant::now() + self.timeout;
+            let watched = lease
+                .worker
+                .watch_case(&spec.id, deadline, ack_by, self.show_output, on_event);
+            match never_started(&lease, &watched, self.ack_wait) {
+                Some(why) if replaced.is_none() => {
+                    let pid = lease.worker.pid();
+                    let mut watched = watched;
+                    lease.worker.finish_dead(&mut watched);
+                    replaced = Some(format!(
+                        "the reused worker (pid {pid}) {why} before it acknowledged this case; \
+                         the case ran in a fresh worker"
+                    ));
+                }
+                _ => break (lease, watched),
+            }
+        };
         let _ = std::fs::remove_file(&spec_path);
+        let result = self.finish(spec, lease, watched, &result_path, &vars, shared, replaced);
+        drop(fresh_db);
+        result
+    }
+
+    /// The case's result from how its watch ended; the worker is given back to the pool
+    /// (kept only after an `ok` measured case).
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        spec: &WorkerSpec,
+        lease: Lease,
+        mut watched: Watched,
+        result_path: &Path,
+        vars: &BTreeMap<String, String>,
+        shared: bool,
+        replaced: Option<String>,
+    ) -> WorkerResult {
+        let cases_before = lease.cases_before;
         let mut used = WorkerUse {
             process: if cases_before == 0 { "fresh" } else { "reused" }.to_string(),
-            pid: Some(worker.pid()),
+            pid: Some(lease.worker.pid()),
             cases_before,
-            spawn_to_ready_s: (cases_before == 0).then_some(worker.spawn_to_ready_s).flatten(),
+            spawn_to_ready_s: (cases_before == 0).then_some(lease.worker.spawn_to_ready_s).flatten(),
+            replaced,
             ..WorkerUse::default()
         };
-        // A worker that finished its case stays for the next one only when its case is `ok`
-        // (after an error, an out-of-memory or a bad result its state is not trusted).
-        let mut finished = None;
+        let mut alive = None;
         let (timed_out, status) = match watched.end {
-            CaseEnd::Done if shared => {
-                finished = Some(worker);
-                (false, None)
-            }
             CaseEnd::Done => {
-                worker.end();
+                alive = Some(lease);
                 (false, None)
             }
             CaseEnd::Interrupted => {
-                worker.finish_dead(&mut watched);
+                lease.worker.finish_dead(&mut watched);
                 let msg = "interrupted: the run received a signal and stopped this worker".to_string();
-                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
             }
-            CaseEnd::TimedOut => {
-                worker.finish_dead(&mut watched);
+            // An acknowledgement deadline missed twice (the replacement too): the case did
+            // not start in the time a worker has for it.
+            CaseEnd::TimedOut | CaseEnd::NoAck => {
+                lease.worker.finish_dead(&mut watched);
                 (true, None)
             }
             CaseEnd::Exited(status) => {
-                worker.finish_dead(&mut watched);
+                lease.worker.finish_dead(&mut watched);
                 (false, status)
             }
         };
-        drop(fresh_db);
         let tail_text = watched.tail.join("\n");
-        let mut result = self.outcome(timed_out, status, &result_path, &tail_text, &vars);
+        let mut result = super::blame::outcome(self.timeout, timed_out, status, result_path, &tail_text, vars);
         if let Err(why) = result.check(spec) {
-            let msg = format!("the worker's result is not valid: {why}{}", stderr_suffix(&tail_text));
-            result = WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+            let msg = format!(
+                "the worker's result is not valid: {why}{}",
+                super::blame::stderr_suffix(&tail_text)
+            );
+            result = WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
         }
         if let Some(own) = result.outcome.worker.take() {
             used.import_s = own.import_s;
@@ -230,12 +254,9 @@ impl Executor {
         }
         result.outcome.worker = Some(used);
         result.outcome.miopen = watched.miopen;
-        if let Some(mut w) = finished {
-            if result.outcome.status == CaseStatus::Ok && w.alive() {
-                self.live = Some(w);
-            } else {
-                w.end();
-            }
+        if let Some(lease) = alive {
+            let ok = result.outcome.status == CaseStatus::Ok;
+            self.pool.give_back(lease, shared, ok);
         }
         result
     }
@@ -273,11 +294,9 @@ impl Executor {
         }
     }
 
-    /// End the live worker, if any (the run is over, or the next case needs another).
+    /// End the kept worker, if any (the run is over).
     pub fn end_worker(&mut self) {
-        if let Some(w) = self.live.take() {
-            w.end();
-        }
+        self.pool.end();
     }
 
     /// With `miopen_db = fresh`, the case's empty MIOpen database folder, with the variables
@@ -324,59 +343,26 @@ impl Executor {
             }
         }
     }
-
-    /// The case's result: the worker's file, or what its death says.
-    fn outcome(
-        &self,
-        timed_out: bool,
-        status: Option<ExitStatus>,
-        result_path: &Path,
-        tail_text: &str,
-        vars: &BTreeMap<String, String>,
-    ) -> WorkerResult {
-        if timed_out {
-            let msg = format!(
-                "timed out after {}; worker killed{}",
-                crate::format::seconds(self.timeout.as_secs_f64()),
-                stderr_suffix(tail_text)
-            );
-            return WorkerResult::empty(CaseStatus::Timeout, Some(msg), vars.clone());
-        }
-        match read_result(result_path) {
-            Some(Ok(mut result)) => {
-                let _ = std::fs::remove_file(result_path);
-                let o = &mut result.outcome;
-                if o.status != CaseStatus::Ok && !tail_text.is_empty() {
-                    let base = o.error.take().unwrap_or_default();
-                    o.error = Some(format!("{base}{}", stderr_suffix(tail_text)));
-                }
-                result
-            }
-            Some(Err(why)) => {
-                let _ = std::fs::remove_file(result_path);
-                let msg = format!(
-                    "the worker's result file is not a valid result: {why}{}",
-                    stderr_suffix(tail_text)
-                );
-                WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone())
-            }
-            None => {
-                let (status, why) = classify_death(status, tail_text);
-                WorkerResult::empty(status, Some(format!("{why}{}", stderr_suffix(tail_text))), vars.clone())
-            }
-        }
-    }
 }
 
-/// Which cases may share a worker process: those of the same engine (and so interpreter and
-/// folder: a run has one of each per engine) with the same environment (the variant's
-/// variables, those it removes) on the run's one device. MIOpen, ROCm and torch read their
-/// variables once per process, so an env variant never shares a process with another.
-/// Precision, tiling, chunk, knobs, size, frames and passes are set per case. (A `miopen_db
-/// = fresh` case never shares: the executor gives it a worker of its own.) The scheduler
-/// groups its cases by the same key ([`super::scheduler::group_by_worker`]).
-pub fn worker_key(engine: crate::values::Engine, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
-    serde_json::json!([engine.name(), vars, unset]).to_string()
+/// Why a lease's worker never started the case, when it did not: a reused worker that
+/// ended, or missed its acknowledgement deadline, before acknowledging. (A fresh worker's
+/// end before the acknowledgement is still the case's: a new one would fail the same way.)
+fn never_started(lease: &Lease, watched: &Watched, ack_wait: Duration) -> Option<String> {
+    if !lease.reused() || watched.acked {
+        return None;
+    }
+    match &watched.end {
+        CaseEnd::Exited(status) => Some(match status {
+            Some(s) => format!("ended ({s})"),
+            None => "ended".to_string(),
+        }),
+        CaseEnd::NoAck => Some(format!(
+            "did not read it within {}",
+            crate::format::seconds(ack_wait.as_secs_f64())
+        )),
+        _ => None,
+    }
 }
 
 /// How a case's worker starts: its command, and what a failure to start it says and is
@@ -409,191 +395,6 @@ impl Drop for FreshDir {
 impl Drop for Executor {
     fn drop(&mut self) {
         self.end_worker();
-        if let Some(dir) = self.dir.take() {
-            let path = dir.keep();
-            if self.keep {
-                let _ = std::fs::remove_file(path.join(SCRATCH_MARKER));
-            } else {
-                remove_scratch(&path);
-            }
-        }
-    }
-}
-
-/// Remove a scratch folder with its ownership marker last: when something in it cannot be
-/// removed (a child still writing), the marker stays, so the next run removes the folder
-/// once this one is gone (`remove_stale_scratch`). Links are removed, never followed.
-fn remove_scratch(path: &Path) {
-    remove_scratch_with(path, |p| {
-        let dir = std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_dir());
-        if dir {
-            std::fs::remove_dir_all(p)
-        } else {
-            std::fs::remove_file(p)
-        }
-    });
-}
-
-/// [`remove_scratch`] with `remove` for each entry but the marker.
-fn remove_scratch_with(path: &Path, remove: impl Fn(&Path) -> std::io::Result<()>) {
-    if let Ok(entries) = std::fs::read_dir(path) {
-        for e in entries.flatten() {
-            if e.file_name() != SCRATCH_MARKER {
-                let _ = remove(&e.path());
-            }
-        }
-    }
-    let emptied =
-        std::fs::read_dir(path).is_ok_and(|mut e| e.all(|e| e.is_ok_and(|e| e.file_name() == SCRATCH_MARKER)));
-    if emptied {
-        let _ = std::fs::remove_file(path.join(SCRATCH_MARKER));
-        let _ = std::fs::remove_dir(path);
-    }
-}
-
-/// Remove the scratch folders in `tmp` whose run is gone: only entries named with our
-/// prefix that are real folders (never a symlink) owned by this user and holding our
-/// marker, no longer locked by a running process. Returns how many were removed.
-pub fn remove_stale_scratch(tmp: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(tmp) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        if !entry.file_name().to_string_lossy().starts_with(SCRATCH_PREFIX) {
-            continue;
-        }
-        let path = entry.path();
-        // symlink_metadata: a planted link is not followed, it is left alone.
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if !meta.file_type().is_dir() || !owned_by_me(&meta) {
-            continue;
-        }
-        let marker = path.join(SCRATCH_MARKER);
-        let is_file = std::fs::symlink_metadata(&marker).is_ok_and(|m| m.file_type().is_file());
-        if is_file && crate::lock::abandoned(&marker) && std::fs::remove_dir_all(&path).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
-}
-
-#[cfg(unix)]
-fn owned_by_me(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions.
-    meta.uid() == unsafe { libc::geteuid() }
-}
-
-#[cfg(not(unix))]
-fn owned_by_me(_meta: &std::fs::Metadata) -> bool {
-    true
-}
-
-fn stderr_suffix(tail: &str) -> String {
-    if tail.is_empty() {
-        String::new()
-    } else {
-        format!("\n--- worker stderr (last {STDERR_TAIL_LINES} lines) ---\n{tail}")
-    }
-}
-
-/// Largest result file read (a result is a few kilobytes).
-const RESULT_MAX_BYTES: u64 = 64 << 20;
-
-/// `None` when there is no result file; `Some(Err)` when it is not a valid result (too
-/// large, not UTF-8, not JSON, or JSON of another shape).
-fn read_result(path: &Path) -> Option<Result<WorkerResult, String>> {
-    let meta = std::fs::metadata(path).ok()?;
-    if meta.len() > RESULT_MAX_BYTES {
-        return Some(Err(format!(
-            "{} bytes, more than the {RESULT_MAX_BYTES} a result may be",
-            meta.len()
-        )));
-    }
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) => return Some(Err(format!("cannot read it: {e}"))),
-    };
-    let Ok(text) = String::from_utf8(bytes) else {
-        return Some(Err("it is not valid UTF-8".into()));
-    };
-    Some(serde_json::from_str(&text).map_err(|e| format!("it is not a result in JSON: {e}")))
-}
-
-/// Status and message for a worker that exited without writing a result: out-of-memory
-/// when stderr says so or the kernel's SIGKILL ended it (we did not: that is a timeout),
-/// otherwise failed.
-pub fn classify_death(status: Option<ExitStatus>, stderr_tail: &str) -> (CaseStatus, String) {
-    let lower = stderr_tail.to_ascii_lowercase();
-    let oom_text = lower.contains("memory allocation of") || lower.contains("out of memory");
-    let how = match status {
-        None => "worker vanished (no exit status)".to_string(),
-        Some(s) => describe_exit(s),
-    };
-    if oom_text {
-        return (CaseStatus::Oom, format!("out of memory: {how}"));
-    }
-    if signal_of(status) == Some(9) {
-        return (CaseStatus::Oom, format!("{how}; probably the out-of-memory killer"));
-    }
-    (CaseStatus::Failed, format!("{how} without writing a result"))
-}
-
-fn describe_exit(s: ExitStatus) -> String {
-    if let Some(code) = s.code() {
-        return format!("worker exited with code {code}");
-    }
-    match signal_of(Some(s)) {
-        Some(sig) => format!("worker killed by signal {sig} ({})", signal_name(sig)),
-        None => format!("worker ended: {s}"),
-    }
-}
-
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        6 => "SIGABRT",
-        9 => "SIGKILL",
-        11 => "SIGSEGV",
-        15 => "SIGTERM",
-        4 => "SIGILL",
-        7 => "SIGBUS",
-        8 => "SIGFPE",
-        _ => "signal",
-    }
-}
-
-#[cfg(unix)]
-fn signal_of(status: Option<ExitStatus>) -> Option<i32> {
-    use std::os::unix::process::ExitStatusExt;
-    status.and_then(|s| s.signal())
-}
-
-#[cfg(not(unix))]
-fn signal_of(_status: Option<ExitStatus>) -> Option<i32> {
-    None
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_owner_marker_goes_last_so_a_stuck_folder_stays_collectable() {
-        let tmp = tempfile::tempdir().unwrap();
-        let d = tmp.path().join("wan-vae-bench-x");
-        std::fs::create_dir_all(d.join("busy")).unwrap();
-        std::fs::write(d.join(SCRATCH_MARKER), b"").unwrap();
-        std::fs::write(d.join("a.json"), b"{}").unwrap();
-        // A child still writing in `busy`: its removal fails; the marker must stay.
-        remove_scratch_with(&d, |p| match p.ends_with("busy") {
-            true => Err(std::io::Error::other("busy")),
-            false => std::fs::remove_file(p),
-        });
-        assert!(d.join(SCRATCH_MARKER).is_file() && !d.join("a.json").exists());
-        remove_scratch(&d);
-        assert!(!d.exists());
+        self.folder.keep = self.keep;
     }
 }

@@ -1,8 +1,9 @@
 //! One worker process that runs cases one after another (issue 31): started with
 //! `worker --session`, it reads one line per case on stdin (the spec file's path, a tab, the
-//! result file's path), runs it, writes the result file and prints the done marker on
-//! stderr; it prints the ready marker once, when it is ready for its first case, and ends at
-//! the end of stdin. [`LiveWorker`] owns the process, its stdin, and a thread that reads its
+//! result file's path), acknowledges it with the start marker naming the case (before any
+//! work: issue 37), runs it, writes the result file and prints the done marker on stderr; it
+//! prints the ready marker once, when it is ready for its first case, and ends at the end of
+//! stdin. [`LiveWorker`] owns the process, its stdin, and a thread that reads its
 //! stderr into lines ([`Line`]); [`LiveWorker::watch_case`] waits for one case to end (done,
 //! the process gone, the timeout, a signal), keeping that case's stderr tail and MIOpen log.
 //!
@@ -15,7 +16,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::miopen::MiopenParser;
-use crate::engine::protocol::{DONE_MARKER, PHASE_MARKER, READY_MARKER};
+use crate::engine::protocol::{DONE_MARKER, PHASE_MARKER, READY_MARKER, START_MARKER};
 use crate::report::MiopenLog;
 
 /// Lines of worker stderr kept for the report, per case.
@@ -42,6 +43,8 @@ const END_WAIT: Duration = Duration::from_secs(3);
 /// A stderr line as the reader thread passes it on.
 enum Line {
     Ready,
+    /// The worker took a case (its id).
+    Start(String),
     Done,
     Phase(String),
     Text(String),
@@ -55,6 +58,9 @@ pub enum CaseEnd {
     Exited(Option<ExitStatus>),
     /// Past the case's deadline: the process was killed.
     TimedOut,
+    /// The worker did not acknowledge the case by the acknowledgement deadline: the
+    /// process was killed before it started the case.
+    NoAck,
     /// A signal stopped the run: the process was killed.
     Interrupted,
 }
@@ -62,6 +68,11 @@ pub enum CaseEnd {
 /// What watching one case gave besides how it ended.
 pub struct Watched {
     pub end: CaseEnd,
+    /// Whether the worker acknowledged the case (its start marker named the case's id):
+    /// an end before that is the worker's, not the case's.
+    pub acked: bool,
+    /// The case's id.
+    pub id: String,
     /// The case's last [`STDERR_TAIL_LINES`] stderr lines that were neither markers nor
     /// MIOpen log lines.
     pub tail: Vec<String>,
@@ -78,8 +89,10 @@ pub struct LiveWorker {
     pub spawn_to_ready_s: Option<f64>,
     /// Cases this process has run (finished or not).
     pub cases_run: usize,
-    /// The grouping key it was started for (`executor::worker_key`).
+    /// The grouping key it was started for (`pool::worker_key`).
     pub key: String,
+    /// The id in the last start marker it printed (the case it acknowledged).
+    started: Option<String>,
 }
 
 impl LiveWorker {
@@ -97,6 +110,7 @@ impl LiveWorker {
             spawn_to_ready_s: None,
             cases_run: 0,
             key,
+            started: None,
         }
     }
 
@@ -127,13 +141,23 @@ impl LiveWorker {
         stdin.flush()
     }
 
-    /// Wait for the case just sent to end: forward its phase markers (and, with `show`, its
-    /// other lines), keep its tail, kill the whole group at `deadline` or on a signal.
-    pub fn watch_case(&mut self, deadline: Instant, show: bool, on_event: &mut dyn FnMut(WorkerEvent<'_>)) -> Watched {
+    /// Wait for the case `id` just sent to end: forward its phase markers (and, with `show`,
+    /// its other lines), keep its tail, kill the whole group at `deadline`, on a signal, or
+    /// at `ack_by` when the worker has not acknowledged the case by then.
+    pub fn watch_case(
+        &mut self,
+        id: &str,
+        deadline: Instant,
+        ack_by: Option<Instant>,
+        show: bool,
+        on_event: &mut dyn FnMut(WorkerEvent<'_>),
+    ) -> Watched {
         self.cases_run += 1;
         let mut tail = VecDeque::new();
         let mut miopen = MiopenParser::default();
         let mut closed = false;
+        self.started = None;
+        let acked = |w: &LiveWorker| w.started.as_deref() == Some(id);
         let end = loop {
             match self.rx.recv_timeout(Duration::from_millis(5)) {
                 // A worker that prints without pause still meets the checks below (its
@@ -163,12 +187,18 @@ impl LiveWorker {
                 self.kill();
                 break CaseEnd::TimedOut;
             }
+            if !acked(self) && ack_by.is_some_and(|t| Instant::now() >= t) {
+                self.kill();
+                break CaseEnd::NoAck;
+            }
             if closed {
                 std::thread::sleep(Duration::from_millis(5));
             }
         };
         Watched {
             end,
+            acked: acked(self),
+            id: id.to_string(),
             tail: tail.into_iter().collect(),
             miopen: miopen.finish(),
         }
@@ -189,6 +219,7 @@ impl LiveWorker {
                     .get_or_insert(self.spawned.elapsed().as_secs_f64());
             }
             Line::Done => return true,
+            Line::Start(id) => self.started = Some(id),
             Line::Phase(p) => on_event(WorkerEvent::Phase(&p)),
             Line::Text(t) => {
                 if show {
@@ -257,6 +288,8 @@ impl LiveWorker {
         let mut miopen = MiopenParser::default();
         self.drain(false, &mut tail, &mut miopen, &mut |_| {});
         watched.tail = tail.into_iter().collect();
+        // A start marker read only now (printed just before the end) still counts.
+        watched.acked |= self.started.as_deref() == Some(watched.id.as_str());
     }
 }
 
@@ -272,6 +305,8 @@ fn read_stderr(stderr: impl std::io::Read, lines_out: &mpsc::Sender<Line>) {
             Line::Ready
         } else if line == DONE_MARKER {
             Line::Done
+        } else if let Some(id) = line.strip_prefix(START_MARKER) {
+            Line::Start(id.to_string())
         } else if let Some(p) = line.strip_prefix(PHASE_MARKER) {
             Line::Phase(p.to_string())
         } else {

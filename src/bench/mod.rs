@@ -27,6 +27,7 @@ use crate::model::Config;
 use crate::report::{CaseStatus, ModelInfo, Report, RunSettings};
 use weights_choice::ResolvedModel;
 
+pub mod blame;
 pub mod budgets;
 pub mod config;
 pub mod env_sweep;
@@ -41,9 +42,11 @@ pub mod oom;
 pub mod options;
 pub mod outputs;
 pub mod plan;
+pub mod pool;
 pub mod progress;
 pub mod run_files;
 pub mod scheduler;
+pub mod scratch;
 pub mod telemetry;
 pub mod tool_env;
 pub mod user_input;
@@ -480,6 +483,9 @@ fn start_workers(
     executor.keep = args.keep_outputs;
     executor.show_output = args.flags.show_output;
     executor.isolate_cases = args.isolate == crate::values::Isolate::Case;
+    if args.fault_hooks {
+        executor.use_fault_hooks();
+    }
     let worker_input = match &input {
         Some(file) => Some(file.save(&executor.scratch.join("input.safetensors"))?),
         None => None,
@@ -640,7 +646,10 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::
 /// `Some(0)`), on the matrix as it will run.
 fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
     plan::check_size(opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
-    if let Some(w) = plan::frames_warning(opts) {
+    for w in [plan::frames_warning(opts), plan::collapsed_knobs(opts)]
+        .into_iter()
+        .flatten()
+    {
         crate::errln!("{w}");
     }
     if args.list {

@@ -1,6 +1,7 @@
 //! What a run will do, decided before anything runs: the matrix size limit (counted from
 //! the axes, before a single case is built), the one-per-run warning for frame counts that
-//! are not `1+4k`, and `run --list` (the planned cases with their analytic cost).
+//! are not `1+4k`, the one-per-run note naming knob values that collapse where they do not
+//! act, and `run --list` (the planned cases with their analytic cost).
 //!
 //! Must not: spawn workers or write files.
 use std::fmt::Write;
@@ -9,10 +10,11 @@ use unicode_width::UnicodeWidthStr;
 
 use super::matrix;
 use super::options::BenchOptions;
-use crate::axes::FRAMES;
+use crate::axes::{Applies, AXES, ENGINE, FRAMES};
 use crate::error::UserError;
 use crate::model::flops::{decode_gflop, encode_gflop};
 use crate::model::Config;
+use crate::settings::CaseSettings;
 
 /// Default largest matrix `run` accepts (`--max-cases` raises it).
 pub const DEFAULT_MAX_CASES: u64 = 10_000;
@@ -48,6 +50,52 @@ pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
             "warning: frame counts that are not 1+4k: the VAE encodes only the first 1+4k frames ({}); \
              each case records frames_used and its frames/s counts those",
             odd.join(", ")
+        )
+    })
+}
+
+/// The note for knob values given that do not act for an engine on the device (the PyTorch
+/// knobs with candle or on the CPU, TF32 on an AMD-only machine): they collapse into one
+/// case recorded `n/a`, and the run says so once, naming the values, the engines and why;
+/// `None` when every value given is planned.
+pub fn collapsed_knobs(opts: &BenchOptions) -> Option<String> {
+    let device = &opts.device;
+    let mut parts = Vec::new();
+    for axis in AXES.iter().filter(|a| a.applies == Applies::WhereKnobsAct) {
+        let given = opts.axes.get(axis);
+        if given.len() == 1 && given[0] == axis.default {
+            continue; // nothing asked for
+        }
+        let mut engines = Vec::new();
+        for e in opts.axes.each(&ENGINE) {
+            let spec = crate::engine::spec(e.engine);
+            let planned: std::collections::BTreeSet<String> = opts
+                .axes
+                .each(axis)
+                .map(|s| (axis.get)(&spec.run_as(&CaseSettings { engine: e.engine, ..s }, device)))
+                .collect();
+            if planned.len() < given.len() || planned.iter().any(|v| !given.contains(v)) {
+                engines.push(format!(
+                    "{} ({})",
+                    e.engine.name(),
+                    planned.into_iter().collect::<Vec<_>>().join(",")
+                ));
+            }
+        }
+        if !engines.is_empty() {
+            parts.push(format!(
+                "{} {}: planned as {}",
+                axis.flag,
+                given.join(","),
+                engines.join(", ")
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| {
+        format!(
+            "note: knob values that do not act on {device} were collapsed: {}; the PyTorch knobs act only with \
+             the Python engines on cuda:N, and TF32 only on NVIDIA GPUs",
+            parts.join("; ")
         )
     })
 }

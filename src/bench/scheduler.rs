@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::executor::{Executor, WorkerEvent};
+use super::executor::{Executor, Purpose, WorkerEvent};
 use super::matrix::Case;
 use super::outputs::QualityBook;
 use super::progress::Progress;
@@ -39,9 +39,9 @@ pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u
 /// worker starts once: groups in the order of their first case, cases within a group in
 /// their order, except that those of one precision follow each other, so the worker builds
 /// the model once per precision (a shuffled order stays shuffled within and between groups).
-/// The grouping is the executor's (`executor::worker_key`): engine and environment.
+/// The grouping is the pool's (`pool::worker_key`): engine and environment.
 pub fn group_by_worker(cases: &mut [Case]) {
-    let key = |c: &Case| super::executor::worker_key(c.settings.engine, &c.env_vars, &c.env_unset);
+    let key = |c: &Case| super::pool::worker_key(c.settings.engine, &c.env_vars, &c.env_unset);
     let model = |c: &Case| format!("{}{:?}", key(c), c.settings.precision);
     let (mut first, mut first_model) = (BTreeMap::new(), BTreeMap::new());
     for (i, c) in cases.iter().enumerate() {
@@ -194,10 +194,14 @@ impl Scheduler {
             python_module: preparer.python_module().map(String::from),
         };
         let progress = &self.progress;
-        let r = self.executor.run(&spec, &BTreeMap::new(), &[], &mut |e| match e {
-            WorkerEvent::Phase(p) => progress.phase(&format!("prepare latent: {p}")),
-            WorkerEvent::Output(line) => progress.output(line),
-        });
+        // A worker of its own, ended afterwards: no measured case inherits what it did.
+        let prepare = super::executor::Purpose::Prepare;
+        let r = self
+            .executor
+            .run(&spec, &BTreeMap::new(), &[], prepare, &mut |e| match e {
+                WorkerEvent::Phase(p) => progress.phase(&format!("prepare latent: {p}")),
+                WorkerEvent::Output(line) => progress.output(line),
+            });
         let prepared = match (r.outcome.status, r.outcome.error) {
             (CaseStatus::Ok, _) if path.is_file() => Ok(WorkerInput {
                 path,
@@ -332,9 +336,12 @@ impl Scheduler {
         let sampler = (interval > 0 && input.is_ok())
             .then(|| super::telemetry::Sampler::start(&self.run_wide.spec.device, interval));
         let mut result = match input {
-            Ok(_) => self
-                .executor
-                .run(&spec, &case.env_vars, &case.env_unset, &mut |e| match e {
+            Ok(_) => self.executor.run(
+                &spec,
+                &case.env_vars,
+                &case.env_unset,
+                Purpose::Measured,
+                &mut |e| match e {
                     WorkerEvent::Phase(p) => {
                         if let Some(Ok(s)) = &sampler {
                             s.phase(p);
@@ -343,7 +350,8 @@ impl Scheduler {
                         progress.phase(p)
                     }
                     WorkerEvent::Output(line) => progress.output(line),
-                }),
+                },
+            ),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
         };
         result.outcome.telemetry = match sampler {

@@ -24,6 +24,11 @@ pub const PHASE_MARKER: &str = "@@wan-vae-bench-phase ";
 /// first case from stdin.
 pub const READY_MARKER: &str = "@@wan-vae-bench-ready";
 
+/// Prefix of the stderr line a worker prints as soon as it has read a case's spec, before
+/// any work: the case's id follows. A worker that ends before acknowledging a case never
+/// started it (the parent blames the worker and runs the case in a fresh one).
+pub const START_MARKER: &str = "@@wan-vae-bench-start ";
+
 /// The stderr line a worker prints after each case, once its result file is written.
 pub const DONE_MARKER: &str = "@@wan-vae-bench-done";
 

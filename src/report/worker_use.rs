@@ -37,4 +37,9 @@ pub struct WorkerUse {
     /// + `import_s` + `load_s`, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_s: Option<f64>,
+    /// Set when the reused worker this case was first sent to ended or went deaf before it
+    /// acknowledged the case (the worker's failure, not the case's): why, and that the case
+    /// then ran in a fresh worker (this record's `pid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<String>,
 }

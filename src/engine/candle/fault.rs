@@ -1,7 +1,9 @@
 //! The worker's testing hook: `WAN_VAE_BENCH_FAULT` (set by an env variant) makes the worker
 //! `crash` (abort after writing to stderr), `oom` (abort with an allocation-failure message),
 //! `hang` (sleep forever), `fail` (report an error), `unsupported` (report an unsupported
-//! setting) or `fake` (skip the model and report tiny made-up timings), so the orchestration
+//! setting) or `fake` (skip the model and report tiny made-up timings); `exit-between` and
+//! `deaf-between` run their case as `fake` and then, between cases, end the worker (exit 0)
+//! when the next case arrives or stop reading stdin ([`between_cases`]), so the orchestration
 //! can be tested without a model. It acts only when the parent ran with the hidden
 //! `run --fault-hooks` flag (the spec's `fault_hooks`); otherwise a set variable is ignored
 //! with a note on stderr, so a variable left in the user's shell never invents timings.
@@ -23,6 +25,34 @@ pub const FAULT_CASE_VAR: &str = "WAN_VAE_BENCH_FAULT_CASE";
 /// build is treated as lacking the run's device, so the latent preparer's fallback can be
 /// tested on the CPU. Workers run normally under it.
 pub const CANDLE_LACKS_DEVICE: &str = "candle-lacks-device";
+
+/// The fault that ends the worker after its case, when the next one arrives (exit 0 without
+/// acknowledging it).
+pub const EXIT_BETWEEN: &str = "exit-between";
+/// The fault that makes the worker stop reading stdin after its case (it sleeps).
+pub const DEAF_BETWEEN: &str = "deaf-between";
+
+/// After a case's done marker: with `exit-between` or `deaf-between` acting on `spec`, the
+/// worker dies or goes deaf between cases (a reused worker that never takes the next case).
+pub fn between_cases(spec: &WorkerSpec, next_line: impl FnOnce()) {
+    let acts = |f: &str| std::env::var(FAULT_VAR).is_ok_and(|v| v == f) && acts_on(spec);
+    if acts(EXIT_BETWEEN) {
+        next_line();
+        std::process::exit(0);
+    }
+    if acts(DEAF_BETWEEN) {
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// Whether the hook acts on `spec`: `run --fault-hooks`, and the case's id holds
+/// [`FAULT_CASE_VAR`] when that is set.
+fn acts_on(spec: &WorkerSpec) -> bool {
+    let only = std::env::var(FAULT_CASE_VAR).unwrap_or_default();
+    spec.run.fault_hooks && (only.is_empty() || spec.id.contains(&only))
+}
 
 /// The result the fault asks for, `None` when no fault is set (or it is empty). `crash`,
 /// `oom` and `hang` never return.
@@ -68,10 +98,10 @@ pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
             CaseStatus::Unsupported,
             "injected unsupported setting (WAN_VAE_BENCH_FAULT=unsupported)",
         ),
-        "fake" => Some(fake(spec)),
+        "fake" | EXIT_BETWEEN | DEAF_BETWEEN => Some(fake(spec)),
         other => empty(
             CaseStatus::Failed,
-            &format!("unknown {FAULT_VAR} value {other:?} (crash, oom, hang, fail, unsupported, fake, comfyui-oom, candle-lacks-device)"),
+            &format!("unknown {FAULT_VAR} value {other:?} (crash, oom, hang, fail, unsupported, fake, exit-between, deaf-between, comfyui-oom, candle-lacks-device)"),
         ),
     }
 }

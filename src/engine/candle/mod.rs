@@ -22,8 +22,8 @@ pub struct WorkerArgs {
     pub session: std::path::PathBuf,
 }
 
-/// `wan-vae-bench worker --session DIR` (hidden): say it is ready, then run each case stdin
-/// names (keeping the model from one case to the next where it may), write its result JSON
+/// `wan-vae-bench worker --session DIR` (hidden): say it is ready, then acknowledge and run
+/// each case stdin names (keeping the model from one case to the next where it may), write its result JSON
 /// and say it is done. A spec that cannot be read is that case's `failed` result.
 pub fn command(_args: WorkerArgs) -> anyhow::Result<i32> {
     crate::errln!("{}", protocol::READY_MARKER);
@@ -37,12 +37,24 @@ pub fn command(_args: WorkerArgs) -> anyhow::Result<i32> {
         let Some((spec_path, result_path)) = line.trim_end_matches('\n').split_once('\t') else {
             return Err(UserError::Other(format!("worker: expected `SPEC\\tRESULT` on stdin, got {line:?}")).into());
         };
-        let result = match read_spec(Path::new(spec_path)) {
-            Ok(spec) => worker::run(&spec, &mut session),
-            Err(why) => protocol::WorkerResult::empty(crate::report::CaseStatus::Failed, Some(why), Default::default()),
+        let spec = read_spec(Path::new(spec_path));
+        let result = match &spec {
+            Ok(spec) => {
+                // The acknowledgement, before any work: from here on the case is ours.
+                crate::errln!("{}{}", protocol::START_MARKER, spec.id);
+                worker::run(spec, &mut session)
+            }
+            Err(why) => {
+                protocol::WorkerResult::empty(crate::report::CaseStatus::Failed, Some(why.clone()), Default::default())
+            }
         };
         crate::files::write_atomic(Path::new(result_path), serde_json::to_string_pretty(&result)?)?;
         crate::errln!("{}", protocol::DONE_MARKER);
+        if let Ok(spec) = &spec {
+            fault::between_cases(spec, || {
+                let _ = std::io::stdin().read_line(&mut String::new());
+            });
+        }
     }
 }
 

@@ -133,11 +133,8 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
         format!("{:?}", spec.settings.precision)
     ])
     .to_string();
-    // Each case's peak memory is its own: the peak restarts once the model this case does
-    // not use is gone (so it holds this case's model, kept or loaded, and its passes).
     let loaded = match session.model.take() {
         Some((k, mut l)) if k == key => {
-            memory::reset_peak_rss();
             *reused = true;
             l.load_s = 0.0;
             l
@@ -145,11 +142,16 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
         old => {
             // The previous model goes before the next one is built: never both in memory.
             drop(old);
-            memory::reset_peak_rss();
             load(spec, &device)?
         }
     };
     let loaded = &session.model.insert((key, loaded)).1;
+    // Each case's peak memory is its own, the same in a shared worker as in a process of its
+    // own: it restarts once this case's model is in place (kept or loaded; the loading's
+    // transient is not the setting's), so it holds the model and the case's inputs and passes.
+    // The kernels' kept buffers go first: an earlier, larger case's are not this case's.
+    crate::model::conv::release_caches();
+    memory::reset_peak_rss();
     phase("inputs");
     let inputs = read_inputs(spec, &device)?;
     let timed = time_passes(spec, loaded, &inputs, &device)?;

@@ -35,6 +35,7 @@ import wan_validate  # noqa: E402
 PHASE_MARKER = "@@wan-vae-bench-phase "
 READY_MARKER = "@@wan-vae-bench-ready"
 DONE_MARKER = "@@wan-vae-bench-done"
+START_MARKER = "@@wan-vae-bench-start "
 FAULT_CASE_VAR = "WAN_VAE_BENCH_FAULT_CASE"
 FAULT_VAR = "WAN_VAE_BENCH_FAULT"
 REPORTED_ENV_PREFIXES = ("MIOPEN_", "HSA_", "HIP_", "ROCM_", "ROCBLAS_", "HIPBLASLT_", "PYTORCH_", "TORCH_",
@@ -116,11 +117,17 @@ def save_outputs(torch, path: str, latent, decoded) -> None:
 
 
 class Session:
-    """What a worker keeps from one case to the next: the engine it built (while the engine,
-    its folder, the weights, the precision and the device stay the same) with the model facts
-    and weight shapes the next case needs."""
+    """What a worker keeps from one case to the next, in three scopes (issue 37):
+    - process: the knobs as the imports left them (`process_knobs`, taken once, before any
+      engine or case touched them);
+    - engine: the engine it built (while the engine, its folder, the weights, the precision
+      and the device stay the same), the model facts and weight shapes the next case needs,
+      and the knobs as the engine's start-up left them (`knobs`); a new engine starts from
+      the process's knobs, never from the last case's;
+    - case: nothing is kept; `start_case_scope` resets what a case may have changed."""
 
     def __init__(self) -> None:
+        self.process_knobs = None
         self.key = None
         self.eng = None
         self.model = None
@@ -138,10 +145,59 @@ class Session:
         self.key = self.eng = self.model = self.shapes = self.model_name = self.knobs = None
 
 
-def between_cases(torch) -> None:
-    """Nothing of the last case leaks into the next: garbage collected, the device's cached
-    memory released and its peak counters reset, the peak RSS restarted, the seeds reset.
-    The knobs are set afresh by each case (`apply_knobs`)."""
+def release_freed_memory() -> None:
+    """Give the memory the allocator kept from freed blocks back to the system (glibc's
+    malloc_trim: every arena, also the free pages inside the heap), so that what an earlier
+    case freed no longer counts as resident when the next case's peak starts."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: the peak may then include freed memory
+        pass
+
+
+def page_out_file_pages() -> None:
+    """Ask Linux to page out the clean file-backed pages of this process (the code of the
+    libraries it loaded: MADV_PAGEOUT, Linux 5.4+; they stay in the page cache and fault
+    back in, cheaply, when run). A library an earlier case loaded, or code only an earlier
+    case ran, then counts in a case's peak only when this case runs it, as in a process of
+    its own. Anonymous memory is never touched (no swap is involved: clean pages only)."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        with open("/proc/self/maps") as f:
+            lines = f.readlines()
+    except (OSError, AttributeError):
+        return
+    for line in lines:
+        parts = line.split()
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue  # anonymous, [heap], [stack], [vdso]: not file-backed
+        start, end = (int(x, 16) for x in parts[0].split("-"))
+        libc.madvise(start, end - start, 21)  # MADV_PAGEOUT; EINVAL on older kernels: no-op
+
+
+def restart_peak_rss() -> None:
+    """The peak RSS restarts from what the process holds now, after the freed memory went
+    back to the system and the clean file pages were paged out (Linux: VmHWM restarts from
+    the current resident size)."""
+    release_freed_memory()
+    page_out_file_pages()
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
+
+
+def start_case_scope(torch) -> None:
+    """The case scope starts: nothing of the last case leaks into the next: garbage
+    collected, the freed memory returned to the system, the device's cached memory released
+    and its peak counters reset, the peak RSS restarted from what the process holds now
+    (imports and the kept model; `measure` restarts it again once the case's model is in
+    place), the seeds reset. The knobs are set afresh by each case
+    (`restore_knobs`, then `apply_knobs`)."""
     import gc
     import random
     gc.collect()
@@ -152,11 +208,7 @@ def between_cases(torch) -> None:
             torch.cuda.reset_peak_memory_stats()
         torch.manual_seed(0)
     random.seed(0)
-    try:  # Linux: VmHWM restarts from the current resident size
-        with open("/proc/self/clear_refs", "w") as f:
-            f.write("5")
-    except OSError:
-        pass
+    restart_peak_rss()
 
 
 def measure(spec: dict, session: Optional[Session] = None) -> dict:
@@ -169,6 +221,8 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
     t_import = time.perf_counter()
     mod = engine_module(engine, spec.get("python_module"))
     torch = engine_torch(mod, spec)
+    if session.process_knobs is None:
+        session.process_knobs = snapshot_knobs(torch)  # the process scope: before any engine
     import wan_common as wc
     import wan_flops
     import wan_weights
@@ -193,7 +247,9 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
     model_reused = session.key == key
     if not model_reused:
         session.drop()  # the previous model goes before the next is built: never both in memory
-        between_cases(torch)
+        # The engine scope starts from the process's knobs, not from the last case's.
+        restore_knobs(torch, session.process_knobs)
+        start_case_scope(torch)
         try:
             loaded = wan_weights.load(weights_file)
         except wan_weights.WeightsError as e:
@@ -224,6 +280,13 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
     f, w, h = spec["frames"], spec["width"], spec["height"]
     enc_gflop, dec_gflop = wan_flops.gflop(session.model_name, session.shapes, f, w, h)
 
+    # Each case's peak memory is its own, the same in a shared worker as in a process of its
+    # own: it restarts once this case's model is in place (kept or loaded; the loading's
+    # transient is not the setting's), so it holds the model and the case's inputs and passes.
+    # The device's peak counters likewise.
+    restart_peak_rss()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     phase("inputs")
     # `passes` and `input` (docs/worker-protocol.md): a decode-only case decodes the given
     # latent and never encodes; an `input` video replaces the clip.
@@ -365,10 +428,10 @@ def inject_fault(spec: dict) -> Optional[dict]:
         return empty_result("unsupported", f"injected unsupported setting ({FAULT_VAR}=unsupported)")
     if fault == "garbage":
         return {"__garbage__": True}
-    if fault == "fake":
+    if fault in ("fake", "exit-between", "deaf-between"):
         return fake(spec)
     return empty_result("failed", f"unknown {FAULT_VAR} value {fault!r} (crash, oom, hang, fail, unsupported, "
-                                  "garbage, fake, comfyui-oom, candle-lacks-device)")
+                                  "garbage, fake, exit-between, deaf-between, comfyui-oom, candle-lacks-device)")
 
 
 def fake(spec: dict) -> dict:
@@ -393,20 +456,23 @@ def fake(spec: dict) -> dict:
     return r
 
 
-def run_case(spec_path: str, result_path: str, session: Session) -> None:
-    """One case: its spec from the file, its result JSON written atomically to the other."""
+def run_case(spec_path: str, result_path: str, session: Session) -> dict:
+    """One case: its spec from the file, its result JSON written atomically to the other;
+    returns the spec (empty when it could not be read)."""
     try:
         with open(spec_path) as f:
             spec = json.load(f)
     except (OSError, ValueError) as e:
         spec, result = {}, empty_result("failed", f"cannot read the spec {spec_path}: {e}")
     else:
+        # The acknowledgement, before any work: from here on the case is ours.
+        print(START_MARKER + str(spec.get("id", "")), file=sys.stderr, flush=True)
         result = inject_fault(spec)
     if result is None:
         try:
             torch = sys.modules.get("torch")
             if torch is not None:
-                between_cases(torch)  # a device left broken by the last case raises here
+                start_case_scope(torch)  # a device left broken by the last case raises here
             result = measure(spec, session)
         except BaseException as e:  # noqa: BLE001 - every failure becomes the result
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
@@ -426,6 +492,7 @@ def run_case(spec_path: str, result_path: str, session: Session) -> None:
     with open(tmp, "w") as f:
         f.write(text)
     os.replace(tmp, result_path)
+    return spec
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -441,9 +508,26 @@ def cmd_worker(args: argparse.Namespace) -> int:
             print(f"worker: expected `SPEC\\tRESULT` on stdin, got {line!r}", file=sys.stderr, flush=True)
             return 2
         spec_path, result_path = line.split("\t", 1)
-        run_case(spec_path, result_path, session)
+        spec = run_case(spec_path, result_path, session)
         print(DONE_MARKER, file=sys.stderr, flush=True)
+        fault_between_cases(spec)
     return 0
+
+
+def fault_between_cases(spec: dict) -> None:
+    """The candle worker's `exit-between` (end, exit 0, when the next case arrives, without
+    acknowledging it) and `deaf-between` (stop reading stdin), after a case they act on."""
+    fault = os.environ.get(FAULT_VAR, "")
+    only = os.environ.get(FAULT_CASE_VAR, "")
+    if fault not in ("exit-between", "deaf-between") or not spec.get("fault_hooks", False):
+        return
+    if only and only not in spec.get("id", ""):
+        return
+    if fault == "exit-between":
+        sys.stdin.readline()
+        os._exit(0)
+    while True:
+        time.sleep(3600)
 
 
 def cmd_probe(args: argparse.Namespace) -> int:

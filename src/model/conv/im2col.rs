@@ -33,6 +33,11 @@ thread_local! {
     static COLS: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Free this thread's kept im2col buffer (see [`super::release_caches`]).
+pub(super) fn release() {
+    COLS.with_borrow_mut(|cols| *cols = Vec::new());
+}
+
 /// Append `bias + W[out, K] @ patches(src)^T` (channels-first `[out, to*ho*wo]`) to `out`.
 ///
 /// The input is first transposed to channels-last, so each patch row (one output pixel,

@@ -24,6 +24,14 @@ static PADDED: Mutex<Aligned> = Mutex::new(Aligned(Vec::new()));
 /// `K` rows per block of channel groups, so that a weight block stays in L1/L2.
 const K_ROWS: usize = 256;
 
+/// Free the kept padded-input buffer (a worker starting a case: what an earlier, larger
+/// case left must not count in this case's peak memory).
+pub(super) fn release() {
+    if let Ok(mut b) = PADDED.lock() {
+        *b = Aligned::default();
+    }
+}
+
 /// Whether the direct path runs this shape.
 pub(super) fn supports(g: &ConvShape) -> bool {
     g.stride[1] == 1 && g.stride[2] == 1 && matches!(g.kernel[2], 1 | 3)

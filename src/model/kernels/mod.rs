@@ -327,6 +327,14 @@ trait Plan: Sync {
     );
 }
 
+/// Free the buffers the kernels keep between calls (the padded input, this thread's
+/// blocks): a worker starting a case calls it, so that what an earlier, larger case left
+/// does not count in this case's peak memory.
+pub fn release_caches() {
+    direct::release();
+    SCRATCH.with(|s| *s.borrow_mut() = (Aligned::default(), Aligned::default()));
+}
+
 /// `dst = bias + conv(src)` on the AVX-512 kernels: the direct path for stride 1 in space
 /// (kernel width 1 or 3), the packing path otherwise.
 ///

@@ -1,0 +1,106 @@
+//! Which worker process a case runs in (issue 37): the pool hands out **leases**, each for a
+//! [`Purpose`]. Only a measured lease may take the worker kept by the last measured case, and
+//! only a measured lease that ended `ok` (in a worker still alive) passes its worker on to
+//! the next measured case of the same group ([`worker_key`]). A preparation (the untimed
+//! encode that makes a decode-only case's latent) always gets a worker of its own, ended
+//! with its lease: no measured case inherits its imports, model, allocator or peak, and the
+//! kept worker of the group in flight is left alone.
+//!
+//! Must not: start processes (the executor does, through the closure it passes), read
+//! results, or decide who a worker's death is blamed on ([`super::blame`]).
+use std::collections::BTreeMap;
+
+use super::live_worker::LiveWorker;
+
+/// What a worker is leased for (as hyperfine labels every execution by its purpose).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A case whose figures go into the report.
+    Measured,
+    /// Untimed work the run needs before a measured case (a decode-only case's latent).
+    Prepare,
+}
+
+/// A worker lent for one case.
+pub struct Lease {
+    pub worker: LiveWorker,
+    pub purpose: Purpose,
+    /// Cases the process ran before this lease (0: started for it).
+    pub cases_before: usize,
+}
+
+impl Lease {
+    /// Whether the worker was passed on from an earlier case.
+    pub fn reused(&self) -> bool {
+        self.cases_before > 0
+    }
+}
+
+/// The run's workers: at most one kept between measured cases.
+#[derive(Default)]
+pub struct Pool {
+    kept: Option<LiveWorker>,
+}
+
+impl Pool {
+    /// A worker for a case of group `key`: the kept one when `purpose` is measured,
+    /// `may_share` and it belongs to that group and is alive; else one from `start` (a kept
+    /// worker of another group is ended first; a preparation leaves it kept).
+    pub fn lease<E>(
+        &mut self,
+        key: &str,
+        purpose: Purpose,
+        may_share: bool,
+        start: impl FnOnce() -> Result<LiveWorker, E>,
+    ) -> Result<Lease, E> {
+        if purpose == Purpose::Measured {
+            if let Some(mut w) = self.kept.take() {
+                if may_share && w.key == key && w.alive() {
+                    let cases_before = w.cases_run;
+                    return Ok(Lease {
+                        worker: w,
+                        purpose,
+                        cases_before,
+                    });
+                }
+                w.end();
+            }
+        }
+        Ok(Lease {
+            worker: start()?,
+            purpose,
+            cases_before: 0,
+        })
+    }
+
+    /// A lease's end: its worker is kept for the next measured case only when the lease was
+    /// measured, the run shares workers (`may_share`), the case ended `ok` and the process
+    /// is alive; otherwise it is ended.
+    pub fn give_back(&mut self, mut lease: Lease, may_share: bool, ok: bool) {
+        if lease.purpose == Purpose::Measured && may_share && ok && lease.worker.alive() {
+            if let Some(old) = self.kept.replace(lease.worker) {
+                old.end();
+            }
+        } else {
+            lease.worker.end();
+        }
+    }
+
+    /// End the kept worker, if any.
+    pub fn end(&mut self) {
+        if let Some(w) = self.kept.take() {
+            w.end();
+        }
+    }
+}
+
+/// Which cases may share a worker process: those of the same engine (and so interpreter and
+/// folder: a run has one of each per engine) with the same environment (the variant's
+/// variables, those it removes) on the run's one device. MIOpen, ROCm and torch read their
+/// variables once per process, so an env variant never shares a process with another.
+/// Precision, tiling, chunk, knobs, size, frames and passes are set per case. (A `miopen_db
+/// = fresh` case never shares: the executor gives it a worker of its own.) The scheduler
+/// groups its cases by the same key ([`super::scheduler::group_by_worker`]).
+pub fn worker_key(engine: crate::values::Engine, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
+    serde_json::json!([engine.name(), vars, unset]).to_string()
+}
