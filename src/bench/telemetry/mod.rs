@@ -392,7 +392,7 @@ mod tests {
             (0.65, "decode run 3/3"),
             (0.68, "outputs"),
         ];
-        let mut readings = vec![(0.1, 300.0), (0.2, 300.0), (0.4, 300.0), (0.7, 300.0), (0.8, 300.0)];
+        let mut readings: Vec<(f64, f64)> = vec![(0.1, 300.0), (0.2, 300.0), (0.4, 300.0), (0.7, 300.0), (0.8, 300.0)];
         readings.extend([0.50, 0.56, 0.62].map(|t| (t + 0.001, 2000.0)));
         readings.extend([0.53, 0.59, 0.65].map(|t| (t + 0.001, 2000.0)));
         readings.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -407,11 +407,15 @@ mod tests {
         readings.retain(|r| r.0 != 0.621);
         let low: Vec<(f64, f64)> = readings.iter().map(|(t, _)| (*t, 300.0)).collect();
         let t = summarize(sampled(&phases, &low, 0.9), 100, &ok_outcome());
-        assert!(!t.throttled && t.encode.as_ref().is_some_and(|e| !e.throttled), "{t:?}");
+        assert!(t.encode.as_ref().is_some_and(|e| !e.throttled), "{t:?}");
         let why = &t.unavailable["encode_verdict"];
         assert!(why.starts_with("too few samples for a verdict: 2 reading(s)"), "{why}");
         // The decode passes, with three readings at 15% of the clock, are judged.
-        assert!(t.decode.unwrap().throttled);
+        assert!(t.decode.unwrap().throttled && t.throttled);
+        assert_eq!(
+            t.throttle_why.as_deref(),
+            Some("decode: median clock 15% of its maximum (below 75%)")
+        );
     }
 
     #[test]
