@@ -402,7 +402,7 @@ mod tests {
         assert_eq!((e.samples, e.clock_median_fraction), (3, Some(1.0)));
         assert_eq!(t.decode.unwrap().samples, 3);
         assert_eq!(t.samples, 11);
-        assert!(t.unavailable.get("encode_verdict").is_none(), "{:?}", t.unavailable);
+        assert!(!t.unavailable.contains_key("encode_verdict"), "{:?}", t.unavailable);
         // With a reading in only two of the encode passes: no verdict, and why.
         readings.retain(|r| r.0 != 0.621);
         let low: Vec<(f64, f64)> = readings.iter().map(|(t, _)| (*t, 300.0)).collect();
@@ -427,7 +427,7 @@ mod tests {
             t.unavailable["ended"],
             "nvidia-smi: it ended after 2 line(s), 0.15 s into the case: no reading after it"
         );
-        assert!(t.unavailable.get("stale").is_none(), "{:?}", t.unavailable);
+        assert!(!t.unavailable.contains_key("stale"), "{:?}", t.unavailable);
         assert!(t.unavailable["encode_verdict"].starts_with("too few samples"));
         let got = sampled(
             &[(0.0, "encode run 1/1")],
