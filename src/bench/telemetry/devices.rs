@@ -113,7 +113,9 @@ pub fn resolve(device: &str, env: &WorkerEnv) -> Result<Target, String> {
     let nvidia_driver = root.join("proc/driver/nvidia/version").exists();
     let amd = amd_gpus(&root);
     if !nvidia_driver && !amd.is_empty() {
-        return resolve_amd(n, &amd, env).map(Target::Amd);
+        return resolve_amd(n, &amd, env)
+            .map(Target::Amd)
+            .map_err(|why| format!("no GPU telemetry for {device}: {why}"));
     }
     resolve_nvidia(n, env, nvidia_gpus).map(Target::Nvidia).map_err(|why| {
         format!(
