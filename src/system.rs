@@ -1,7 +1,9 @@
 //! System context: OS, CPU, memory, GPUs (AMD via KFD/DRM sysfs, NVIDIA via nvidia-smi),
 //! ROCm version, toolchain (build facts from [`crate::tool`]); and the `system` command.
 //! Missing pieces are `None`. All `/sys` reads go through [`sysfs_root`]
-//! (`WAN_VAE_BENCH_SYSFS_ROOT` replaces `/`); `nvidia-smi` runs only in [`nvidia_smi`].
+//! (`WAN_VAE_BENCH_SYSFS_ROOT` replaces `/`); a one-shot `nvidia-smi` runs only in
+//! [`nvidia_smi_bounded`], under a time limit and an output cap (`process::output_bounded`),
+//! so one that hangs or prints without end costs the system context a field, not the run.
 //!
 //! Must not: depend on the report (the report embeds [`SystemInfo`], not the other way).
 use std::path::{Path, PathBuf};
@@ -48,6 +50,11 @@ pub struct SystemInfo {
     /// Git commit the tool was built from, when the build ran in a git checkout
     /// ([`crate::tool::this_tool`]).
     pub git_commit: Option<String>,
+    /// What could not be asked, and why (`nvidia_gpus`: `unavailable: nvidia-smi gave no
+    /// answer within 10 s`, or printed without end, or failed); absent when every query
+    /// answered or its program is not installed.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub unavailable: std::collections::BTreeMap<String, String>,
 }
 
 /// One GPU.
@@ -126,7 +133,11 @@ pub fn collect() -> SystemInfo {
         .filter(|s| !s.is_empty());
     let threads = std::thread::available_parallelism().ok().map(|n| n.get());
     let mut gpus = amd_gpus();
-    let (nvidia, nvidia_driver_version) = nvidia_gpus();
+    let mut unavailable = std::collections::BTreeMap::new();
+    let (nvidia, nvidia_driver_version) = nvidia_gpus().unwrap_or_else(|why| {
+        unavailable.insert("nvidia_gpus".to_string(), why);
+        (Vec::new(), None)
+    });
     gpus.extend(nvidia);
     let tool = crate::tool::this_tool();
     SystemInfo {
@@ -148,6 +159,7 @@ pub fn collect() -> SystemInfo {
         cargo_features: crate::device::compiled_features(),
         tool_version: Some(tool.version),
         git_commit: tool.git_commit,
+        unavailable,
     }
 }
 
@@ -262,11 +274,9 @@ pub fn amd_gpus_only() -> bool {
     *ONLY.get_or_init(|| !amd_gpus().is_empty() && !sysfs_root().join("proc/driver/nvidia/version").exists())
 }
 
-/// AMD GPUs from the KFD topology, with VRAM/GTT from the matching DRM device.
-fn amd_gpus() -> Vec<GpuInfo> {
-    let root = sysfs_root();
-    let nodes_dir = root.join("sys/class/kfd/kfd/topology/nodes");
-    let Ok(entries) = std::fs::read_dir(&nodes_dir) else {
+/// The KFD topology's nodes under `root`, in node order: (folder, `properties`).
+fn kfd_nodes(root: &Path) -> Vec<(PathBuf, std::collections::HashMap<String, u64>)> {
+    let Ok(entries) = std::fs::read_dir(root.join("sys/class/kfd/kfd/topology/nodes")) else {
         return Vec::new();
     };
     let mut nodes: Vec<(u64, PathBuf)> = entries
@@ -274,14 +284,33 @@ fn amd_gpus() -> Vec<GpuInfo> {
         .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
         .collect();
     nodes.sort();
+    nodes
+        .into_iter()
+        .filter_map(|(_, node)| {
+            let text = read_trimmed(&node.join("properties"))?;
+            Some((node, kfd_properties(&text)))
+        })
+        .collect()
+}
+
+/// The `properties` of the KFD topology's GPU nodes (a `gfx_target_version` other than 0)
+/// under `root`, in node order: the order ROCm numbers the GPUs.
+pub fn kfd_gpu_nodes(root: &Path) -> Vec<std::collections::HashMap<String, u64>> {
+    kfd_nodes(root)
+        .into_iter()
+        .map(|(_, p)| p)
+        .filter(|p| p.get("gfx_target_version").is_some_and(|v| *v != 0))
+        .collect()
+}
+
+/// AMD GPUs from the KFD topology, with VRAM/GTT from the matching DRM device.
+fn amd_gpus() -> Vec<GpuInfo> {
+    let root = sysfs_root();
+    let nodes = kfd_nodes(&root);
     let cards = drm_cards(&root);
     let driver_version = sys_read("sys/module/amdgpu/version");
     let mut gpus = Vec::new();
-    for (_, node) in nodes {
-        let Some(text) = read_trimmed(&node.join("properties")) else {
-            continue;
-        };
-        let props = kfd_properties(&text);
+    for (node, props) in nodes {
         let Some(gfx_target) = props.get("gfx_target_version").copied().and_then(gfx_target_name) else {
             continue;
         };
@@ -351,25 +380,37 @@ fn rocm_version() -> Option<String> {
     read_trimmed(&base.join(".info/version"))
 }
 
-/// Standard output of `nvidia-smi ARGS` (the one place that runs it); `None` when it is not
-/// installed or fails.
-pub fn nvidia_smi(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("nvidia-smi")
-        .args(args)
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+/// How long a one-shot `nvidia-smi` may take (it can take a few seconds to start on a
+/// machine with many GPUs and no persistence daemon).
+pub const NVIDIA_SMI_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The most a one-shot `nvidia-smi` may print (a query of a few fields per GPU prints far
+/// less).
+pub const NVIDIA_SMI_MAX_BYTES: usize = 1 << 20;
+
+/// Standard output of `nvidia-smi ARGS`, bounded by [`NVIDIA_SMI_LIMIT`] and
+/// [`NVIDIA_SMI_MAX_BYTES`] (the one place that runs it once); `Err` says why there is none.
+pub fn nvidia_smi_bounded(args: &[&str]) -> Result<String, crate::process::Bounded> {
+    let mut cmd = std::process::Command::new("nvidia-smi");
+    cmd.args(args);
+    crate::process::output_bounded(cmd, NVIDIA_SMI_LIMIT, NVIDIA_SMI_MAX_BYTES)
 }
 
-/// NVIDIA GPUs and driver version via `nvidia-smi`, when it is installed.
-fn nvidia_gpus() -> (Vec<GpuInfo>, Option<String>) {
-    let Some(text) = nvidia_smi(&[
+/// [`nvidia_smi_bounded`]'s output; `None` when it is not installed or fails.
+pub fn nvidia_smi(args: &[&str]) -> Option<String> {
+    nvidia_smi_bounded(args).ok()
+}
+
+/// NVIDIA GPUs and driver version via `nvidia-smi`: none when it is not installed; `Err`
+/// says why when it is and gave no answer.
+fn nvidia_gpus() -> Result<(Vec<GpuInfo>, Option<String>), String> {
+    let text = match nvidia_smi_bounded(&[
         "--query-gpu=name,memory.total,driver_version",
         "--format=csv,noheader,nounits",
-    ]) else {
-        return (Vec::new(), None);
+    ]) {
+        Ok(t) => t,
+        Err(crate::process::Bounded::NotFound) => return Ok((Vec::new(), None)),
+        Err(why) => return Err(format!("unavailable: nvidia-smi {why}")),
     };
     let mut driver = None;
     let gpus = text
@@ -389,7 +430,7 @@ fn nvidia_gpus() -> (Vec<GpuInfo>, Option<String>) {
             })
         })
         .collect();
-    (gpus, driver)
+    Ok((gpus, driver))
 }
 
 /// Human-readable rendering of `info` for `wan-vae-bench system`.

@@ -220,7 +220,7 @@ impl Scheduler {
     /// Before a case: the cool-down (not before the first), then the wait for the device to
     /// be below `--wait-temp`; a signal ends either at once. Returns what the wait found, for
     /// the case's telemetry, when it could not reach the temperature or read it.
-    fn pace(&self, not_first: bool) -> Option<String> {
+    fn pace(&self, case: &Case, not_first: bool) -> Option<String> {
         let sleep_until = |until: std::time::Instant| {
             while std::time::Instant::now() < until && super::interrupt::received().is_none() {
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -233,7 +233,8 @@ impl Scheduler {
         }
         let limit = self.pacing.wait_temp_c?;
         let cannot = |why| Some(format!("--wait-temp {limit}: cannot read the temperature: {why}"));
-        let mut thermometer = match super::telemetry::Thermometer::open(&self.run_wide.spec.device) {
+        let env = super::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
+        let mut thermometer = match super::telemetry::Thermometer::open(&self.run_wide.spec.device, &env) {
             Ok(t) => t,
             Err(why) => return cannot(why),
         };
@@ -288,7 +289,7 @@ impl Scheduler {
                 return self.interrupted(report, output, sig, total);
             }
             self.progress.start_case(&case.id);
-            let waited = self.pace(i > 0);
+            let waited = self.pace(&case, i > 0);
             if let Some(w) = &waited {
                 self.progress.println(&format!("  warning: {w}"));
             }
@@ -333,8 +334,9 @@ impl Scheduler {
         let progress = &self.progress;
         let mut last_phase = None;
         let interval = self.pacing.telemetry_ms;
+        let env = super::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
         let sampler = (interval > 0 && input.is_ok())
-            .then(|| super::telemetry::Sampler::start(&self.run_wide.spec.device, interval));
+            .then(|| super::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
         let mut result = match input {
             Ok(_) => self.executor.run(
                 &spec,

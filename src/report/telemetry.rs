@@ -3,7 +3,9 @@
 //! `telemetry` in the report), with the throttle verdict: a timed pass whose median clock
 //! fell below [`THROTTLE_CLOCK_FRACTION`] of the clock's maximum, or in at least half of whose
 //! samples the driver reported a thermal or power limit, is marked (`ok` cases only), and no
-//! answer is drawn from it.
+//! answer is drawn from it. Only readings taken inside the passes' own time windows count;
+//! with fewer than [`MIN_PASS_SAMPLES`] there is no verdict (`unavailable` says "too few
+//! samples for a verdict").
 //!
 //! Must not: read the device (`bench::telemetry` samples it) or decide the answer.
 use std::collections::BTreeMap;
@@ -13,6 +15,9 @@ use serde::{Deserialize, Serialize};
 /// A timed pass whose median clock is below this fraction of the maximum is throttled
 /// (nvbench drops samples below 75% of the peak clock, too).
 pub const THROTTLE_CLOCK_FRACTION: f64 = 0.75;
+
+/// Fewest readings taken during a kind's timed passes for a verdict on them.
+pub const MIN_PASS_SAMPLES: usize = 3;
 
 /// The device's state during one case.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -24,7 +29,7 @@ pub struct CaseTelemetry {
     pub source: Option<String>,
     /// The sampling interval, milliseconds (a sample is also taken at every phase change).
     pub interval_ms: u64,
-    /// Samples taken during the case.
+    /// Readings taken during the case (each once, with the time it was taken).
     pub samples: usize,
     /// The clock's maximum, MHz (the highest level `pp_dpm_sclk` / `pp_od_clk_voltage`
     /// lists, `clocks.max.sm`, `cpuinfo_max_freq`).
@@ -43,7 +48,9 @@ pub struct CaseTelemetry {
     /// Why, in words, when `throttled`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub throttle_why: Option<String>,
-    /// For each quantity that could not be read, why (`clock: no pp_dpm_sclk in ...`).
+    /// For each quantity that could not be read, why (`clock: no pp_dpm_sclk in ...`);
+    /// also `encode_verdict`/`decode_verdict` (too few samples for a verdict), `ended` (the
+    /// source ended: no reading after it), `stale` (the source gave no reading for a while).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub unavailable: BTreeMap<String, String>,
     /// The samples over time for plots: `[seconds since the case started, clock MHz,
@@ -59,7 +66,7 @@ pub const MAX_SERIES: usize = 120;
 /// The device's state over the timed passes of one kind (encode or decode) of a case.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct PassTelemetry {
-    /// Samples that fell in these passes.
+    /// Readings taken inside these passes' time windows.
     pub samples: usize,
     /// Median clock as a fraction of the maximum (1.0 = at its peak).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +100,8 @@ pub struct PassTelemetry {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throttle_reasons: Vec<String>,
     /// Median clock below [`THROTTLE_CLOCK_FRACTION`] of the maximum, or a thermal or power
-    /// throttle reason in at least half of the samples (judged for `ok` cases only).
+    /// throttle reason in at least half of the samples (judged for `ok` cases with at least
+    /// [`MIN_PASS_SAMPLES`] samples only).
     #[serde(default)]
     pub throttled: bool,
 }

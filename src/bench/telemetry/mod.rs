@@ -1,43 +1,49 @@
-//! The parent's telemetry sampler (issue 32): while a case runs, a thread of the parent reads
-//! the run's device ([`sources`]) every interval (100 ms by default) and at every phase change
-//! the worker reports, and tags each sample with the phase it fell in; the worker itself does
-//! nothing for it. When the case ends, [`Sampler::finish`] summarizes the samples of the
-//! timed encode and decode passes (warmups are left out) into the case's `telemetry`, with the
-//! throttle verdict of `report::telemetry`. [`Thermometer`] serves `--wait-temp`.
+//! The parent's telemetry sampler (issue 32): while a case runs, a thread of the parent
+//! collects the observations of the device the worker uses ([`devices`] maps it, [`sources`]
+//! reads it) every interval (100 ms by default) and at every phase change the worker
+//! reports, and notes when each phase began; the worker itself does nothing for it. When the
+//! case ends, [`Sampler::finish`] summarizes the readings taken inside the timed encode and
+//! decode passes' own time windows (warmups are left out; a reading from before a pass
+//! never speaks for it, issue 37) into the case's `telemetry`, with the throttle verdict of
+//! `report::telemetry`, or why there is none (too few readings, a source that ended or went
+//! stale). [`Thermometer`] serves `--wait-temp`, through the same mapping.
 //!
 //! Must not: run cases or change what a worker measures.
+pub mod devices;
 pub mod sources;
 
+use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::report::telemetry::{CaseTelemetry, PassTelemetry, MAX_SERIES, THROTTLE_CLOCK_FRACTION};
+use crate::report::telemetry::{CaseTelemetry, PassTelemetry, MAX_SERIES, MIN_PASS_SAMPLES, THROTTLE_CLOCK_FRACTION};
 use crate::report::Outcome;
-use sources::Reading;
+pub use devices::WorkerEnv;
+use sources::{Observation, Reading};
 
 /// The default sampling interval, milliseconds (`run --telemetry-ms`).
 pub const DEFAULT_INTERVAL_MS: u64 = 100;
 
-/// One sample: when (seconds since the case started), in which phase, what was read.
-#[derive(Debug, Clone)]
-struct Sample {
-    t_s: f64,
-    phase: String,
-    reading: Reading,
+/// What the sampler thread collected over a case.
+#[derive(Debug, Default)]
+struct Sampled {
+    /// When each phase began, seconds since the sampler started.
+    phases: Vec<(f64, String)>,
+    /// When the case ended, seconds since the sampler started.
+    end_s: f64,
+    /// Each reading with the time it was taken, seconds since the sampler started (a
+    /// reading from just before the start is at 0).
+    readings: Vec<(f64, Reading)>,
+    /// When the source ended, and why.
+    ended: Option<(f64, String)>,
+    clock_max_mhz: Option<f64>,
+    source: String,
+    unavailable: BTreeMap<String, String>,
 }
 
-/// What the sampler thread hands back: the samples, the clock's maximum, the source's
-/// description and what it cannot read.
-type Sampled = (
-    Vec<Sample>,
-    Option<f64>,
-    String,
-    std::collections::BTreeMap<String, String>,
-);
-
 enum Msg {
-    Phase(String),
-    Stop,
+    Phase(Instant, String),
+    Stop(Instant),
 }
 
 /// A running sampler for one case.
@@ -48,31 +54,48 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Start sampling the run's `device` every `interval_ms`; `Err` says why it cannot be
-    /// sampled (then the case's telemetry says so, with nothing made up).
-    pub fn start(device: &str, interval_ms: u64) -> Result<Sampler, String> {
-        let mut source = sources::for_device(device, interval_ms)?;
+    /// Start sampling the worker's `device` (as the worker's environment `env` makes it)
+    /// every `interval_ms`; `Err` says why it cannot be sampled (then the case's telemetry
+    /// says so, with nothing made up).
+    pub fn start(device: &str, env: &WorkerEnv, interval_ms: u64) -> Result<Sampler, String> {
+        let mut source = sources::for_device(device, env, interval_ms)?;
         let (tx, rx) = mpsc::channel();
         let interval = Duration::from_millis(interval_ms.max(1));
         let handle = std::thread::spawn(move || {
             let start = Instant::now();
-            let mut phase = String::new();
-            let mut samples = Vec::new();
+            let since = |t: Instant| t.saturating_duration_since(start).as_secs_f64();
+            let mut got = Sampled::default();
             let mut next = start;
+            let take = |got: &mut Sampled, observed: Vec<Observation>| {
+                for o in observed {
+                    match o {
+                        Observation::At(t, r) if got.ended.is_none() => got.readings.push((since(t), r)),
+                        Observation::At(..) => {}
+                        Observation::Ended(t, why) => got.ended = got.ended.take().or(Some((since(t), why))),
+                    }
+                }
+            };
             loop {
                 let wait = next.saturating_duration_since(Instant::now());
                 match rx.recv_timeout(wait) {
-                    Ok(Msg::Phase(p)) => phase = p,
-                    Ok(Msg::Stop) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Ok(Msg::Phase(at, p)) => got.phases.push((since(at), p)),
+                    Ok(Msg::Stop(at)) => {
+                        got.end_s = since(at);
+                        break;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => {
+                        got.end_s = since(Instant::now());
+                        break;
+                    }
                     Err(mpsc::RecvTimeoutError::Timeout) => next = (next + interval).max(Instant::now()),
                 }
-                samples.push(Sample {
-                    t_s: start.elapsed().as_secs_f64(),
-                    phase: phase.clone(),
-                    reading: source.read(),
-                });
+                take(&mut got, source.observe(Duration::ZERO));
             }
-            (samples, source.clock_max_mhz(), source.describe(), source.unavailable())
+            take(&mut got, source.observe(Duration::ZERO));
+            got.clock_max_mhz = source.clock_max_mhz();
+            got.source = source.describe();
+            got.unavailable = source.unavailable();
+            got
         });
         Ok(Sampler {
             tx,
@@ -81,44 +104,55 @@ impl Sampler {
         })
     }
 
-    /// The worker entered `phase` (a sample is taken at once).
+    /// The worker entered `phase` (now; the device is read at once).
     pub fn phase(&self, phase: &str) {
-        let _ = self.tx.send(Msg::Phase(phase.to_string()));
+        let _ = self.tx.send(Msg::Phase(Instant::now(), phase.to_string()));
     }
 
     /// Stop sampling and summarize the samples of the case whose measured outcome is
     /// `outcome`.
     pub fn finish(self, outcome: &Outcome) -> CaseTelemetry {
-        let _ = self.tx.send(Msg::Stop);
-        let Ok((samples, max, source, unavailable)) = self.handle.join() else {
+        let _ = self.tx.send(Msg::Stop(Instant::now()));
+        let Ok(sampled) = self.handle.join() else {
             return CaseTelemetry::unavailable(self.interval_ms, "the sampler thread failed".to_string());
         };
-        summarize(&samples, max, source, unavailable, self.interval_ms, outcome)
+        summarize(sampled, self.interval_ms, outcome)
     }
 }
 
-/// The temperature of the run's device, for `--wait-temp`: its source opened once (for
+/// The temperature of the worker's device, for `--wait-temp`: its source opened once (for
 /// NVIDIA one `nvidia-smi -lms` for the whole wait), read as often as asked.
 pub struct Thermometer(Box<dyn sources::Source>);
 
 impl Thermometer {
-    /// Open the source of `device`, or say why there is none.
-    pub fn open(device: &str) -> Result<Thermometer, String> {
-        sources::for_device(device, DEFAULT_INTERVAL_MS).map(Thermometer)
+    /// Open the source of `device` as the worker's environment `env` makes it, or say why
+    /// there is none.
+    pub fn open(device: &str, env: &WorkerEnv) -> Result<Thermometer, String> {
+        sources::for_device(device, env, DEFAULT_INTERVAL_MS).map(Thermometer)
     }
 
-    /// The temperature now, °C, or why it cannot be read.
+    /// The temperature now (the latest reading, taken since the last call), °C, or why it
+    /// cannot be read (no fresh reading within 3 s, or the source ended).
     pub fn read(&mut self) -> Result<f64, String> {
-        // nvidia-smi -lms prints its first line at once; give it that moment.
         let until = Instant::now() + Duration::from_secs(3);
         loop {
-            if let Some(t) = self.0.read().temp_c {
+            let observed = self.0.observe(Duration::from_millis(50));
+            let latest = observed.iter().rev().find_map(|o| match o {
+                Observation::At(_, r) => r.temp_c,
+                Observation::Ended(..) => None,
+            });
+            if let Some(t) = latest {
                 return Ok(t);
             }
-            if Instant::now() > until {
-                return Err(format!("{} gives no temperature", self.0.describe()));
+            if let Some(Observation::Ended(_, why)) = observed.iter().find(|o| matches!(o, Observation::Ended(..))) {
+                return Err(why.clone());
             }
-            std::thread::sleep(Duration::from_millis(50));
+            if Instant::now() > until {
+                return Err(format!("{} gave no temperature within 3 s", self.0.describe()));
+            }
+            if !observed.is_empty() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
 }
@@ -132,20 +166,32 @@ fn timed_pass(phase: &str) -> Option<&'static str> {
     ["encode", "decode"].into_iter().find(|p| phase.starts_with(p))
 }
 
-fn summarize(
-    samples: &[Sample],
-    max: Option<f64>,
-    source: String,
-    unavailable: std::collections::BTreeMap<String, String>,
-    interval_ms: u64,
-    outcome: &Outcome,
-) -> CaseTelemetry {
+/// How long a source may give no reading before the case's telemetry says it went stale.
+fn stale_after_s(interval_ms: u64) -> f64 {
+    (5.0 * interval_ms as f64 / 1000.0).max(1.0)
+}
+
+/// The longest stretch of `readings` (times, sorted) in `[from, to]` without one, when it is
+/// longer than `limit`: (start, end).
+fn longest_gap(times: &[f64], from: f64, to: f64, limit: f64) -> Option<(f64, f64)> {
+    let mut points = vec![from];
+    points.extend(times.iter().copied().filter(|t| *t > from && *t < to));
+    points.push(to);
+    points
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .filter(|(a, b)| b - a > limit)
+        .max_by(|x, y| (x.1 - x.0).total_cmp(&(y.1 - y.0)))
+}
+
+fn summarize(got: Sampled, interval_ms: u64, outcome: &Outcome) -> CaseTelemetry {
+    let max = got.clock_max_mhz;
     let mut t = CaseTelemetry {
-        source: Some(source),
+        source: Some(got.source),
         interval_ms,
-        samples: samples.len(),
+        samples: got.readings.len(),
         clock_max_mhz: max,
-        unavailable,
+        unavailable: got.unavailable,
         ..Default::default()
     };
     if max.is_none() {
@@ -153,26 +199,73 @@ fn summarize(
             .entry("clock_max".to_string())
             .or_insert_with(|| "the clock's maximum is unknown: clock fractions cannot be given".to_string());
     }
-    let step = samples.len().div_ceil(MAX_SERIES).max(1);
-    t.series = samples
+    let mut last = got.end_s;
+    if let Some((at, why)) = &got.ended {
+        t.unavailable.insert(
+            "ended".to_string(),
+            format!("{why}, {at:.2} s into the case: no reading after it"),
+        );
+        last = last.min(*at);
+    }
+    let times: Vec<f64> = got.readings.iter().map(|(t, _)| *t).collect();
+    if let Some((a, b)) = longest_gap(&times, 0.0, last, stale_after_s(interval_ms)) {
+        t.unavailable.insert(
+            "stale".to_string(),
+            format!("no reading from {a:.2} s to {b:.2} s into the case: the source went stale"),
+        );
+    }
+    let step = got.readings.len().div_ceil(MAX_SERIES).max(1);
+    t.series = got
+        .readings
         .iter()
         .step_by(step)
-        .map(|s| [Some(s.t_s), s.reading.clock_mhz, s.reading.temp_c])
+        .map(|(at, r)| [Some(*at), r.clock_mhz, r.temp_c])
+        .collect();
+    // Each phase's window: from its marker to the next one (or the case's end).
+    let windows: Vec<(f64, f64, Option<&str>)> = got
+        .phases
+        .iter()
+        .enumerate()
+        .map(|(i, (from, p))| {
+            let to = got.phases.get(i + 1).map_or(got.end_s, |n| n.0);
+            (*from, to, timed_pass(p))
+        })
         .collect();
     for (name, stats) in [("encode", &outcome.encode), ("decode", &outcome.decode)] {
-        let in_pass: Vec<&Reading> = samples
+        let mine: Vec<(f64, f64)> = windows
             .iter()
-            .filter(|s| timed_pass(&s.phase) == Some(name))
-            .map(|s| &s.reading)
+            .filter(|w| w.2 == Some(name))
+            .map(|w| (w.0, w.1))
             .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let in_pass: Vec<&Reading> = got
+            .readings
+            .iter()
+            .filter(|(at, _)| mine.iter().any(|(a, b)| at >= a && at < b))
+            .map(|(_, r)| r)
+            .collect();
+        let too_few = in_pass.len() < MIN_PASS_SAMPLES;
+        if too_few {
+            let span: f64 = mine.iter().map(|(a, b)| b - a).sum();
+            t.unavailable.insert(
+                format!("{name}_verdict"),
+                format!(
+                    "too few samples for a verdict: {} reading(s) taken during the timed {name} passes \
+                     ({span:.3} s in all), {MIN_PASS_SAMPLES} needed",
+                    in_pass.len()
+                ),
+            );
+        }
         if in_pass.is_empty() {
             continue;
         }
         let median_s = stats.as_ref().map(|p| p.median_s);
         let mut pass = pass_telemetry(&in_pass, max, median_s);
-        // Only a measured case is judged: after a crash the last phase's tag stays on samples
-        // of an idle device.
-        pass.throttled &= outcome.status == crate::report::CaseStatus::Ok;
+        // Only a measured case with enough readings is judged: after a crash the last
+        // phase's window holds an idle device.
+        pass.throttled &= outcome.status == crate::report::CaseStatus::Ok && !too_few;
         if pass.throttled && t.throttle_why.is_none() {
             t.throttle_why = Some(why(name, &pass));
         }
@@ -268,6 +361,84 @@ mod tests {
         assert!(!pass_telemetry(&[&idle], Some(2900.0), None).throttled);
         // No maximum: no fraction, and no verdict from the clock.
         assert!(!pass_telemetry(&[&half], None, None).throttled);
+    }
+
+    fn ok_outcome() -> Outcome {
+        Outcome::new(crate::report::CaseStatus::Ok, None, BTreeMap::new())
+    }
+
+    /// Readings of `clock` MHz at `times`, phases at their start times, the case's end.
+    fn sampled(phases: &[(f64, &str)], readings: &[(f64, f64)], end_s: f64) -> Sampled {
+        Sampled {
+            phases: phases.iter().map(|(t, p)| (*t, p.to_string())).collect(),
+            end_s,
+            readings: readings.iter().map(|(t, c)| (*t, reading(*c, &[]))).collect(),
+            clock_max_mhz: Some(2000.0),
+            source: "test".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_pass_is_judged_on_the_readings_taken_inside_its_own_window() {
+        // Idle (300 MHz) before and between the passes, full clock during them.
+        let phases = [
+            (0.0, "load"),
+            (0.50, "encode run 1/3"),
+            (0.53, "decode run 1/3"),
+            (0.56, "encode run 2/3"),
+            (0.59, "decode run 2/3"),
+            (0.62, "encode run 3/3"),
+            (0.65, "decode run 3/3"),
+            (0.68, "outputs"),
+        ];
+        let mut readings: Vec<(f64, f64)> = vec![(0.1, 300.0), (0.2, 300.0), (0.4, 300.0), (0.7, 300.0), (0.8, 300.0)];
+        readings.extend([0.50, 0.56, 0.62].map(|t| (t + 0.001, 2000.0)));
+        readings.extend([0.53, 0.59, 0.65].map(|t| (t + 0.001, 2000.0)));
+        readings.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let t = summarize(sampled(&phases, &readings, 0.9), 100, &ok_outcome());
+        assert!(!t.throttled, "{t:?}");
+        let e = t.encode.unwrap();
+        assert_eq!((e.samples, e.clock_median_fraction), (3, Some(1.0)));
+        assert_eq!(t.decode.unwrap().samples, 3);
+        assert_eq!(t.samples, 11);
+        assert!(!t.unavailable.contains_key("encode_verdict"), "{:?}", t.unavailable);
+        // With a reading in only two of the encode passes: no verdict, and why.
+        readings.retain(|r| r.0 != 0.621);
+        let low: Vec<(f64, f64)> = readings.iter().map(|(t, _)| (*t, 300.0)).collect();
+        let t = summarize(sampled(&phases, &low, 0.9), 100, &ok_outcome());
+        assert!(t.encode.as_ref().is_some_and(|e| !e.throttled), "{t:?}");
+        let why = &t.unavailable["encode_verdict"];
+        assert!(why.starts_with("too few samples for a verdict: 2 reading(s)"), "{why}");
+        // The decode passes, with three readings at 15% of the clock, are judged.
+        assert!(t.decode.unwrap().throttled && t.throttled);
+        assert_eq!(
+            t.throttle_why.as_deref(),
+            Some("decode: median clock 15% of its maximum (below 75%)")
+        );
+    }
+
+    #[test]
+    fn a_source_that_ended_or_went_stale_says_so() {
+        let mut got = sampled(&[(0.0, "encode run 1/1")], &[(0.0, 2000.0), (0.1, 2000.0)], 3.0);
+        got.ended = Some((0.15, "nvidia-smi: it ended after 2 line(s)".into()));
+        let t = summarize(got, 100, &ok_outcome());
+        assert_eq!(
+            t.unavailable["ended"],
+            "nvidia-smi: it ended after 2 line(s), 0.15 s into the case: no reading after it"
+        );
+        assert!(!t.unavailable.contains_key("stale"), "{:?}", t.unavailable);
+        assert!(t.unavailable["encode_verdict"].starts_with("too few samples"));
+        let got = sampled(
+            &[(0.0, "encode run 1/1")],
+            &[(0.0, 2000.0), (0.1, 2000.0), (2.6, 2000.0)],
+            3.0,
+        );
+        let t = summarize(got, 100, &ok_outcome());
+        assert_eq!(
+            t.unavailable["stale"],
+            "no reading from 0.10 s to 2.60 s into the case: the source went stale"
+        );
     }
 
     #[test]

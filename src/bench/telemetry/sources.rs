@@ -1,19 +1,25 @@
-//! Where the device's state is read from, one [`Source`] per kind of device:
+//! Where the device's state is read from, one [`Source`] per kind of device, each handing
+//! over observations with the time they were taken, or that it ended ([`Observation`]):
 //! - an AMD GPU (`cuda:N` with amdgpu cards): its DRM device folder in sysfs, read through
 //!   `WAN_VAE_BENCH_SYSFS_ROOT` (`pp_dpm_sclk`'s `*` line, `pp_od_clk_voltage`,
 //!   `gpu_busy_percent`, hwmon `temp*_input` and `power1_average`/`power1_input`,
-//!   `mem_info_vram_used`/`mem_info_gtt_used`);
-//! - an NVIDIA GPU: `nvidia-smi --query-gpu=... -lms INTERVAL` kept running for the case, its
-//!   latest line read at each sample (a fake `nvidia-smi` on `PATH` in the tests);
+//!   `mem_info_vram_used`/`mem_info_gtt_used`), read when asked;
+//! - an NVIDIA GPU: `nvidia-smi --query-gpu=... -lms INTERVAL` kept running for the case
+//!   (a `process::LineStream`: each line once, with the time it arrived, lines capped at
+//!   [`MAX_LINE_BYTES`]; a fake `nvidia-smi` on `PATH` in the tests), until it ends;
 //! - the CPU: the cores' current frequency (`/proc/cpuinfo`), the maximum (cpufreq's
 //!   `cpuinfo_max_freq`) and the package temperature (hwmon `k10temp`, `coretemp`,
 //!   `zenpower`), under the same root.
 //!
-//! Must not: decide what a sample means (the sampler and the report do).
+//! Which GPU `cuda:N` is comes from `devices`.
+//!
+//! Must not: decide what a sample means (the sampler and the report do), or hand over a
+//! reading twice.
 use std::collections::BTreeMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::devices::{Target, WorkerEnv};
 
 /// One reading of the device; `None` where a quantity is unknown.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -28,43 +34,36 @@ pub struct Reading {
     pub reasons: Vec<String>,
 }
 
+/// What a source hands over: a reading and when it was taken, or that it ended (no
+/// reading will follow) and why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observation {
+    At(Instant, Reading),
+    Ended(Instant, String),
+}
+
 /// A device whose state can be read.
 pub trait Source: Send {
     /// Where the readings come from, for the report.
     fn describe(&self) -> String;
     /// The clock's maximum, MHz, when known.
     fn clock_max_mhz(&mut self) -> Option<f64>;
-    /// Read the device now.
-    fn read(&mut self) -> Reading;
+    /// The observations since the last call (a source read on demand reads now; a stream
+    /// hands over what it received), waiting at most `wait` for one of a stream.
+    fn observe(&mut self, wait: Duration) -> Vec<Observation>;
     /// The quantities this source cannot give, and why.
     fn unavailable(&self) -> BTreeMap<String, String>;
 }
 
-/// The source for the run's `device`, or why there is none.
-pub fn for_device(device: &str, interval_ms: u64) -> Result<Box<dyn Source>, String> {
-    let root = crate::system::sysfs_root();
-    if device == "cpu" {
-        return Cpu::open(&root).map(|s| Box::new(s) as Box<dyn Source>);
-    }
-    let Some(index) = device.strip_prefix("cuda:").and_then(|n| n.parse::<usize>().ok()) else {
-        return Err(format!(
-            "no telemetry for device {device}: only cpu and cuda:N are sampled"
-        ));
-    };
-    let cards = amd_cards(&root);
-    // With NVIDIA's driver loaded, cuda:N is an NVIDIA GPU (an AMD iGPU beside it is not one
-    // of torch's devices); else the N-th amdgpu card.
-    let nvidia_driver = root.join("proc/driver/nvidia/version").exists();
-    if let Some(card) = cards.get(index).filter(|_| !nvidia_driver) {
-        return Ok(Box::new(Amd { dir: card.clone() }));
-    }
-    match Nvidia::start(index, interval_ms) {
-        Ok(s) => Ok(Box::new(s)),
-        Err(why) => Err(format!(
-            "no GPU telemetry for {device}: {} amdgpu card(s) with pp_dpm_sclk under {}, and {why}",
-            cards.len(),
-            root.join("sys/class/drm").display()
-        )),
+/// The source for the worker's `device` in the worker's environment `env`, or why there
+/// is none.
+pub fn for_device(device: &str, env: &WorkerEnv, interval_ms: u64) -> Result<Box<dyn Source>, String> {
+    match super::devices::resolve(device, env)? {
+        Target::Cpu => Cpu::open(&crate::system::sysfs_root()).map(|s| Box::new(s) as Box<dyn Source>),
+        Target::Amd(dir) => Ok(Box::new(Amd { dir })),
+        Target::Nvidia(index) => Nvidia::start(index, interval_ms)
+            .map(|s| Box::new(s) as Box<dyn Source>)
+            .map_err(|why| format!("no GPU telemetry for {device}: {why}")),
     }
 }
 
@@ -74,12 +73,6 @@ fn read(path: &Path) -> Option<String> {
 
 fn number(path: &Path) -> Option<f64> {
     read(path)?.parse().ok()
-}
-
-/// amdgpu cards (`/sys/class/drm/cardN/device` with `pp_dpm_sclk`), in card-number order:
-/// `cuda:N` is the N-th (as HIP numbers them without `HIP_VISIBLE_DEVICES`).
-fn amd_cards(root: &Path) -> Vec<PathBuf> {
-    crate::system::drm_cards_with(root, "pp_dpm_sclk")
 }
 
 /// `pp_dpm_sclk`-style levels (`1: 2900Mhz *`): (MHz of the `*` line, highest level).
@@ -153,12 +146,13 @@ impl Source for Amd {
         od.or_else(|| read(&self.dir.join("pp_dpm_sclk")).and_then(|t| dpm_levels(&t).1))
     }
 
-    fn read(&mut self) -> Reading {
+    fn observe(&mut self, _wait: Duration) -> Vec<Observation> {
+        let taken = Instant::now();
         let hwmon = hwmons(&self.dir.join("hwmon")).into_iter().next().map(|(_, p)| p);
         let power = hwmon
             .as_ref()
             .and_then(|h| number(&h.join("power1_average")).or_else(|| number(&h.join("power1_input"))));
-        Reading {
+        let reading = Reading {
             clock_mhz: read(&self.dir.join("pp_dpm_sclk")).and_then(|t| dpm_levels(&t).0),
             temp_c: hwmon.as_deref().and_then(hottest),
             power_w: power.map(|uw| uw / 1e6),
@@ -166,7 +160,8 @@ impl Source for Amd {
             vram_used_bytes: number(&self.dir.join("mem_info_vram_used")).map(|b| b as u64),
             gtt_used_bytes: number(&self.dir.join("mem_info_gtt_used")).map(|b| b as u64),
             reasons: Vec::new(),
-        }
+        };
+        vec![Observation::At(taken, reading)]
     }
 
     fn unavailable(&self) -> BTreeMap<String, String> {
@@ -200,61 +195,76 @@ pub fn is_thermal_or_power(reason: &str) -> bool {
 const NVIDIA_QUERY: &str =
     "clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,clocks_throttle_reasons.active";
 
-/// The latest line of `nvidia-smi`: the reading and the maximum clock.
-type Latest = Arc<Mutex<Option<(Reading, Option<f64>)>>>;
+/// The longest line read from `nvidia-smi -lms` (one is about 60 bytes): a longer one ends
+/// the stream rather than fill the memory.
+pub const MAX_LINE_BYTES: usize = 4096;
 
-/// An NVIDIA GPU through a running `nvidia-smi -lms`.
+/// How long a new `nvidia-smi -lms` may take to print its first reading.
+const FIRST_LINE: Duration = Duration::from_secs(3);
+
+/// An NVIDIA GPU through a running `nvidia-smi -lms`: each line it prints is one
+/// observation, at the time it arrived; once it ends, none follows.
 struct Nvidia {
     index: usize,
-    child: std::process::Child,
-    latest: Latest,
+    stream: crate::process::LineStream,
+    max_mhz: Option<f64>,
+    /// Observations received but not handed over yet (the first reading, at start).
+    pending: Vec<Observation>,
+    /// Lines that were not a reading.
+    unparsed: usize,
 }
 
 impl Nvidia {
     fn start(index: usize, interval_ms: u64) -> Result<Nvidia, String> {
-        let mut child = std::process::Command::new("nvidia-smi")
-            .arg(format!("--query-gpu={NVIDIA_QUERY}"))
+        let mut cmd = std::process::Command::new("nvidia-smi");
+        cmd.arg(format!("--query-gpu={NVIDIA_QUERY}"))
             .args(["--format=csv,noheader,nounits", "-i", &index.to_string()])
-            .args(["-lms", &interval_ms.max(1).to_string()])
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .map_err(|e| format!("nvidia-smi cannot be run: {e}"))?;
-        // The parent's own helper: not an orphan of a worker, so not killed when one ends.
-        crate::process::spare(child.id());
-        let stdout = child.stdout.take().expect("piped");
-        let latest = Arc::new(Mutex::new(None));
-        let shared = Arc::clone(&latest);
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(r) = parse_nvidia(&line) {
-                    if let Ok(mut l) = shared.lock() {
-                        *l = Some(r);
-                    }
-                }
-            }
-        });
-        let mut s = Nvidia { index, child, latest };
+            .args(["-lms", &interval_ms.max(1).to_string()]);
+        let stream = crate::process::LineStream::start(cmd, MAX_LINE_BYTES)
+            .map_err(|e| format!("nvidia-smi could not be run: {e}"))?;
+        let mut s = Nvidia {
+            index,
+            stream,
+            max_mhz: None,
+            pending: Vec::new(),
+            unparsed: 0,
+        };
         // A driver that is not loaded makes nvidia-smi exit at once: no source, and why.
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(3);
-        while s.latest().is_none() {
-            if let Ok(Some(status)) = s.child.try_wait() {
-                std::thread::sleep(std::time::Duration::from_millis(50));
-                if s.latest().is_none() {
-                    return Err(format!("nvidia-smi gave no reading of GPU {index} ({status})"));
-                }
+        let until = Instant::now() + FIRST_LINE;
+        while !s.pending.iter().any(|o| matches!(o, Observation::At(..))) {
+            if let Some(Observation::Ended(_, why)) = s.pending.last() {
+                return Err(format!("nvidia-smi gave no reading of GPU {index}: {why}"));
             }
-            if std::time::Instant::now() > until {
-                return Err(format!("nvidia-smi gave no reading of GPU {index} within 3 s"));
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(format!(
+                    "nvidia-smi gave no reading of GPU {index} within {} s",
+                    FIRST_LINE.as_secs()
+                ));
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            s.receive(left);
         }
         Ok(s)
     }
 
-    fn latest(&self) -> Option<(Reading, Option<f64>)> {
-        self.latest.lock().ok().and_then(|l| l.clone())
+    /// Take what the stream holds into `pending`, waiting at most `wait` for the first.
+    fn receive(&mut self, wait: Duration) {
+        let mut wait = wait;
+        while let Some(event) = self.stream.next(wait) {
+            wait = Duration::ZERO;
+            match event {
+                crate::process::StreamEvent::Line(at, line) => match parse_nvidia(&line) {
+                    Some((reading, max)) => {
+                        self.max_mhz = max.or(self.max_mhz);
+                        self.pending.push(Observation::At(at, reading));
+                    }
+                    None => self.unparsed += 1,
+                },
+                crate::process::StreamEvent::Ended(at, why) => {
+                    self.pending.push(Observation::Ended(at, format!("nvidia-smi: {why}")));
+                }
+            }
+        }
     }
 }
 
@@ -292,26 +302,26 @@ impl Source for Nvidia {
     }
 
     fn clock_max_mhz(&mut self) -> Option<f64> {
-        self.latest().and_then(|(_, max)| max)
+        self.max_mhz
     }
 
-    fn read(&mut self) -> Reading {
-        self.latest().map(|(r, _)| r).unwrap_or_default()
+    fn observe(&mut self, wait: Duration) -> Vec<Observation> {
+        self.receive(if self.pending.is_empty() { wait } else { Duration::ZERO });
+        std::mem::take(&mut self.pending)
     }
 
     fn unavailable(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([(
+        let mut why = BTreeMap::from([(
             "vram_gtt".to_string(),
             "per-process device memory comes from torch (device_peak_*_bytes)".to_string(),
-        )])
-    }
-}
-
-impl Drop for Nvidia {
-    fn drop(&mut self) {
-        crate::process::unspare(self.child.id());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        )]);
+        if self.unparsed > 0 {
+            why.insert(
+                "unparsed".to_string(),
+                format!("{} line(s) of nvidia-smi were not a reading", self.unparsed),
+            );
+        }
+        why
     }
 }
 
@@ -367,12 +377,14 @@ impl Source for Cpu {
         self.max_mhz
     }
 
-    fn read(&mut self) -> Reading {
-        Reading {
+    fn observe(&mut self, _wait: Duration) -> Vec<Observation> {
+        let taken = Instant::now();
+        let reading = Reading {
             clock_mhz: cpu_mhz(&self.root.join("proc/cpuinfo")),
             temp_c: self.hwmon.as_ref().and_then(|(_, p)| hottest(p)),
             ..Default::default()
-        }
+        };
+        vec![Observation::At(taken, reading)]
     }
 
     fn unavailable(&self) -> BTreeMap<String, String> {
