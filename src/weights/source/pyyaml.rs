@@ -22,7 +22,7 @@
 //! Must not: read more than one file's text, or build Python values of other types.
 use std::collections::HashMap;
 
-use unsafe_libyaml as sys;
+use unsafe_libyaml as yaml_sys_unsafe;
 
 use scalar::{resolve, scalar, TAG};
 
@@ -163,26 +163,26 @@ enum Ev {
 
 /// The events of `text`, each with its line; a syntax error is what PyYAML raises too.
 fn parse(text: &str) -> Result<Vec<(Ev, u64)>, Error> {
-    let mut parser = Box::<sys::yaml_parser_t>::new_uninit();
+    let mut parser = Box::<yaml_sys_unsafe::yaml_parser_t>::new_uninit();
     let p = parser.as_mut_ptr();
     // SAFETY: `p` points to memory owned by `parser` for this whole function; libyaml reads
     // `text`, which outlives the parser, and `yaml_parser_delete` runs on every path after a
     // successful initialize. Event pointers are read only before `yaml_event_delete`.
     unsafe {
-        if sys::yaml_parser_initialize(p).fail {
+        if yaml_sys_unsafe::yaml_parser_initialize(p).fail {
             return Err(Error::NotRead("libyaml could not start (out of memory)".into()));
         }
-        sys::yaml_parser_set_encoding(p, sys::YAML_UTF8_ENCODING);
-        sys::yaml_parser_set_input_string(p, text.as_ptr(), text.len() as u64);
+        yaml_sys_unsafe::yaml_parser_set_encoding(p, yaml_sys_unsafe::YAML_UTF8_ENCODING);
+        yaml_sys_unsafe::yaml_parser_set_input_string(p, text.as_ptr(), text.len() as u64);
         let mut out = Vec::new();
         let result = loop {
-            let mut event = std::mem::MaybeUninit::<sys::yaml_event_t>::uninit();
-            if sys::yaml_parser_parse(p, event.as_mut_ptr()).fail {
+            let mut event = std::mem::MaybeUninit::<yaml_sys_unsafe::yaml_event_t>::uninit();
+            if yaml_sys_unsafe::yaml_parser_parse(p, event.as_mut_ptr()).fail {
                 let cstr = |s: *const libc::c_char| match s.is_null() {
                     true => String::new(),
                     false => std::ffi::CStr::from_ptr(s).to_string_lossy().into_owned(),
                 };
-                let parser: &sys::yaml_parser_t = &*p;
+                let parser: &yaml_sys_unsafe::yaml_parser_t = &*p;
                 let mark = parser.problem_mark;
                 let context = cstr(parser.context);
                 let context = if context.is_empty() {
@@ -203,41 +203,41 @@ fn parse(text: &str) -> Result<Vec<(Ev, u64)>, Error> {
                 false => Some(std::ffi::CStr::from_ptr(s.cast()).to_string_lossy().into_owned()),
             };
             let ev = match e.type_ {
-                sys::YAML_STREAM_START_EVENT => Ev::StreamStart,
-                sys::YAML_STREAM_END_EVENT => Ev::StreamEnd,
-                sys::YAML_DOCUMENT_START_EVENT => Ev::DocStart,
-                sys::YAML_DOCUMENT_END_EVENT => Ev::DocEnd,
-                sys::YAML_ALIAS_EVENT => Ev::Alias(text_of(e.data.alias.anchor).unwrap_or_default()),
-                sys::YAML_SCALAR_EVENT => {
+                yaml_sys_unsafe::YAML_STREAM_START_EVENT => Ev::StreamStart,
+                yaml_sys_unsafe::YAML_STREAM_END_EVENT => Ev::StreamEnd,
+                yaml_sys_unsafe::YAML_DOCUMENT_START_EVENT => Ev::DocStart,
+                yaml_sys_unsafe::YAML_DOCUMENT_END_EVENT => Ev::DocEnd,
+                yaml_sys_unsafe::YAML_ALIAS_EVENT => Ev::Alias(text_of(e.data.alias.anchor).unwrap_or_default()),
+                yaml_sys_unsafe::YAML_SCALAR_EVENT => {
                     let s = e.data.scalar;
                     let bytes = std::slice::from_raw_parts(s.value, s.length as usize);
                     Ev::Scalar {
                         anchor: text_of(s.anchor),
                         tag: text_of(s.tag),
                         value: String::from_utf8_lossy(bytes).into_owned(),
-                        plain: s.style == sys::YAML_PLAIN_SCALAR_STYLE,
+                        plain: s.style == yaml_sys_unsafe::YAML_PLAIN_SCALAR_STYLE,
                     }
                 }
-                sys::YAML_SEQUENCE_START_EVENT => {
+                yaml_sys_unsafe::YAML_SEQUENCE_START_EVENT => {
                     let s = e.data.sequence_start;
                     Ev::SeqStart(text_of(s.anchor), text_of(s.tag))
                 }
-                sys::YAML_SEQUENCE_END_EVENT => Ev::SeqEnd,
-                sys::YAML_MAPPING_START_EVENT => {
+                yaml_sys_unsafe::YAML_SEQUENCE_END_EVENT => Ev::SeqEnd,
+                yaml_sys_unsafe::YAML_MAPPING_START_EVENT => {
                     let s = e.data.mapping_start;
                     Ev::MapStart(text_of(s.anchor), text_of(s.tag))
                 }
                 _ => Ev::MapEnd,
             };
             let line = e.start_mark.line + 1;
-            sys::yaml_event_delete(e);
+            yaml_sys_unsafe::yaml_event_delete(e);
             let end = matches!(ev, Ev::StreamEnd);
             out.push((ev, line));
             if end {
                 break Ok(out);
             }
         };
-        sys::yaml_parser_delete(p);
+        yaml_sys_unsafe::yaml_parser_delete(p);
         result
     }
 }
