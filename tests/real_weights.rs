@@ -21,8 +21,14 @@ fn comfy_folder(root: &Path, files: &[(&str, &str)]) -> PathBuf {
 
 /// One tiny candle case with `--comfyui DIR` and no weights: (stderr, report).
 fn run_with_folder(dir: &Path, comfy: &Path, extra: &[&str]) -> (String, Report) {
+    run_with_folder_env(dir, comfy, extra, &[])
+}
+
+/// [`run_with_folder`] with `env` set for the run.
+fn run_with_folder_env(dir: &Path, comfy: &Path, extra: &[&str], env: &[(&str, &Path)]) -> (String, Report) {
     let report = dir.join(format!("r{}.json", extra.len()));
     let out = bench()
+        .envs(env.iter().copied())
         .args(["run", "--engine", "candle", "--comfyui"])
         .arg(comfy)
         .args([
@@ -126,6 +132,63 @@ fn extra_model_paths_are_followed_and_several_or_none_are_said() {
     assert!(err.contains("warning: no Wan 2.1 VAE in the ComfyUI folder"), "{err}");
     assert!(err.contains("wan2.2_vae.safetensors, of the other Wan VAE"), "{err}");
     assert!(err.contains("weights: synthetic") && r.model.is_synthetic(), "{err}");
+}
+
+#[test]
+fn extra_model_paths_yaml_is_read_as_comfyui_reads_it() {
+    // Issue 37 item 9: `$NAME` in base_path, a merge key, `is_default: yes` and an entry given
+    // twice (the last wins), as ComfyUI (PyYAML, os.path) reads them: the Wan 2.1 file there
+    // is found, not synthetic weights.
+    let dir = scratch();
+    let comfy = comfy_folder(
+        dir.path(),
+        &[("wan2.2_vae.safetensors", "wan22_tiny.weights.safetensors")],
+    );
+    let shared = dir.path().join("shared");
+    std::fs::create_dir_all(shared.join("vae")).unwrap();
+    std::fs::copy(
+        fixture("wan21_tiny.weights.safetensors"),
+        shared.join("vae/wan21.safetensors"),
+    )
+    .unwrap();
+    let yaml = "defaults: &shared\n  base_path: $WVB_SHARED_MODELS\n  is_default: yes\n\
+                mine:\n  vae: nowhere\nmine:\n  <<: *shared\n  vae: vae\n";
+    write(&comfy, "extra_model_paths.yaml", yaml);
+    let (err, r) = run_with_folder_env(dir.path(), &comfy, &[], &[("WVB_SHARED_MODELS", &shared)]);
+    let chosen = shared.join("vae/wan21.safetensors");
+    assert!(
+        err.contains(&format!(
+            "weights: {} (Wan 2.1 VAE, found in the ComfyUI folder",
+            chosen.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(r.model.local_path.as_deref(), Some(chosen.to_str().unwrap()));
+
+    // A base_path ComfyUI's expanduser raises on: refused before anything runs, naming the
+    // file, the entry and the value.
+    write(
+        &comfy,
+        "extra_model_paths.yaml",
+        "mine:\n  base_path: 2024\n  vae: vae\n",
+    );
+    let out = bench()
+        .args(["run", "--engine", "candle", "--comfyui"])
+        .arg(&comfy)
+        .arg("-o")
+        .arg(dir.path().join("refused.json"))
+        .env_remove("WAN_VAE_BENCH_COMFYUI")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains("extra_model_paths.yaml")
+            && e.contains("entry `mine`: base_path is the number 2024, not a string")
+            && e.contains("ComfyUI would not start with it either"),
+        "{e}"
+    );
+    assert!(!dir.path().join("refused.json").exists());
 }
 
 /// A tiny run whose untiled cases break a memory budget (the reason users tile), so a tiled

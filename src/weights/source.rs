@@ -16,6 +16,8 @@ use crate::weights::WeightsSource;
 pub mod comfyui;
 pub mod digest;
 pub mod hub;
+mod pypath;
+mod pyyaml;
 
 pub use digest::sha256_cached_in;
 pub use hub::HubSettings;
