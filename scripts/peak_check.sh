@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Each case's peak memory in a shared worker against the same case in a process of its own
-# (issue 37, item 1). One matrix (candle and torch, fp32 and bf16, untiled and tile 32:16, at
-# 5x64x64 on the real-size synthetic model), run with three shuffle seeds in the default mode
-# (cases of one engine and env variant share a worker) and once with `--isolate case`. For
+# (issue 37, item 1). One matrix per engine (candle, then torch: fp32 and bf16, 5x64x64 and
+# 5x32x32, untiled and tile 48:16, on the real-size synthetic model: larger and smaller cases,
+# and a model rebuilt for each precision), run with three shuffle seeds in the default mode
+# (the cases of the engine share a worker) and once with `--isolate case`. For
 # every case of every seed it prints the shared peak, the isolated peak and their ratio, and
 # at the end the largest deviation; it exits 1 when any case is more than 5% off. A benchmark,
 # not a test: its numbers are published in docs/results.md ("Peak memory, shared against
@@ -20,24 +21,27 @@ out="${2:-$(mktemp -d -t wan-vae-peak-XXXXXX)}"
 bin="${WAN_VAE_BENCH:-target/release/wan-vae-bench}"
 [ -x "$bin" ] || cargo build --release --quiet
 mkdir -p "$out"
-args=(run --engine candle,torch --python "$py" --weights synthetic --frames 5 --size 64x64
-      --precision fp32,bf16 --tile none,32:16 --warmup 0 --runs 1 --quiet)
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin" "${args[@]}" --isolate case --order as-written -o "$out/isolated.json" >/dev/null 2>&1 || true
-for seed in 1 2 3; do
-  "$bin" "${args[@]}" --seed "$seed" -o "$out/shared-seed$seed.json" >/dev/null 2>&1 || true
+for engine in candle torch; do
+  args=(run --engine "$engine" --python "$py" --weights synthetic --frames 5 --size 64x64,32x32
+        --precision fp32,bf16 --tile none,48:16 --warmup 0 --runs 1 --quiet)
+  "$bin" "${args[@]}" --isolate case --order as-written -o "$out/$engine-isolated.json" >/dev/null 2>&1 || true
+  for seed in 1 2 3; do
+    "$bin" "${args[@]}" --seed "$seed" -o "$out/$engine-shared-seed$seed.json" >/dev/null 2>&1 || true
+  done
 done
+echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 - "$out" <<'EOF'
 import json, sys
 out = sys.argv[1]
 def peaks(name):
     r = json.load(open(f"{out}/{name}.json"))
     return r, {c["id"]: c for c in r["cases"]}
-_, isolated = peaks("isolated")
 worst, bad = 0.0, 0
-for seed in (1, 2, 3):
-    r, shared = peaks(f"shared-seed{seed}")
-    print(f"seed {seed} (order: {', '.join(c['id'] for c in r['cases'])})")
+for engine, seed in [(e, s) for e in ("candle", "torch") for s in (1, 2, 3)]:
+    _, isolated = peaks(f"{engine}-isolated")
+    r, shared = peaks(f"{engine}-shared-seed{seed}")
+    print(f"{engine}, seed {seed}")
     for cid, c in shared.items():
         i = isolated.get(cid)
         if c["status"] != "ok" or not i or i["status"] != "ok":
@@ -49,7 +53,7 @@ for seed in (1, 2, 3):
         worst = max(worst, abs(ratio - 1))
         bad += abs(ratio - 1) > 0.05
         w = c["worker"]
-        print(f"  {cid:52} {w['process']:>6} after {w['cases_before']:>2}: shared {s / 1e9:.3f} GB, "
+        print(f"  {cid:46} {w['process']:>6} after {w['cases_before']}: shared {s / 1e9:.3f} GB, "
               f"isolated {k / 1e9:.3f} GB, ratio {ratio:.3f}")
 print(f"largest deviation {worst * 100:.1f}% ({bad} case(s) beyond 5%)")
 sys.exit(1 if bad else 0)

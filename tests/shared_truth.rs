@@ -153,6 +153,40 @@ fn a_decode_only_case_is_not_measured_in_the_preparers_worker() {
     assert_eq!(w["model_reused"], false, "{c}");
     assert!(c["load_s"].as_f64().unwrap() > 0.0, "{c}");
     assert!(w["startup_s"].as_f64().unwrap() > 0.0, "{c}");
+    // Beside cases that encode: the group keeps one worker (the preparation runs before the
+    // first case, in its own), and the preparer never took a case's place.
+    let (code, err, report) = run(
+        dir.path(),
+        "mixed.json",
+        &[
+            "--weights",
+            "synthetic",
+            "--precision",
+            "fp32",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--passes",
+            "both,decode",
+            "--chunk",
+            "1,2",
+            "--order",
+            "as-written",
+        ],
+        &[],
+    );
+    assert_eq!(code, 0, "{err}");
+    let all = report["cases"].as_array().unwrap();
+    assert_eq!(all.len(), 4, "{report}");
+    let pids: std::collections::BTreeSet<u64> = all.iter().map(|c| c["worker"]["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids.len(), 1, "{report}");
+    assert!(
+        all.iter()
+            .all(|c| c["status"] == "ok" && c["worker"]["replaced"].is_null()),
+        "{report}"
+    );
+    assert_eq!(all[0]["worker"]["process"], "fresh", "{report}");
 }
 
 /// A reused worker that ends (exit 0) when the next case arrives, or stops reading its
@@ -193,7 +227,7 @@ fn replaced_worker(fault: &str) {
     assert_eq!(w["process"], "fresh", "{two}");
     assert_ne!(one["worker"]["pid"], w["pid"], "{report}");
     let why = w["replaced"].as_str().unwrap_or_else(|| panic!("no `replaced`: {two}"));
-    assert!(why.contains("before it acknowledged this case"), "{why}");
+    assert!(why.contains("never acknowledged this case"), "{why}");
 }
 
 #[test]

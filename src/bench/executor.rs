@@ -164,6 +164,11 @@ impl Executor {
                 }
             };
             let reused = lease.reused();
+            if let Some(why) = lease.replaced.take() {
+                replaced = Some(why);
+            }
+            // Nothing a worker that never took the case wrote may pass for its result.
+            let _ = std::fs::remove_file(&result_path);
             // A worker that already died cannot take the case (its stdin is closed): watching
             // it then tells how it ended.
             let _ = lease.worker.send(&spec_path, &result_path);
@@ -178,7 +183,7 @@ impl Executor {
                     let mut watched = watched;
                     lease.worker.finish_dead(&mut watched);
                     replaced = Some(format!(
-                        "the reused worker (pid {pid}) {why} before it acknowledged this case; \
+                        "the reused worker (pid {pid}) never acknowledged this case: it {why}; \
                          the case ran in a fresh worker"
                     ));
                 }
@@ -224,8 +229,8 @@ impl Executor {
                 let msg = "interrupted: the run received a signal and stopped this worker".to_string();
                 return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
             }
-            // An acknowledgement deadline missed twice (the replacement too): the case did
-            // not start in the time a worker has for it.
+            // `NoAck` only ends a reused worker's watch, which is then replaced; should it
+            // reach here, the case did not start in the time it had.
             CaseEnd::TimedOut | CaseEnd::NoAck => {
                 lease.worker.finish_dead(&mut watched);
                 (true, None)
@@ -353,6 +358,8 @@ fn never_started(lease: &Lease, watched: &Watched, ack_wait: Duration) -> Option
         return None;
     }
     match &watched.end {
+        // The case's own deadline can come first only when it is as short as the wait.
+        CaseEnd::TimedOut => Some("did not read it before the case's deadline".to_string()),
         CaseEnd::Exited(status) => Some(match status {
             Some(s) => format!("ended ({s})"),
             None => "ended".to_string(),

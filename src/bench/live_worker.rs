@@ -98,6 +98,8 @@ pub struct LiveWorker {
 impl LiveWorker {
     /// Take over a freshly spawned worker (stdin and stderr piped).
     pub fn new(mut child: Child, spawned: Instant, key: String) -> LiveWorker {
+        // Another worker's end (`process::kill_inherited`) must not take this one with it.
+        crate::process::spare(child.id());
         let stdin = child.stdin.take();
         let stderr = child.stderr.take().expect("stderr piped");
         let (tx, rx) = mpsc::channel();
@@ -117,6 +119,11 @@ impl LiveWorker {
     /// The process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// How the process ended, once it has (`None` while it runs).
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// Whether the process is still running (a worker that died between cases takes no
@@ -183,13 +190,15 @@ impl LiveWorker {
                 self.kill();
                 break CaseEnd::Interrupted;
             }
-            if Instant::now() >= deadline {
-                self.kill();
-                break CaseEnd::TimedOut;
-            }
+            // The acknowledgement deadline first: a deaf worker is the worker's failure even
+            // when the case's own deadline is as short.
             if !acked(self) && ack_by.is_some_and(|t| Instant::now() >= t) {
                 self.kill();
                 break CaseEnd::NoAck;
+            }
+            if Instant::now() >= deadline {
+                self.kill();
+                break CaseEnd::TimedOut;
             }
             if closed {
                 std::thread::sleep(Duration::from_millis(5));
@@ -264,6 +273,7 @@ impl LiveWorker {
         crate::process::kill_group(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
+        crate::process::unspare(self.child.id());
         crate::process::kill_inherited();
     }
 

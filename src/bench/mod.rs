@@ -216,6 +216,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
             return Ok(code);
         }
     }
+    scratch::check_temp_folder(&std::env::temp_dir())?;
     // Before the system facts are read: one of them may say where they come from.
     let overrides = tool_env::collect()?;
     let system = crate::system::collect();

@@ -27,6 +27,9 @@ pub struct Lease {
     pub purpose: Purpose,
     /// Cases the process ran before this lease (0: started for it).
     pub cases_before: usize,
+    /// Set when the kept worker of this case's group was found dead and a fresh one started
+    /// instead: why (the worker's failure, recorded in the case's `worker.replaced`).
+    pub replaced: Option<String>,
 }
 
 impl Lease {
@@ -53,15 +56,25 @@ impl Pool {
         may_share: bool,
         start: impl FnOnce() -> Result<LiveWorker, E>,
     ) -> Result<Lease, E> {
+        let mut replaced = None;
         if purpose == Purpose::Measured {
             if let Some(mut w) = self.kept.take() {
-                if may_share && w.key == key && w.alive() {
+                let same = may_share && w.key == key;
+                if same && w.alive() {
                     let cases_before = w.cases_run;
                     return Ok(Lease {
                         worker: w,
                         purpose,
                         cases_before,
+                        replaced: None,
                     });
+                }
+                if same {
+                    replaced = Some(format!(
+                        "the kept worker (pid {}) had ended between cases{}; the case ran in a fresh worker",
+                        w.pid(),
+                        w.exit_status().map(|s| format!(" ({s})")).unwrap_or_default()
+                    ));
                 }
                 w.end();
             }
@@ -70,6 +83,7 @@ impl Pool {
             worker: start()?,
             purpose,
             cases_before: 0,
+            replaced,
         })
     }
 

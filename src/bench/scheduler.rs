@@ -217,6 +217,23 @@ impl Scheduler {
         prepared.map(Some)
     }
 
+    /// Prepare the latents of the decode-only cases before any measured case runs, each in a
+    /// worker of its own ([`Purpose::Prepare`]): a preparation then never runs beside a kept
+    /// worker (nor splits a group's worker in two), and no measured case inherits it.
+    fn prepare_latents(&mut self) {
+        for case in self.cases.clone() {
+            if super::interrupt::received().is_some() {
+                return;
+            }
+            let s = &case.settings;
+            let device = &self.run_wide.spec.device;
+            let engine = crate::engine::spec(s.engine);
+            if !s.passes.encodes() && engine.unsupported(s.chunk, device, s.precision).is_none() {
+                let _ = self.input_for(s);
+            }
+        }
+    }
+
     /// Before a case: the cool-down (not before the first), then the wait for the device to
     /// be below `--wait-temp`; a signal ends either at once. Returns what the wait found, for
     /// the case's telemetry, when it could not reach the temperature or read it.
@@ -284,6 +301,7 @@ impl Scheduler {
             }
         }
         let total = self.cases.len();
+        self.prepare_latents();
         for (i, case) in self.cases.clone().into_iter().enumerate() {
             if let Some(sig) = super::interrupt::received() {
                 return self.interrupted(report, output, sig, total);

@@ -26,11 +26,16 @@ use im2col::{conv_f32, Geometry};
 mod im2col;
 
 /// Free the buffers the CPU convolutions keep between calls (the AVX-512 kernels' padded
-/// input and blocks, this thread's im2col matrix): a worker starting a case calls it, so
+/// input and blocks, the im2col matrices, on this thread and every thread of rayon's pool): a worker starting a case calls it, so
 /// that what an earlier, larger case left does not count in this case's peak memory.
 pub fn release_caches() {
     kernels::release_caches();
     im2col::release();
+    // Every thread of the pool that runs the convolutions keeps its own.
+    rayon::broadcast(|_| {
+        kernels::release_caches();
+        im2col::release();
+    });
 }
 
 /// Which convolution implementation runs.

@@ -11,49 +11,13 @@ pub fn peak_rss_bytes() -> Option<u64> {
 }
 
 /// Start a new peak: the memory the allocator kept from freed blocks goes back to the system
-/// first ([`release_freed_memory`]), clean file pages are paged out
-/// ([`page_out_file_pages`]), then Linux resets VmHWM to the current resident size
+/// first ([`release_freed_memory`]), then Linux resets VmHWM to the current resident size
 /// when `5` is written to `/proc/self/clear_refs` (a worker that runs several cases reports
 /// each case's own peak: what it holds at its start, the kept model, plus its passes'
 /// growth). Elsewhere nothing happens, and the peak stays the process's.
 pub fn reset_peak_rss() {
     release_freed_memory();
-    page_out_file_pages();
     let _ = std::fs::write("/proc/self/clear_refs", "5");
-}
-
-/// Ask Linux to page out this process's clean file-backed pages (its code and the
-/// libraries': `MADV_PAGEOUT`, Linux 5.4+; they stay in the page cache and fault back in,
-/// cheaply, when run), so code only an earlier case ran does not count in this case's peak.
-/// Anonymous memory is never touched. A kernel without it: nothing happens.
-pub fn page_out_file_pages() {
-    #[cfg(target_os = "linux")]
-    {
-        const MADV_PAGEOUT: libc::c_int = 21;
-        let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
-            return;
-        };
-        for line in maps.lines() {
-            let mut fields = line.split_whitespace();
-            let (Some(range), Some(path)) = (fields.next(), fields.nth(4)) else {
-                continue;
-            };
-            let Some((a, b)) = range.split_once('-') else {
-                continue;
-            };
-            let (Ok(start), Ok(end)) = (usize::from_str_radix(a, 16), usize::from_str_radix(b, 16)) else {
-                continue;
-            };
-            if path.starts_with('/') && end > start {
-                // SAFETY: a mapping of this process as /proc lists it; MADV_PAGEOUT is only a
-                // reclaim hint (clean pages are dropped and read back on use), it never
-                // changes the contents.
-                unsafe {
-                    libc::madvise(start as *mut libc::c_void, end - start, MADV_PAGEOUT);
-                }
-            }
-        }
-    }
 }
 
 /// Give freed memory back to the system (glibc's `malloc_trim`: every arena, also the free

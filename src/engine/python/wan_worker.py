@@ -156,34 +156,53 @@ def release_freed_memory() -> None:
         pass
 
 
-def page_out_file_pages() -> None:
-    """Ask Linux to page out the clean file-backed pages of this process (the code of the
-    libraries it loaded: MADV_PAGEOUT, Linux 5.4+; they stay in the page cache and fault
-    back in, cheaply, when run). A library an earlier case loaded, or code only an earlier
-    case ran, then counts in a case's peak only when this case runs it, as in a process of
-    its own. Anonymous memory is never touched (no swap is involved: clean pages only)."""
+_FILES_AT_START: Optional[set] = None
+
+
+def page_out_lazy_libraries() -> None:
+    """Page out the clean pages of the files this process mapped after its first case
+    started (libraries torch loads lazily, on the first call that needs them: cuDNN's graph
+    library on some CPU convolutions, 50 MB; MADV_PAGEOUT, Linux 5.4+; they stay in the page
+    cache and fault back in, cheaply, when run). A library only an earlier case loaded then
+    counts in a case's peak only when this case runs it, as in a process of its own. The
+    first call (the first case's model in place) records the files mapped then (the imports
+    and the engine's) and pages out nothing. Only read-only private mappings are advised
+    (clean pages); a kernel that does not page out another owner's files skips them."""
+    global _FILES_AT_START
+    try:
+        with open("/proc/self/maps") as f:
+            maps = [line.split() for line in f]
+    except OSError:
+        return
+    # Read-only private mappings of real files only (code and constants: their pages are
+    # clean); never a writable one (its written pages are anonymous), shared memory or a
+    # deleted file.
+    files = [(p[0], p[5]) for p in maps if len(p) == 6 and p[5].startswith("/") and "w" not in p[1]
+             and p[1].endswith("p") and not p[5].startswith(("/dev/", "/memfd:"))]
+    if _FILES_AT_START is None:
+        _FILES_AT_START = {path for _, path in files}
+        return
+    lazy = [r for r, path in files if path not in _FILES_AT_START]
+    if not lazy:
+        return
     try:
         import ctypes
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-        with open("/proc/self/maps") as f:
-            lines = f.readlines()
     except (OSError, AttributeError):
         return
-    for line in lines:
-        parts = line.split()
-        if len(parts) < 6 or not parts[5].startswith("/"):
-            continue  # anonymous, [heap], [stack], [vdso]: not file-backed
-        start, end = (int(x, 16) for x in parts[0].split("-"))
+    for r in lazy:
+        start, end = (int(x, 16) for x in r.split("-"))
         libc.madvise(start, end - start, 21)  # MADV_PAGEOUT; EINVAL on older kernels: no-op
 
 
-def restart_peak_rss() -> None:
+def restart_peak_rss(page_out: bool = False) -> None:
     """The peak RSS restarts from what the process holds now, after the freed memory went
-    back to the system and the clean file pages were paged out (Linux: VmHWM restarts from
-    the current resident size)."""
+    back to the system and, with `page_out` (once the case's model is in place), the lazily
+    loaded libraries were paged out (Linux: VmHWM restarts from the current resident size)."""
     release_freed_memory()
-    page_out_file_pages()
+    if page_out:
+        page_out_lazy_libraries()
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -284,7 +303,7 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
     # own: it restarts once this case's model is in place (kept or loaded; the loading's
     # transient is not the setting's), so it holds the model and the case's inputs and passes.
     # The device's peak counters likewise.
-    restart_peak_rss()
+    restart_peak_rss(page_out=True)
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     phase("inputs")
@@ -465,14 +484,19 @@ def run_case(spec_path: str, result_path: str, session: Session) -> dict:
     except (OSError, ValueError) as e:
         spec, result = {}, empty_result("failed", f"cannot read the spec {spec_path}: {e}")
     else:
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            try:
+                start_case_scope(torch)  # a device left broken by the last case raises here
+            except Exception as e:  # noqa: BLE001 - the worker's failure: it ends unacknowledged
+                print(f"wan-vae-bench python worker: the device is unusable after the last case, so this worker "
+                      f"ends before taking the next ({type(e).__name__}: {e})", file=sys.stderr, flush=True)
+                os._exit(3)
         # The acknowledgement, before any work: from here on the case is ours.
         print(START_MARKER + str(spec.get("id", "")), file=sys.stderr, flush=True)
         result = inject_fault(spec)
     if result is None:
         try:
-            torch = sys.modules.get("torch")
-            if torch is not None:
-                start_case_scope(torch)  # a device left broken by the last case raises here
             result = measure(spec, session)
         except BaseException as e:  # noqa: BLE001 - every failure becomes the result
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
