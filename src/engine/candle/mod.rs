@@ -26,6 +26,7 @@ pub struct WorkerArgs {
 /// each case stdin names (keeping the model from one case to the next where it may), write its result JSON
 /// and say it is done. A spec that cannot be read is that case's `failed` result.
 pub fn command(_args: WorkerArgs) -> anyhow::Result<i32> {
+    memory::steady_allocator();
     crate::errln!("{}", protocol::READY_MARKER);
     let mut session = worker::Session::default();
     let mut line = String::new();

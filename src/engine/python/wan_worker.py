@@ -519,9 +519,25 @@ def run_case(spec_path: str, result_path: str, session: Session) -> dict:
     return spec
 
 
+def steady_allocator() -> None:
+    """glibc's steady state, fixed from the start (the candle worker's `steady_allocator`):
+    the mmap threshold at 32 MiB, the most its dynamic threshold reaches once a process has
+    freed large blocks, and the trim threshold at twice that. A fresh worker then places its
+    allocations as one that ran earlier cases does, so a case's peak memory does not depend
+    on what ran before it in the process."""
+    try:
+        import ctypes
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     """The session: ready marker, then one case per stdin line, the done marker after each;
     ends at the end of stdin."""
+    steady_allocator()
     print(READY_MARKER, file=sys.stderr, flush=True)
     session = Session()
     for line in sys.stdin:
