@@ -12,7 +12,9 @@
 #   scripts/peak_check.sh [PYTHON] [OUT_DIR]
 #
 # PYTHON: the interpreter with torch (default: .venv-torch/bin/python); OUT_DIR: where the
-# reports go (default: a temporary folder, printed). Set WAN_VAE_BENCH to use another binary
+# reports go (default: a temporary folder, printed). ENGINES (default `candle torch`) and
+# TORCH_PRECISIONS (default `fp32,bf16`; `fp32` on a CPU without AVX512-BF16, where torch
+# emulates bf16 and one bf16 case takes many minutes) narrow the matrix. Set WAN_VAE_BENCH to use another binary
 # (default: target/release/wan-vae-bench, built when missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,23 +24,26 @@ bin="${WAN_VAE_BENCH:-target/release/wan-vae-bench}"
 [ -x "$bin" ] || cargo build --release --quiet
 mkdir -p "$out"
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-for engine in candle torch; do
+engines=(${ENGINES:-candle torch})
+for engine in "${engines[@]}"; do
+  precision=fp32,bf16
+  [ "$engine" = torch ] && precision=${TORCH_PRECISIONS:-fp32,bf16}
   args=(run --engine "$engine" --python "$py" --weights synthetic --frames 5 --size 64x64,32x32
-        --precision fp32,bf16 --tile none,48:16 --warmup 0 --runs 1 --quiet)
+        --precision "$precision" --tile none,48:16 --warmup 0 --runs 1 --quiet)
   "$bin" "${args[@]}" --isolate case --order as-written -o "$out/$engine-isolated.json" >/dev/null 2>&1 || true
   for seed in 1 2 3; do
     "$bin" "${args[@]}" --seed "$seed" -o "$out/$engine-shared-seed$seed.json" >/dev/null 2>&1 || true
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-python3 - "$out" <<'EOF'
+python3 - "$out" "${engines[*]}" <<'EOF'
 import json, sys
 out = sys.argv[1]
 def peaks(name):
     r = json.load(open(f"{out}/{name}.json"))
     return r, {c["id"]: c for c in r["cases"]}
 worst, bad = 0.0, 0
-for engine, seed in [(e, s) for e in ("candle", "torch") for s in (1, 2, 3)]:
+for engine, seed in [(e, s) for e in sys.argv[2].split() for s in (1, 2, 3)]:
     _, isolated = peaks(f"{engine}-isolated")
     r, shared = peaks(f"{engine}-shared-seed{seed}")
     print(f"{engine}, seed {seed}")

@@ -310,3 +310,27 @@ fn knob_values_that_collapse_on_the_cpu_are_named_once() {
         .unwrap();
     assert!(!stderr(&quiet).contains("collapsed"), "{}", stderr(&quiet));
 }
+
+/// With a `peak_rss_gb` budget every case runs in a process of its own (said once), so the
+/// budget's verdict cannot depend on the shuffle seed.
+#[test]
+fn a_peak_rss_budget_gives_every_case_its_own_process() {
+    let dir = scratch();
+    let config = crate::util::cli::write(
+        dir.path(),
+        "m.toml",
+        "[model]\nweights = \"synthetic\"\n[matrix]\nframes = [1]\nsize = [\"16x16\"]\nprecision = [\"fp32\"]\n\
+         chunk = [1, 2]\n[budgets]\npeak_rss_gb = 50\n",
+    );
+    let (code, err, report) = run(dir.path(), "b.json", &["--config", config.to_str().unwrap()], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(err.matches("a peak_rss_gb budget is set").count(), 1, "{err}");
+    assert_eq!(report["run"]["isolate"], "case", "{report}");
+    let pids: std::collections::BTreeSet<u64> = report["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["worker"]["pid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(pids.len(), 2, "{report}");
+}

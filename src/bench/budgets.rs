@@ -103,6 +103,19 @@ impl Budgets {
     pub fn is_empty(&self) -> bool {
         self.global == Limits::default() && self.cases.is_empty()
     }
+
+    /// With a limit on peak resident memory (`peak_rss_gb`) and shared workers: every case in
+    /// a process of its own (`isolate` becomes `case`), so that no verdict on memory (nor the
+    /// answer's memory filter) depends on the case order; the note that says so.
+    pub fn isolate_for_peak_rss(&self, isolate: &mut crate::values::Isolate) -> Option<String> {
+        let limited = self.global.peak_rss_gb.is_some() || self.cases.iter().any(|(_, l)| l.peak_rss_gb.is_some());
+        (limited && *isolate == crate::values::Isolate::Worker).then(|| {
+            *isolate = crate::values::Isolate::Case;
+            "note: a peak_rss_gb budget is set, so every case runs in a process of its own (--isolate case): \
+             its peak memory then cannot depend on what ran before it"
+                .to_string()
+        })
+    }
 }
 
 impl BudgetsSection {

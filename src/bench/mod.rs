@@ -217,6 +217,9 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         }
     }
     scratch::check_temp_folder(&std::env::temp_dir())?;
+    if let Some(note) = opts.budgets.isolate_for_peak_rss(&mut args.isolate) {
+        crate::errln!("{note}");
+    }
     // Before the system facts are read: one of them may say where they come from.
     let overrides = tool_env::collect()?;
     let system = crate::system::collect();
@@ -643,8 +646,7 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::
     Ok(())
 }
 
-/// The matrix size limit, the frame-count warning, and `--list` (which ends the command:
-/// `Some(0)`), on the matrix as it will run.
+/// The matrix size limit, the frame-count and knob notes, `--list` (ends it: `Some(0)`).
 fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
     plan::check_size(opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
     for w in [plan::frames_warning(opts), plan::collapsed_knobs(opts)]
