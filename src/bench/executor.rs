@@ -129,7 +129,6 @@ impl Executor {
         on_event: &mut dyn FnMut(WorkerEvent<'_>),
     ) -> WorkerResult {
         let result_path = protocol::result_path(&self.scratch, &spec.id);
-        let _ = std::fs::remove_file(&result_path);
         if let Some(outputs) = &spec.outputs {
             let _ = std::fs::remove_file(outputs);
         }

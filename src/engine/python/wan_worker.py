@@ -145,15 +145,32 @@ class Session:
         self.key = self.eng = self.model = self.shapes = self.model_name = self.knobs = None
 
 
+_LIBC = None
+
+
+def glibc():
+    """The C library (loaded once), or None where it is not glibc: the allocator and paging
+    calls below are then skipped."""
+    global _LIBC
+    if _LIBC is None:
+        try:
+            import ctypes
+            libc = ctypes.CDLL("libc.so.6")
+            libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+            # glibc's own calls: another C library lacks them.
+            _LIBC = libc if all(hasattr(libc, f) for f in ("malloc_trim", "mallopt")) else False
+        except (OSError, AttributeError):
+            _LIBC = False
+    return _LIBC or None
+
+
 def release_freed_memory() -> None:
     """Give the memory the allocator kept from freed blocks back to the system (glibc's
     malloc_trim: every arena, also the free pages inside the heap), so that what an earlier
     case freed no longer counts as resident when the next case's peak starts."""
-    try:
-        import ctypes
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: the peak may then include freed memory
-        pass
+    libc = glibc()
+    if libc is not None:  # not glibc: the peak may then include freed memory
+        libc.malloc_trim(0)
 
 
 _FILES_AT_START: Optional[set] = None
@@ -185,11 +202,8 @@ def page_out_lazy_libraries() -> None:
     lazy = [r for r, path in files if path not in _FILES_AT_START]
     if not lazy:
         return
-    try:
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    except (OSError, AttributeError):
+    libc = glibc()
+    if libc is None:
         return
     for r in lazy:
         start, end = (int(x, 16) for x in r.split("-"))
@@ -525,13 +539,10 @@ def steady_allocator() -> None:
     freed large blocks, and the trim threshold at twice that. A fresh worker then places its
     allocations as one that ran earlier cases does, so a case's peak memory does not depend
     on what ran before it in the process."""
-    try:
-        import ctypes
-        libc = ctypes.CDLL("libc.so.6")
+    libc = glibc()
+    if libc is not None:  # not glibc: left as it is
         libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
         libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD
-    except (OSError, AttributeError):  # not glibc
-        pass
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
