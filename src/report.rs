@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::settings::CaseSettings;
 use crate::system::SystemInfo;
 pub use crate::tool::ToolInfo;
-pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, Summary, Verdict};
+pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
 
 mod summary;
 pub mod telemetry;

@@ -245,7 +245,9 @@ fn comfyui_bf16_and_spatial_tiles_run_as_its_nodes_do() {
     let py = need!(python());
     let dir = scratch();
     let folder = need!(comfyui(dir.path()));
-    // One frame at 64x64 keeps ComfyUI's real-width VAE quick on a CPU, bf16 included.
+    // One frame at 96x64 keeps ComfyUI's real-width VAE quick on a CPU; a 64 px tile (the
+    // nodes' smallest) cuts it in two. fp32 only: a bf16 tiled case takes minutes where torch
+    // emulates bf16 (AVX2-only CPUs); bf16 runs for Wan 2.2 below.
     let r = comfy_run(
         dir.path(),
         &folder,
@@ -254,32 +256,34 @@ fn comfyui_bf16_and_spatial_tiles_run_as_its_nodes_do() {
             "--engine",
             "comfyui",
             "--precision",
-            "fp32,bf16",
+            "fp32",
             "--tile",
-            "none,32:16",
+            "none,64:32",
             "--size",
-            "64x64",
+            "96x64",
             "--frames",
             "1",
         ],
     );
-    let reference = case(&r, "comfyui-fp32-chunk1-untiled-1x64x64-baseline");
+    let reference = case(&r, "comfyui-fp32-chunk1-untiled-1x96x64-baseline");
+    let limits = node_limits(&folder);
     for c in &r.cases {
         assert_eq!(c.outcome.status, CaseStatus::Ok, "{}: {:?}", c.id, c.outcome.error);
         let facts = c.outcome.engine_case.as_ref().expect("engine_case");
         assert_eq!(facts["vae_dtype"], c.settings.precision.name(), "{}", c.id);
         assert_eq!(c.outcome.oom_tiled_retry, Some(false));
+        advice_is_what_ran(&r, c, &limits);
         if c.id == reference.id {
             continue;
         }
-        // bf16 and the tiles (VAEEncodeTiled, VAEDecodeTiled) against the fp32 untiled case.
+        // The tiles (VAEEncodeTiled, VAEDecodeTiled) against the fp32 untiled case.
         let q = c.quality.as_ref().expect("quality");
         assert_eq!(q.reference_id, reference.id);
         for err in [q.decoded.as_ref().unwrap(), q.latent.as_ref().unwrap()] {
             assert!(!err.identical && err.max_abs > 0.0, "{}: {err:?}", c.id);
         }
     }
-    assert_eq!(r.cases.len(), 4);
+    assert_eq!(r.cases.len(), 2);
 
     // Wan 2.2 in ComfyUI's own dtype (`auto`) and bf16, next to the fp32 reference the run adds.
     let dir22 = scratch();
@@ -393,5 +397,96 @@ fn validate_runs_the_users_comfyui_with_its_folder_and_auto() {
     assert!(
         e.contains("ComfyUI 0.3.64") && e.contains("cannot build this wan2.1 checkpoint"),
         "{e}"
+    );
+}
+
+/// The widget limits `(node, widget) -> (min, max)` of ComfyUI's tiled VAE nodes, read from
+/// the unpacked `nodes.py`, checked against the tool's own copy
+/// (`engine::comfyui_nodes`).
+fn node_limits(folder: &Path) -> std::collections::BTreeMap<(String, String), (u64, u64)> {
+    use wan_vae_bench::engine::comfyui_nodes as n;
+    let text = std::fs::read_to_string(folder.join("nodes.py")).unwrap();
+    let mut out = std::collections::BTreeMap::new();
+    for node in ["VAEDecodeTiled", "VAEEncodeTiled"] {
+        let body = &text[text.find(&format!("class {node}:")).expect(node)..];
+        let body = &body[..body.find("RETURN_TYPES").unwrap()];
+        for widget in ["tile_size", "overlap", "temporal_size", "temporal_overlap"] {
+            let line = body.lines().find(|l| l.contains(&format!("\"{widget}\""))).unwrap();
+            let num = |key: &str| -> u64 {
+                let at = line.find(&format!("\"{key}\": ")).unwrap() + key.len() + 4;
+                line[at..]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            };
+            out.insert((node.to_string(), widget.to_string()), (num("min"), num("max")));
+        }
+        let get = |w: &str| out[&(node.to_string(), w.to_string())];
+        assert_eq!(
+            get("tile_size"),
+            (n::TILE_SIZE_MIN as u64, n::TILE_SIZE_MAX as u64),
+            "{node}"
+        );
+        assert_eq!(get("temporal_size").0, n::TEMPORAL_SIZE_MIN as u64, "{node}");
+        assert_eq!(get("temporal_overlap").0, n::TEMPORAL_OVERLAP_MIN as u64, "{node}");
+    }
+    out
+}
+
+/// The answer's ComfyUI advice for `c` is the node each timed pass ran with the widget values
+/// its engine recorded, every value one the node takes, and the launch it stands for.
+fn advice_is_what_ran(
+    r: &Report,
+    c: &wan_vae_bench::report::CaseRecord,
+    limits: &std::collections::BTreeMap<(String, String), (u64, u64)>,
+) {
+    let a = wan_vae_bench::answer::apply::apply(r, c, None);
+    let comfy = a.comfyui.as_ref().expect("comfyui advice");
+    let facts = c.outcome.engine_case.as_ref().unwrap();
+    let want = if c.settings.tiling.is_some() {
+        ["VAEEncodeTiled", "VAEDecodeTiled"]
+    } else {
+        ["VAEEncode", "VAEDecode"]
+    };
+    let ran: Vec<&str> = comfy.nodes.iter().map(|n| n.node.as_str()).collect();
+    assert_eq!(ran, want, "{}", c.id);
+    for n in &comfy.nodes {
+        let rec = &facts["nodes"][n.pass.as_str()];
+        for (widget, value) in [
+            ("tile_size", n.tile_size_px),
+            ("overlap", n.overlap_px),
+            ("temporal_size", n.temporal_size_frames),
+            ("temporal_overlap", n.temporal_overlap_frames),
+        ] {
+            assert_eq!(rec[widget].as_u64(), value.map(|v| v as u64), "{} {widget}", c.id);
+            if let Some(v) = value {
+                let (lo, hi) = limits[&(n.node.clone(), widget.to_string())];
+                assert!(
+                    (lo..=hi).contains(&(v as u64)),
+                    "{} {widget} {v} outside {lo}..={hi}",
+                    c.id
+                );
+            }
+        }
+    }
+    // One frame is one latent frame: the smallest temporal_size, one tile in time.
+    for n in comfy.nodes.iter().filter(|n| n.node.ends_with("Tiled")) {
+        assert_eq!(n.temporal_size_frames, Some(8), "{}", c.id);
+    }
+    let flags = comfy.launch_flags.join(" ");
+    assert_eq!(
+        flags,
+        format!("--cpu --{}-vae", c.settings.precision.name()),
+        "{}",
+        c.id
+    );
+    assert!(
+        a.steps
+            .iter()
+            .any(|s| s.starts_with(&format!("launch ComfyUI with {flags}"))),
+        "{:?}",
+        a.steps
     );
 }

@@ -1,5 +1,6 @@
 //! The integration tests, in one binary (as ripgrep does): linking candle once instead of
 //! once per file. Each module is one former test file; [`util`] holds the shared helpers.
+mod answer_advice;
 mod answer_cli;
 mod bench_cli;
 mod bench_model;

@@ -284,9 +284,10 @@ pub fn render(cases: &[CaseRecord]) -> String {
             };
             let op = if b.budget == "min_psnr_db" { ">=" } else { "<=" };
             s.push_str(&format!(
-                "  {:<9} {}  {} {value} (limit {op} {}, {})\n",
+                "  {:<9} {}{}  {} {value} (limit {op} {}, {})\n",
                 b.verdict.name(),
                 c.id,
+                if c.added_as_reference { " (added)" } else { "" },
                 b.budget,
                 b.limit,
                 b.scope
@@ -300,11 +301,13 @@ pub fn render(cases: &[CaseRecord]) -> String {
     }
 }
 
-/// The broken budgets of `ok` cases, one line each (the run's summary).
+/// The broken budgets of the user's `ok` cases, one line each (the run's summary and exit
+/// code). An added reference's broken budget shows in [`render`] and keeps the answer from
+/// naming it, but is not the user's case: it does not fail the run.
 pub fn broken(cases: &[CaseRecord]) -> Vec<String> {
     cases
         .iter()
-        .filter(|c| c.outcome.status == CaseStatus::Ok)
+        .filter(|c| c.outcome.status == CaseStatus::Ok && !c.added_as_reference)
         .flat_map(|c| {
             c.budgets
                 .iter()

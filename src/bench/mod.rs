@@ -400,12 +400,7 @@ fn command_words() -> Vec<String> {
 /// the quality references it lacks, in run order; and the shuffle seed.
 fn plan_cases(opts: &BenchOptions, cfg: &Config) -> anyhow::Result<(Vec<Case>, Option<u64>)> {
     let mut cases = matrix::expand(opts);
-    for case in &cases {
-        cfg.check_size(case.settings.width, case.settings.height)?;
-        if let Some(t) = &case.settings.tiling {
-            cfg.check_tiling(t)?;
-        }
-    }
+    plan::check_cases(&cases, cfg)?;
     matrix::add_references(&mut cases);
     matrix::check_unique(&cases)?;
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
@@ -520,8 +515,9 @@ fn start_workers(
     Ok((executor, run_wide))
 }
 
-/// After the last case: check the budgets (once every case and its quality is known; cases
-/// added only as quality references are not the user's and get none), print the table,
+/// After the last case: check the budgets (once every case and its quality is known; an added
+/// reference too, since the answer may name it, though only the user's cases set the exit
+/// code), print the table,
 /// write the exports; the exit code.
 fn finish(
     opts: &BenchOptions,
@@ -547,7 +543,7 @@ fn finish(
         return Ok(128 + sig);
     }
     if !opts.budgets.is_empty() {
-        for rec in report.cases.iter_mut().filter(|c| !c.added_as_reference) {
+        for rec in report.cases.iter_mut() {
             rec.budgets = budgets::check(&opts.budgets, rec);
         }
     }
@@ -649,9 +645,13 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::
 /// The matrix size limit, the frame-count and knob notes, `--list` (ends it: `Some(0)`).
 fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
     plan::check_size(opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
-    for w in [plan::frames_warning(opts), plan::collapsed_knobs(opts)]
-        .into_iter()
-        .flatten()
+    for w in [
+        plan::frames_warning(opts),
+        plan::collapsed_knobs(opts),
+        plan::collapsed_temporal(opts),
+    ]
+    .into_iter()
+    .flatten()
     {
         crate::errln!("{w}");
     }

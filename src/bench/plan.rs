@@ -100,10 +100,40 @@ pub fn collapsed_knobs(opts: &BenchOptions) -> Option<String> {
     })
 }
 
+/// Every case checked before any runs (exit 2): its size and spatial tile against the
+/// model, and a `comfyui` case's tile against ComfyUI's node limits
+/// ([`crate::engine::comfyui_nodes::check`]).
+pub fn check_cases(cases: &[matrix::Case], cfg: &Config) -> Result<(), UserError> {
+    for case in cases {
+        cfg.check_size(case.settings.width, case.settings.height)?;
+        if let Some(t) = &case.settings.tiling {
+            cfg.check_tiling(t)?;
+        }
+        crate::engine::comfyui_nodes::check(&case.settings)?;
+    }
+    Ok(())
+}
+
+/// The note for temporal tiles given with encode-only workloads: temporal tiling splits the
+/// decode only, so such a case would time the same encode as the untiled one; it is planned
+/// untiled in time ([`matrix::expand`]), and the run says so once. `None` when nothing collapsed.
+pub fn collapsed_temporal(opts: &BenchOptions) -> Option<String> {
+    let tiles = opts.axes.get(&crate::axes::TEMPORAL_TILE);
+    let encode_only = opts.axes.each(&crate::axes::PASSES).any(|s| !s.passes.decodes());
+    (encode_only && tiles.iter().any(|t| t != "none")).then(|| {
+        format!(
+            "note: --temporal-tile {} does not act on encode-only cases (temporal tiling splits the decode only): \
+             they are planned untiled in time",
+            tiles.join(",")
+        )
+    })
+}
+
 /// `run --list`: every planned case (references included) with its passes and the
 /// analytic GFLOP of each pass, and the total over warmup and timed passes.
 pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> Result<String, UserError> {
     let mut cases = matrix::expand(opts);
+    check_cases(&cases, cfg)?;
     matrix::add_references(&mut cases);
     matrix::check_unique(&cases)?;
     let passes = (opts.warmup + opts.runs) as f64;

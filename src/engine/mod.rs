@@ -20,6 +20,7 @@ use crate::values::Engine;
 
 pub mod candle;
 pub mod clip;
+pub mod comfyui_nodes;
 pub mod preparer;
 pub mod protocol;
 pub mod python;

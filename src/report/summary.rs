@@ -163,19 +163,31 @@ pub struct Apply {
     pub steps: Vec<String>,
 }
 
-/// The ComfyUI workflow and launch that reproduce a `comfyui` case.
+/// The ComfyUI workflow and launch that reproduce a `comfyui` case: what its engine recorded.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ComfyuiApply {
-    /// `VAEDecode`, or `VAEDecodeTiled` when tiled in space or time.
+    /// The node of each pass the case timed, with the widget values it ran with.
+    #[serde(default)]
+    pub nodes: Vec<ComfyuiNode>,
+    /// The flags of the ComfyUI launch the case stands for: `--cpu` on the CPU, and
+    /// `--fp32-vae`, `--bf16-vae` or `--fp16-vae` (none for `auto`, ComfyUI's own choice).
+    #[serde(default)]
+    pub launch_flags: Vec<String>,
+}
+
+/// One ComfyUI node as a pass of a `comfyui` case ran it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ComfyuiNode {
+    /// `encode` or `decode`.
+    pub pass: String,
+    /// `VAEEncode`, `VAEEncodeTiled`, `VAEDecode` or `VAEDecodeTiled`.
     pub node: String,
-    /// `VAEDecodeTiled` `tile_size`, pixels (null with `VAEDecode`).
+    /// The tiled node's `tile_size`, pixels (null for the untiled nodes).
     pub tile_size_px: Option<usize>,
-    /// `VAEDecodeTiled` `overlap`, pixels.
+    /// The tiled node's `overlap`, pixels.
     pub overlap_px: Option<usize>,
-    /// `VAEDecodeTiled` `temporal_size`, video frames.
+    /// The tiled node's `temporal_size`, video frames.
     pub temporal_size_frames: Option<usize>,
-    /// `VAEDecodeTiled` `temporal_overlap`, video frames.
+    /// The tiled node's `temporal_overlap`, video frames.
     pub temporal_overlap_frames: Option<usize>,
-    /// `--fp32-vae`, `--bf16-vae` or `--fp16-vae`; null for `auto` (ComfyUI's own choice).
-    pub launch_switch: Option<String>,
 }

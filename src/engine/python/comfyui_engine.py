@@ -137,6 +137,9 @@ def _start(d: str, precision: str, device):
     if d not in sys.path:
         sys.path.insert(0, d)
     setup = {AOTRITON: os.environ.get(AOTRITON)}
+    # The launch flags a user passes to main.py for what this start-up sets in `args`.
+    setup["launch_flags"] = (["--cpu"] if device.type == "cpu" else []) + \
+        ([f"--{precision}-vae"] if precision in FLAGS else [])
     if setup[AOTRITON] is None and getattr(sys.modules.get("torch"), "version", None) is not None \
             and getattr(sys.modules["torch"].version, "hip", None):
         os.environ[AOTRITON] = "1"  # as main.py, before comfy probes attention on AMD (ROCm only)
@@ -183,6 +186,27 @@ def _main_py_state(mm, setup: dict) -> dict:
     return state
 
 
+def _switches(mm, device) -> dict:
+    """What this ComfyUI offers its users for the PyTorch knobs, found by feature (the advice
+    names only what the user's own ComfyUI has): `--fast autotune` (cuDNN benchmark; ops.py
+    or main.py's `set_cudnn_benchmark`), `COMFYUI_ENABLE_MIOPEN=1` (cuDNN/MIOpen kept on AMD;
+    read from model_management's source), and whether it turns cuDNN off on AMD at start-up."""
+    try:
+        from comfy.cli_args import PerformanceFeature
+        autotune = hasattr(PerformanceFeature, "AutoTune")
+    except ImportError:
+        autotune = False
+    try:
+        with open(mm.__file__, encoding="utf-8", errors="replace") as f:
+            source = f.read()
+    except OSError:
+        source = ""
+    torch = sys.modules.get("torch")
+    rocm = device.type == "cuda" and getattr(getattr(torch, "version", None), "hip", None) is not None
+    return {"fast_autotune": autotune, "enable_miopen_env": "COMFYUI_ENABLE_MIOPEN" in source,
+            "cudnn_off_on_amd": "cudnn.enabled = False" in source, "rocm": rocm, "tf32_switch": False}
+
+
 class Engine:
     """Engine `comfyui`: normalized latents in and out; tiles in ComfyUI's units."""
 
@@ -201,6 +225,8 @@ class Engine:
         self.mm = mm
         self.knobs_after_startup = _knobs(torch)
         self.main_py_setup = _main_py_state(mm, setup)
+        self.switches = _switches(mm, device)
+        self.nodes = {}
         self.watch = _RetryWatch()
         logging.getLogger().addHandler(self.watch)
         if model_name == "wan2.1":
@@ -310,6 +336,7 @@ class Engine:
         self.watch.count = 0
         self.last_latent_shape = self.pre_clamp = self.decoder_frames_last = None
         self.decoder_frames, self.fallback_tiles = [], []
+        self.nodes = {}
 
     def release(self) -> None:
         """Before the worker builds its next engine: ComfyUI keeps the models it loaded in
@@ -344,6 +371,10 @@ class Engine:
             "nvidia_conv3d_workaround": bool(getattr(sys.modules.get("comfy.ops"),
                                                      "NVIDIA_MEMORY_CONV_BUG_WORKAROUND", False)),
             "main_py_setup": self.main_py_setup,
+            # The node and widget values each pass ran as (the last call), the flags of the
+            # launch it stands for, and the switches this ComfyUI offers (the answer's advice).
+            "nodes": self.nodes, "launch_flags": self.main_py_setup.get("launch_flags", []),
+            "switches": self.switches,
         }
 
     def _check(self, opts) -> None:
@@ -368,9 +399,16 @@ class Engine:
         tl = opts.tiling
         with torch.inference_mode():
             if wc.needs_tiling(tl, image.shape[1], image.shape[2]):
-                mu = self.vae.encode_tiled(image, tile_x=tl.tile_px, tile_y=tl.tile_px, overlap=tl.overlap_px,
-                                           tile_t=4 * t + 4, overlap_t=8)
+                # VAEEncodeTiled's widgets; temporal_size covers the clip (one tile in time:
+                # the encode is never tiled in time here), rounded to the widget's step of 4.
+                node = {"node": "VAEEncodeTiled", "tile_size": tl.tile_px, "overlap": tl.overlap_px,
+                        "temporal_size": _widget_frames(t), "temporal_overlap": 8}
+                self.nodes["encode"] = node
+                mu = self.vae.encode_tiled(image, tile_x=node["tile_size"], tile_y=node["tile_size"],
+                                           overlap=node["overlap"], tile_t=node["temporal_size"],
+                                           overlap_t=node["temporal_overlap"])
             else:
+                self.nodes["encode"] = {"node": "VAEEncode"}
                 mu = self.vae.encode(image)
         return wc.normalize(mu.to(self.device), self.mean, self.std, torch.float32)
 
@@ -391,6 +429,7 @@ class Engine:
             if spatial or temporal[0] is not None:
                 self._decode_tiled(z, tl if spatial else None, h, w, temporal)
             else:
+                self.nodes["decode"] = {"node": "VAEDecode"}
                 self._plain_decode = True
                 try:
                     self.vae.decode(z)
@@ -400,10 +439,15 @@ class Engine:
         return self.pre_clamp
 
     def _decode_tiled(self, z, tl, h: int, w: int, temporal) -> None:
-        """The parameter rules of VAEDecodeTiled.decode, then `vae.decode_tiled`."""
-        tile_size, overlap = (tl.tile_px, tl.overlap_px) if tl else (max(h, w), 0)
-        frames = 4 * z.shape[2]
-        t_size, t_overlap = (temporal[0], temporal[1] or 0) if temporal[0] is not None else (frames + 4, 8)
+        """VAEDecodeTiled's widget values (an axis left untiled: one tile covering the frame or
+        the clip, the smallest value the widget takes), recorded, then its parameter rules and
+        `vae.decode_tiled`."""
+        tile_size, overlap = (tl.tile_px, tl.overlap_px) if tl else (_widget_pixels(max(h, w)), 0)
+        # The node decodes temporal_size // 4 latent frames per tile: 4 per latent frame.
+        t_size, t_overlap = (temporal[0], temporal[1] or 0) if temporal[0] is not None else \
+            (max(TEMPORAL_SIZE_MIN, 4 * z.shape[2]), 8)
+        self.nodes["decode"] = {"node": "VAEDecodeTiled", "tile_size": tile_size, "overlap": overlap,
+                                "temporal_size": t_size, "temporal_overlap": t_overlap}
         if tile_size < overlap * 4:
             overlap = tile_size // 4
         if t_size < t_overlap * 2:
@@ -414,6 +458,21 @@ class Engine:
         c = self.vae.spacial_compression_decode()
         self.vae.decode_tiled(z, tile_x=tile_size // c, tile_y=tile_size // c, overlap=overlap // c, tile_t=t_size,
                               overlap_t=t_overlap)
+
+
+# The widget limits of 0.3.64's VAEDecodeTiled / VAEEncodeTiled (nodes.py; the tests read them
+# there): tile_size >= 64 in steps of 32 (encode: 64), temporal_size >= 8 in steps of 4.
+TILE_SIZE_MIN, TILE_SIZE_STEP, TEMPORAL_SIZE_MIN = 64, 32, 8
+
+
+def _widget_pixels(px: int) -> int:
+    """The smallest `tile_size` the widget takes that covers `px` pixels."""
+    return max(TILE_SIZE_MIN, -(-px // TILE_SIZE_STEP) * TILE_SIZE_STEP)
+
+
+def _widget_frames(frames: int) -> int:
+    """The smallest `temporal_size` the widget takes that covers `frames` video frames."""
+    return max(TEMPORAL_SIZE_MIN, -(-frames // 4) * 4)
 
 
 def _runs(values: list) -> list:

@@ -177,6 +177,7 @@ class Engine:
         diffusers, mod = import_diffusers()
         self.version = diffusers.__version__
         self._mod = mod
+        self.tiling_calls: dict = {}
         _check_clamp_sites(mod)
         self.model_name = model_name
         if model_name == "wan2.1":
@@ -222,16 +223,28 @@ class Engine:
         if opts.chunk != 1:
             raise Unsupported(chunk_message(opts.chunk))
         tl = opts.tiling
+        calls = self.tiling_calls
         if not wc.needs_tiling(tl, height_px, width_px):
             self.vae.disable_tiling()
+            calls["encode" if encode else "decode"] = None
             return
         if self.model_name == "wan2.2" and (tl.tile_px % 16 or tl.overlap_px % 16):
             raise Unsupported(f"tile {tl.tile_px}:{tl.overlap_px} is unsupported for Wan 2.2: tile and overlap "
                               "must be multiples of 16 (its spatial compression)")
         div = 2 if (self.model_name == "wan2.2" and encode) else 1
-        self.vae.enable_tiling(tile_sample_min_height=tl.tile_px // div, tile_sample_min_width=tl.tile_px // div,
-                               tile_sample_stride_height=tl.stride_px // div,
-                               tile_sample_stride_width=tl.stride_px // div)
+        kwargs = {"tile_sample_min_height": tl.tile_px // div, "tile_sample_min_width": tl.tile_px // div,
+                  "tile_sample_stride_height": tl.stride_px // div, "tile_sample_stride_width": tl.stride_px // div}
+        calls["encode" if encode else "decode"] = kwargs
+        self.vae.enable_tiling(**kwargs)
+
+    def start_case(self) -> None:
+        """Before each case of a worker that keeps this engine: `facts` are the case's own."""
+        self.tiling_calls = {}
+
+    def facts(self) -> dict:
+        """For the case record (`engine_case`): the `enable_tiling` keywords each pass ran with
+        (null: tiling off), the answer's advice."""
+        return {"diffusers_version": self.version, "enable_tiling": dict(self.tiling_calls)}
 
     def encode(self, video: torch.Tensor, opts: wc.RunOptions) -> torch.Tensor:
         self._apply(opts, True, video.shape[3], video.shape[4])
