@@ -124,6 +124,9 @@ fn newer_comfyui_behaviours_are_followed_by_feature() {
             "{facts:?}"
         );
         assert!(setup["dynamic_vram"].as_str().is_some(), "{facts:?}");
+        // What the answer's advice offers this ComfyUI's users, found by feature.
+        assert_eq!(facts["switches"]["enable_miopen_env"], true, "{facts:?}");
+        assert_eq!(facts["switches"]["fast_autotune"], true, "{facts:?}");
     }
     // Exported by the user (not swept), it is recorded too: COMFYUI_ is a reported prefix.
     let again = scratch();

@@ -77,6 +77,10 @@ fn comfyui_agrees_with_candle_and_records_its_own_choices() {
     // On the CPU ComfyUI's own pick is fp32; the dtype used is recorded next to it.
     assert_eq!(facts["vae_dtype"], facts["default_vae_dtype"]);
     assert!(facts["memory_estimate_decode_bytes"].as_u64().unwrap() > 0);
+    // 0.3.64 reads no COMFYUI_ENABLE_MIOPEN (cuDNN off on AMD, no switch); it has --fast autotune.
+    assert_eq!(facts["switches"]["enable_miopen_env"], false, "{facts:?}");
+    assert_eq!(facts["switches"]["cudnn_off_on_amd"], true, "{facts:?}");
+    assert_eq!(facts["switches"]["fast_autotune"], true, "{facts:?}");
     assert_eq!(auto.outcome.oom_tiled_retry, Some(false));
     // ComfyUI's own chunking, as it ran: 0.3.64 decodes Wan 2.1 one latent frame per call
     // (5 frames are 2 latent frames); its process_output makes a new tensor.
