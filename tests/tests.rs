@@ -28,6 +28,7 @@ mod reliability_setup;
 mod reliability_workers;
 mod run_cli;
 mod same_file;
+mod shard_cli;
 mod shared_truth;
 mod shared_workers;
 mod telemetry;
