@@ -15,6 +15,7 @@ mod engine_comfyui;
 mod engines;
 mod gpu_check;
 mod gpu_truth;
+mod history_cli;
 mod hub;
 mod hub_cli;
 mod merge_plot_cli;
