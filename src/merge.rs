@@ -155,14 +155,19 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         crate::compare::compat::check_cases(&report, path)?;
         reports.push(report);
     }
-    for (path, report) in args.inputs.iter().zip(&reports).skip(1) {
-        let problems = incompatibilities(&reports[0], report);
+    // A part of a sharded run may have no case (more parts than units): it loaded no weights.
+    let base = reports.iter().position(|r| !r.cases.is_empty()).unwrap_or(0);
+    for (path, report) in args.inputs.iter().zip(&reports) {
+        if report.cases.is_empty() {
+            continue;
+        }
+        let problems = incompatibilities(&reports[base], report);
         if problems.is_empty() {
             continue;
         }
         let msg = format!(
             "{} vs {}: {}",
-            args.inputs[0].display(),
+            args.inputs[base].display(),
             path.display(),
             problems.join("; ")
         );
@@ -273,7 +278,9 @@ pub fn check_parts(paths: &[PathBuf], reports: &[Report], force: bool) -> Result
 }
 
 /// Every part of one plan merged into what one unsharded run would have written.
-pub fn merge_parts(reports: Vec<Report>) -> (Report, Vec<Rename>) {
+pub fn merge_parts(mut reports: Vec<Report>) -> (Report, Vec<Rename>) {
+    // The first part that measured something gives the model and machine.
+    reports.sort_by_key(|r| r.cases.is_empty());
     let min_psnr = reports[0].summary.as_ref().map(|s| s.min_psnr_db);
     let (mut merged, renames) = merge(reports);
     merged.run.shard = None;

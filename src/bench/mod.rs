@@ -234,7 +234,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         .collect::<Result<Vec<_>, _>>()?;
     let locks: Vec<_> = std::iter::once(output.as_path())
         .chain(exports)
-        .map(|p| crate::lock::OutputLock::path_for(p))
+        .map(crate::lock::OutputLock::path_for)
         .collect();
     let _setup = interrupt::guard_setup(&locks)?;
     // An existing report stays as it was until a case has finished.

@@ -65,8 +65,8 @@ fn summary(h: &History) -> String {
     let machines: std::collections::BTreeSet<&str> = h.series.iter().map(|s| s.machine.as_str()).collect();
     let steps: usize = h.series.iter().map(|s| s.steps.len()).sum();
     let mut out = format!(
-        "{} from {} on {}; {}; threshold {:.1}%, alpha {}",
-        format!("{} series", h.series.len()),
+        "{} series from {} on {}; {}; threshold {:.1}%, alpha {}",
+        h.series.len(),
         crate::format::count(h.reports.len(), "report"),
         crate::format::count(machines.len(), "machine"),
         crate::format::count(steps, "step"),

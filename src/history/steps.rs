@@ -184,6 +184,10 @@ fn approx(cost: &mut Cost, gamma: f64) -> Vec<usize> {
         let mut at = None;
         let mut l = 0;
         for j in 1..right.len() {
+            // As asv: the first local best merge is taken (linear, not quadratic, passes).
+            if at.is_some_and(|a| a + 2 < j) {
+                break;
+            }
             let change = cost.get(l, right[j] - 1).1
                 - (cost.get(l, right[j - 1] - 1).1 + cost.get(right[j - 1], right[j] - 1).1 + gamma);
             if change <= best_change {
@@ -220,30 +224,47 @@ fn approx(cost: &mut Cost, gamma: f64) -> Vec<usize> {
     right
 }
 
-/// The weighted median of `y[l..=r]` and its weighted L1 distance, memoized.
+/// The weighted median of `y[l..=r]` and its weighted L1 distance, memoized: short
+/// intervals (what the dynamic programme and the boundary moves ask for, again and again)
+/// in a dense table, longer ones in a map.
 struct Cost<'a> {
     y: &'a [f64],
     w: &'a [f64],
-    memo: HashMap<(usize, usize), (f64, f64)>,
+    short: Vec<Option<(f64, f64)>>,
+    long: HashMap<(usize, usize), (f64, f64)>,
 }
+
+/// Widths kept in the dense table.
+const SHORT: usize = 2 * MAX_PIECE + 2;
 
 impl<'a> Cost<'a> {
     fn new(y: &'a [f64], w: &'a [f64]) -> Cost<'a> {
         Cost {
             y,
             w,
-            memo: HashMap::new(),
+            short: vec![None; y.len() * SHORT],
+            long: HashMap::new(),
         }
     }
 
     fn get(&mut self, l: usize, r: usize) -> (f64, f64) {
-        if let Some(v) = self.memo.get(&(l, r)) {
-            return *v;
+        let slot = (r - l < SHORT).then(|| l * SHORT + (r - l));
+        let hit = match slot {
+            Some(i) => self.short[i],
+            None => self.long.get(&(l, r)).copied(),
+        };
+        if let Some(v) = hit {
+            return v;
         }
         let (y, w) = (&self.y[l..=r], &self.w[l..=r]);
         let mu = weighted_median(y, w);
         let dist = y.iter().zip(w).map(|(y, w)| w * (y - mu).abs()).sum();
-        self.memo.insert((l, r), (mu, dist));
+        match slot {
+            Some(i) => self.short[i] = Some((mu, dist)),
+            None => {
+                self.long.insert((l, r), (mu, dist));
+            }
+        }
         (mu, dist)
     }
 }
