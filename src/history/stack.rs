@@ -2,7 +2,8 @@
 //! and what differs between two runs: the tool's version and commit, the kernel, the
 //! amdgpu / NVIDIA driver, ROCm, the case's engine's context (torch, HIP, CUDA,
 //! MIOpen / cuDNN, diffusers, ComfyUI version and commit, Python), the variables its worker
-//! saw (the env variant's, and the recorded prefixes) and the weights' sha256.
+//! saw (the env variant's, and the recorded prefixes), the tool's own overrides
+//! (`run.overrides`) and the weights' sha256.
 //!
 //! Must not: judge timings; it names components only.
 use std::collections::BTreeMap;
@@ -69,6 +70,9 @@ pub fn of(report: &Report, case: &CaseRecord) -> Stack {
         ] {
             put(name, ctx.get(key).map(plain));
         }
+    }
+    for (k, v) in &case.run.as_ref().unwrap_or(&report.run).overrides {
+        put(&format!("override {k}"), Some(v.clone()));
     }
     for (k, v) in &case.outcome.env {
         put(&format!("env {k}"), Some(v.clone()));
