@@ -100,9 +100,42 @@ fn a_clean_step_is_found_at_its_run_and_names_what_changed() {
         out.stdout
     );
     assert!(out.stdout.contains("REGRESSION"), "{}", out.stdout);
-    // Above the threshold it is not a regression.
-    let (out, _) = history(dir.path(), &["--threshold", "30"]);
+    // Above the threshold it is not a regression; the dashboards get the newest run.
+    let (bmf, gab) = (dir.path().join("bmf.out"), dir.path().join("gab.out"));
+    let (out, _) = history(
+        dir.path(),
+        &[
+            "--threshold",
+            "30",
+            "--export-bmf",
+            bmf.to_str().unwrap(),
+            "--export-gab",
+            gab.to_str().unwrap(),
+        ],
+    );
     assert_eq!(out.code, 0, "{}", out.stdout);
+    let bmf: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(bmf).unwrap()).unwrap();
+    let newest = &reports[9].cases[0];
+    let m = &bmf[newest.id.as_str()]["decode-median-s"];
+    assert_eq!(
+        m["value"].as_f64(),
+        Some(newest.outcome.decode.as_ref().unwrap().median_s)
+    );
+    assert_eq!(
+        m["lower_value"].as_f64(),
+        Some(newest.outcome.decode.as_ref().unwrap().min_s)
+    );
+    let gab: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(gab).unwrap()).unwrap();
+    let names: Vec<&str> = gab
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["encode median", "decode median", "peak RSS"].map(|m| format!("{} {m}", newest.id))
+    );
 }
 
 #[test]

@@ -78,7 +78,7 @@ fn summary(h: &History) -> String {
         "\n{}",
         match h.regressions {
             0 => "no case is slower now than its best earlier segment".to_string(),
-            n => format!("REGRESSION: {n} series slower now than their best earlier segment"),
+            n => format!("REGRESSION: {n} series slower now than in their best earlier segment"),
         }
     );
     out
