@@ -35,6 +35,8 @@ pub enum Command {
     Compare(crate::compare::CompareArgs),
     /// Merge several reports into one.
     Merge(crate::merge::MergeArgs),
+    /// Many reports over time: steps per case and machine, what changed in the stack; exit 1 if slower now.
+    History(crate::history::HistoryArgs),
     /// Plot a report as an SVG bar chart.
     Plot(crate::export::PlotArgs),
     /// Print the shell completion script (bash, zsh, fish) on stdout.
@@ -58,6 +60,7 @@ pub fn main() -> i32 {
         Command::System(a) => crate::system::command(a),
         Command::Compare(a) => crate::compare::command(a),
         Command::Merge(a) => crate::merge::command(a),
+        Command::History(a) => crate::history::command(a),
         Command::Plot(a) => crate::export::plot_command(a),
         Command::Completions(a) => crate::completions::command(a, command()),
     };

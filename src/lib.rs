@@ -37,6 +37,7 @@ pub mod error;
 pub mod export;
 pub mod files;
 pub mod format;
+pub mod history;
 pub mod inspect;
 pub mod lock;
 pub mod merge;

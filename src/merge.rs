@@ -11,12 +11,21 @@
 //! (reading an input that blocks, a FIFO) removes the lock and exits with 128 + the signal
 //! number ([`crate::bench::interrupt::guard_setup`]).
 //!
+//! The parts of a sharded run (`run --shard K/N`, each report's `run.shard`) are checked
+//! first ([`check_parts`]): every input a part of one plan (same fingerprint, N and planned
+//! total), no part twice, none missing (`--force` merges what is there); a mix of plans, or
+//! of parts and unsharded reports, is refused (exit 2), each naming its file. The merge of
+//! a complete set is what one unsharded run would have written ([`merge_parts`]): no
+//! `run.shard`, the command without `--shard`, cases without their own `run` (and `system`
+//! where it is the first part's), and the answer recomputed over every case.
+//!
 //! Must not: re-measure or recompute statistics; cases are copied as they are.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use crate::compare::compat::incompatibilities;
 use crate::error::UserError;
+use crate::report::shard::ShardRecord;
 use crate::report::Report;
 
 #[derive(Debug, clap::Args)]
@@ -27,9 +36,12 @@ pub struct MergeArgs {
     /// Output report.
     #[arg(short, long)]
     pub output: PathBuf,
-    /// Merge even with different schema versions or model weights.
+    /// Merge even with different schema versions or model weights, or with parts of a
+    /// sharded run missing.
     #[arg(long)]
     pub force: bool,
+    #[command(flatten)]
+    pub dashboards: crate::export::DashboardExports,
 }
 
 /// A case id renamed while merging.
@@ -131,6 +143,7 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         .collect();
     crate::files::check_distinct(&inputs, &[("-o", Some(&args.output))])?;
     crate::files::check_output(&args.output, "merged report")?;
+    args.dashboards.check()?;
     let _lock = crate::lock::OutputLock::acquire(&args.output)?;
     // Reading the inputs may block (a FIFO): a SIGINT/SIGTERM until we are done removes the
     // lock file and exits with 128 + the signal number.
@@ -142,14 +155,19 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         crate::compare::compat::check_cases(&report, path)?;
         reports.push(report);
     }
-    for (path, report) in args.inputs.iter().zip(&reports).skip(1) {
-        let problems = incompatibilities(&reports[0], report);
+    // A part of a sharded run may have no case (more parts than units): it loaded no weights.
+    let base = reports.iter().position(|r| !r.cases.is_empty()).unwrap_or(0);
+    for (path, report) in args.inputs.iter().zip(&reports) {
+        if report.cases.is_empty() {
+            continue;
+        }
+        let problems = incompatibilities(&reports[base], report);
         if problems.is_empty() {
             continue;
         }
         let msg = format!(
             "{} vs {}: {}",
-            args.inputs[0].display(),
+            args.inputs[base].display(),
             path.display(),
             problems.join("; ")
         );
@@ -158,7 +176,8 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         }
         crate::errln!("warning: {msg} (merged anyway: --force)");
     }
-    let (merged, renames) = merge(reports);
+    let complete = check_parts(&args.inputs, &reports, args.force)?;
+    let (merged, renames) = if complete { merge_parts(reports) } else { merge(reports) };
     for r in &renames {
         crate::errln!(
             "note: duplicate case id {:?} from {} renamed to {:?}",
@@ -168,6 +187,9 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         );
     }
     merged.save_atomic(&args.output)?;
+    let mut exports = crate::export::ExportManager::default();
+    args.dashboards.add_to(&mut exports);
+    exports.write_all(&merged)?;
     crate::errln!(
         "merged {} from {} into {}",
         crate::format::count(merged.cases.len(), "case"),
@@ -175,4 +197,117 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         args.output.display()
     );
     Ok(0)
+}
+
+/// Whether the inputs are every part of one sharded plan (`true`), or unsharded reports
+/// (`false`). Refused (exit 2), naming the files: parts of several plans, parts beside
+/// unsharded reports, a part given twice, and (unless `force`: then a warning, and the
+/// parts are merged as any reports) a missing part.
+pub fn check_parts(paths: &[PathBuf], reports: &[Report], force: bool) -> Result<bool, UserError> {
+    let parts: Vec<Option<&ShardRecord>> = reports.iter().map(|r| r.run.shard.as_ref()).collect();
+    let Some((first, fp)) = parts.iter().enumerate().find_map(|(i, p)| p.map(|p| (i, p))) else {
+        return Ok(false);
+    };
+    let name = |i: usize| paths[i].display().to_string();
+    let plan = |p: &ShardRecord| {
+        format!(
+            "plan {} ({} parts, {} cases)",
+            p.plan_fingerprint, p.count, p.planned_cases
+        )
+    };
+    let mut seen: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, part) in parts.iter().enumerate() {
+        let Some(p) = part else {
+            return Err(UserError::Other(format!(
+                "refusing to merge {}, an unsharded report, with {}, part {} of {}: merge the parts of one \
+                 plan, or whole runs, not both",
+                name(i),
+                name(first),
+                fp.label(),
+                plan(fp)
+            )));
+        };
+        if (p.plan_fingerprint.as_str(), p.count, p.planned_cases)
+            != (fp.plan_fingerprint.as_str(), fp.count, fp.planned_cases)
+        {
+            return Err(UserError::Other(format!(
+                "refusing to merge {}: it is part {} of {}, a foreign shard: {} is part {} of {}; merge the \
+                 parts of one plan (the same matrix, flags and --shard N)",
+                name(i),
+                p.label(),
+                plan(p),
+                name(first),
+                fp.label(),
+                plan(fp)
+            )));
+        }
+        if let Some(other) = seen.insert(p.index, i) {
+            return Err(UserError::Other(format!(
+                "refusing to merge: part {} of {} is given twice ({} and {}); give each part once",
+                p.label(),
+                plan(p),
+                name(other),
+                name(i)
+            )));
+        }
+    }
+    let missing: Vec<String> = (1..=fp.count)
+        .filter(|k| !seen.contains_key(k))
+        .map(|k| format!("{k}/{}", fp.count))
+        .collect();
+    if missing.is_empty() {
+        return Ok(true);
+    }
+    let msg = format!(
+        "part(s) {} of {} missing (given: {})",
+        missing.join(", "),
+        plan(fp),
+        seen.keys()
+            .map(|k| format!("{k}/{}", fp.count))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !force {
+        return Err(UserError::Other(format!(
+            "refusing to merge: {msg}; run them (`run --shard K/{}`), or pass --force to merge what is there",
+            fp.count
+        )));
+    }
+    crate::errln!("warning: {msg} (merged anyway: --force)");
+    Ok(false)
+}
+
+/// Every part of one plan merged into what one unsharded run would have written.
+pub fn merge_parts(mut reports: Vec<Report>) -> (Report, Vec<Rename>) {
+    // The first part that measured something gives the model and machine.
+    reports.sort_by_key(|r| r.cases.is_empty());
+    let min_psnr = reports[0].summary.as_ref().map(|s| s.min_psnr_db);
+    let (mut merged, renames) = merge(reports);
+    merged.run.shard = None;
+    merged.run.command = without_shard(&merged.run.command);
+    for case in &mut merged.cases {
+        case.run = None;
+        if case.system.as_ref() == Some(&merged.system) {
+            case.system = None;
+        }
+    }
+    merged.summary = min_psnr.map(|m| crate::answer::summarize(&merged, m));
+    (merged, renames)
+}
+
+/// A command line without its `--shard K/N` (or `--shard=K/N`).
+fn without_shard(words: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(words.len());
+    let mut skip = false;
+    for w in words {
+        if std::mem::take(&mut skip) || w.starts_with("--shard=") {
+            continue;
+        }
+        if w == "--shard" {
+            skip = true;
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
 }

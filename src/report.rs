@@ -14,6 +14,7 @@ use crate::system::SystemInfo;
 pub use crate::tool::ToolInfo;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
 
+pub mod shard;
 mod summary;
 pub mod telemetry;
 mod worker_use;
@@ -184,6 +185,9 @@ pub struct RunSettings {
     /// environment (`WAN_VAE_BENCH_CPU_ISA`, `WAN_VAE_BENCH_SYSFS_ROOT`). Absent when none is.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub overrides: BTreeMap<String, String>,
+    /// `run --shard K/N`: which part of which plan ([`shard::ShardRecord`]); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<shard::ShardRecord>,
 }
 
 /// The input file a run decoded or encoded (`run.input`).

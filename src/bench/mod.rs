@@ -6,7 +6,8 @@
 //! flags (one per axis of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps,
 //! [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
 //! [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their
-//! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
+//! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs, [`shard`]
+//! the part of it a `--shard K/N` run measures,
 //! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
 //! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
 //! outputs files and quality against references, [`progress`] the progress bar,
@@ -47,13 +48,14 @@ pub mod progress;
 pub mod run_files;
 pub mod scheduler;
 pub mod scratch;
+pub mod shard;
 pub mod telemetry;
 pub mod tool_env;
 pub mod user_input;
 pub mod weights_choice;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
-use crate::export::{CsvTable, ExportManager, Exporter, MarkdownTable, SvgChart, TextTable};
+use crate::export::{Exporter, TextTable};
 use flags::MatrixFlags;
 use matrix::Case;
 use options::BenchOptions;
@@ -69,15 +71,8 @@ pub struct RunArgs {
     pub config: Option<PathBuf>,
     #[command(flatten)]
     pub flags: MatrixFlags,
-    /// Also write the results table in Markdown to FILE (at the end of the run).
-    #[arg(long = "export-markdown", value_name = "FILE")]
-    pub export_markdown: Option<PathBuf>,
-    /// Also write a bar chart of the results as SVG to FILE (at the end of the run).
-    #[arg(long = "export-svg", value_name = "FILE")]
-    pub export_svg: Option<PathBuf>,
-    /// Also write one CSV row per case to FILE (at the end of the run).
-    #[arg(long = "export-csv", value_name = "FILE")]
-    pub export_csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub exports: crate::export::RunExports,
     /// Write the JSON report to FILE: the same as -o/--output (`-`: on stdout, as --json).
     #[arg(long = "export-json", value_name = "FILE", conflicts_with = "output")]
     pub export_json: Option<PathBuf>,
@@ -232,17 +227,14 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     check_outputs(&opts, &args, &output)?;
     let _lock = crate::lock::OutputLock::acquire(&output)?;
     // Each export too: it may name the report another run is writing.
-    let exports: Vec<&PathBuf> = [&args.export_markdown, &args.export_svg, &args.export_csv]
-        .into_iter()
-        .flatten()
-        .collect();
+    let exports: Vec<&Path> = args.exports.files().into_iter().filter_map(|(_, p)| p).collect();
     let _export_locks = exports
         .iter()
         .map(|p| crate::lock::OutputLock::acquire(p))
         .collect::<Result<Vec<_>, _>>()?;
-    let locks: Vec<_> = std::iter::once(&output)
+    let locks: Vec<_> = std::iter::once(output.as_path())
         .chain(exports)
-        .map(|p| crate::lock::OutputLock::path_for(p))
+        .map(crate::lock::OutputLock::path_for)
         .collect();
     let _setup = interrupt::guard_setup(&locks)?;
     // An existing report stays as it was until a case has finished.
@@ -261,7 +253,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
             Some(file)
         }
     };
-    let (mut cases, seed) = plan_cases(&opts, &model.cfg)?;
+    let (mut cases, seed, shard) = plan_cases(&opts, &model.cfg, args.flags.shard)?;
     // A shuffled order is grouped by worker; an order as written stays as written (a worker
     // then ends wherever the next case needs another).
     if args.isolate == crate::values::Isolate::Worker && opts.order == crate::values::Order::Shuffled {
@@ -285,7 +277,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         input.as_ref(),
         args.fault_hooks,
     );
-    report.run.overrides = overrides;
+    (report.run.overrides, report.run.shard) = (overrides, shard);
     report.run.isolate = args.isolate.name().to_string();
     interrupt::install()?;
     crate::process::become_subreaper();
@@ -337,6 +329,8 @@ fn run_options(args: &mut RunArgs) -> anyhow::Result<BenchOptions> {
     Ok(opts)
 }
 
+type Planned = (Vec<Case>, Option<u64>, Option<crate::report::shard::ShardRecord>);
+
 /// The line above the progress: how many cases, how many were added as quality references,
 /// and the shuffle seed; none for an unshuffled run with nothing added.
 fn cases_line(total: usize, added: usize, seed: Option<u64>) -> Option<String> {
@@ -370,11 +364,7 @@ struct Ended {
 /// of measuring.
 fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::Result<()> {
     // No output may be one of the run's inputs or another output.
-    let exports = [
-        ("--export-markdown", args.export_markdown.as_deref()),
-        ("--export-svg", args.export_svg.as_deref()),
-        ("--export-csv", args.export_csv.as_deref()),
-    ];
+    let exports = args.exports.files();
     run_files::check(opts, report, &exports)?;
     crate::files::check_output(report, "report")?;
     for (flag, path) in exports {
@@ -397,14 +387,15 @@ fn command_words() -> Vec<String> {
 }
 
 /// The cases to run: the matrix, every case checked against the model before any starts,
-/// the quality references it lacks, in run order; and the shuffle seed.
-fn plan_cases(opts: &BenchOptions, cfg: &Config) -> anyhow::Result<(Vec<Case>, Option<u64>)> {
+/// the quality references it lacks (with `--shard`, part K's), in run order; the seed; the part.
+fn plan_cases(opts: &BenchOptions, cfg: &Config, part: Option<shard::ShardSpec>) -> anyhow::Result<Planned> {
     let mut cases = matrix::expand(opts);
     plan::check_cases(&cases, cfg)?;
     matrix::add_references(&mut cases);
     matrix::check_unique(&cases)?;
+    let shard = shard::apply(&mut cases, part, opts, cfg);
     let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
-    Ok((cases, seed))
+    Ok((cases, seed, shard))
 }
 
 /// Whether any of `cases` runs in the Python worker (the run then needs an interpreter,
@@ -451,16 +442,13 @@ fn new_report(
             timeout_s: opts.timeout_s,
             order: opts.order.name().to_string(),
             shuffle_seed: seed,
-            isolate: String::new(),
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
-            interrupted: None,
             input: input.map(|i| i.record.clone()),
             python: runs_python(cases).then(|| opts.python()),
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
             fault_hooks,
-            overrides: Default::default(),
-            prepared_latents: None,
             command: command_words(),
+            ..Default::default()
         },
         cases: Vec::new(),
         engines: Default::default(),
@@ -576,11 +564,7 @@ fn finish(
     } else {
         crate::out!("{text}");
     }
-    let mut exports = ExportManager::default();
-    exports.add(MarkdownTable, args.export_markdown.as_deref());
-    exports.add(SvgChart, args.export_svg.as_deref());
-    exports.add(CsvTable, args.export_csv.as_deref());
-    exports.write_all(report)?;
+    args.exports.manager().write_all(report)?;
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(report)?);
     }
@@ -657,7 +641,7 @@ fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>
     }
     if args.list {
         let (cfg, note) = list_config(&opts.weights, opts.model)?;
-        crate::out!("{}", plan::list(opts, &cfg, &note)?);
+        crate::out!("{}", plan::list(opts, &cfg, &note, args.flags.shard)?);
         return Ok(Some(0));
     }
     Ok(None)

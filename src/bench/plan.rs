@@ -129,13 +129,20 @@ pub fn collapsed_temporal(opts: &BenchOptions) -> Option<String> {
     })
 }
 
-/// `run --list`: every planned case (references included) with its passes and the
-/// analytic GFLOP of each pass, and the total over warmup and timed passes.
-pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> Result<String, UserError> {
+/// `run --list`: every planned case (references included; with `--shard K/N`, those of part
+/// K) with its passes and the analytic GFLOP of each pass, and the total over warmup and
+/// timed passes.
+pub fn list(
+    opts: &BenchOptions,
+    cfg: &Config,
+    config_note: &str,
+    shard: Option<super::shard::ShardSpec>,
+) -> Result<String, UserError> {
     let mut cases = matrix::expand(opts);
     check_cases(&cases, cfg)?;
     matrix::add_references(&mut cases);
     matrix::check_unique(&cases)?;
+    let part = super::shard::apply(&mut cases, shard, opts, cfg);
     let passes = (opts.warmup + opts.runs) as f64;
     let ids: Vec<String> = cases
         .iter()
@@ -178,6 +185,16 @@ pub fn list(opts: &BenchOptions, cfg: &Config, config_note: &str) -> Result<Stri
         grand += total;
         let pad = " ".repeat(width - id.width());
         let _ = writeln!(out, "{id}{pad}  {label:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}");
+    }
+    if let Some(p) = part {
+        let _ = write!(
+            out,
+            "shard {} of plan {}: {} of its {} cases; ",
+            p.label(),
+            p.plan_fingerprint,
+            p.shard_cases,
+            p.planned_cases
+        );
     }
     let _ = writeln!(
         out,

@@ -52,7 +52,7 @@ pub struct CompareArgs {
 }
 
 /// Parse `5`, `5%` or `2.5 %` as a fraction (0.05, 0.025).
-fn parse_percent(s: &str) -> Result<f64, String> {
+pub fn parse_percent(s: &str) -> Result<f64, String> {
     let v: f64 = s
         .trim()
         .trim_end_matches('%')

@@ -1,21 +1,25 @@
 //! Exporters of a finished report, each behind the one [`Exporter`] trait (as hyperfine's
 //! `export/` module): the terminal table ([`text`]), the Markdown table ([`markdown`]), both
 //! followed by the answer block ([`answer`]) when the report has a `summary`, the CSV rows
-//! ([`csv_table`]) and the SVG bar chart ([`svg`]); [`ExportManager`] writes the ones a run
-//! asked for. Also the `plot REPORT.json -o FILE.svg` command.
+//! ([`csv_table`]), the SVG bar chart ([`svg`]) and the CI dashboard formats
+//! ([`dashboards`]: Bencher's BMF, github-action-benchmark's); [`ExportManager`] writes the
+//! ones a command asked for ([`flags`]: which). Also the `plot REPORT.json -o FILE.svg` command.
 //!
 //! A new export format is one module here with an [`Exporter`] impl, plus its flag in
-//! `bench::RunArgs` feeding [`ExportManager::add`].
+//! [`flags`] feeding [`ExportManager::add`].
 //!
 //! Must not: read workers' results or change the report; exporters only render it.
 use std::path::{Path, PathBuf};
 
 pub mod answer;
 pub mod csv_table;
+pub mod dashboards;
+pub mod flags;
 pub mod markdown;
 pub mod svg;
 pub mod text;
 
+pub use flags::{DashboardExports, RunExports};
 pub use markdown::markdown_table;
 pub use svg::svg_chart;
 
@@ -62,6 +66,24 @@ pub struct SvgChart;
 impl Exporter for SvgChart {
     fn render(&self, report: &Report) -> anyhow::Result<String> {
         svg_chart(report)
+    }
+}
+
+/// Bencher Metric Format JSON ([`dashboards::bmf`]).
+pub struct BencherMetrics;
+
+impl Exporter for BencherMetrics {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        dashboards::bmf(report)
+    }
+}
+
+/// github-action-benchmark's `customSmallerIsBetter` JSON ([`dashboards::gab`]).
+pub struct GithubActionBenchmark;
+
+impl Exporter for GithubActionBenchmark {
+    fn render(&self, report: &Report) -> anyhow::Result<String> {
+        dashboards::gab(report)
     }
 }
 

@@ -1,0 +1,441 @@
+//! `history REPORTS|DIR...`: many runs over time, which update made a case slower.
+//!
+//! One series per case id, pass (encode, decode) and machine (host, CPU and GPUs as the
+//! system context records them), its runs ordered by the reports' `created_at`. Each
+//! series' run medians are fitted with asv's penalized piecewise-constant model, each run
+//! weighted by its own samples' spread ([`steps`]); at each step the components of the
+//! software stack that differ between the last run before it and the first after it are
+//! named ([`stack`]), or the step says that none did.
+//!
+//! Exit 0: no case is slower now; 1: the newest segment of some series is slower than its
+//! best earlier segment by more than `--threshold` and not noise (Welch's t-test on the two
+//! segments' samples at `--alpha`, as `compare` judges); 2: unusable input (an unreadable
+//! report, timings `compare` would refuse, a time that is not RFC 3339, no report).
+//!
+//! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
+pub mod render;
+pub mod stack;
+pub mod steps;
+mod svg;
+pub mod time;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::error::UserError;
+use crate::report::{CaseStatus, Report};
+use crate::system::SystemInfo;
+use stack::Change;
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// Reports, or folders whose `*.json` files are reports, in any order (they are ordered
+    /// by their `created_at`).
+    #[arg(required = true, value_name = "REPORTS|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Slowdown of the newest segment against the best earlier one that is a regression,
+    /// percent (`5` or `5%`), as `compare`'s.
+    #[arg(long, default_value = "5", value_parser = crate::compare::parse_percent)]
+    pub threshold: f64,
+    /// Significance level of Welch's t-test between the two segments' samples.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Print the table as Markdown (for a CI job summary).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also write each series with its steps, marked and labelled by what changed, as SVG.
+    #[arg(long = "export-svg", value_name = "FILE")]
+    pub export_svg: Option<PathBuf>,
+    /// Also write the history as JSON (see `history::History`).
+    #[arg(long = "export-json", value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// BMF / github-action-benchmark exports: the newest report of each machine.
+    #[command(flatten)]
+    pub dashboards: crate::export::DashboardExports,
+}
+
+/// The whole history (`--export-json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    /// `--threshold`, a fraction (0.05 = 5%).
+    pub threshold: f64,
+    /// `--alpha`.
+    pub alpha: f64,
+    /// The reports read, oldest first.
+    pub reports: Vec<RunInfo>,
+    /// One per case id, pass and machine.
+    pub series: Vec<Series>,
+    /// How many series are slower now (exit 1 when any).
+    pub regressions: usize,
+}
+
+/// One report of the history.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    /// Its file.
+    pub path: String,
+    /// Its `created_at`.
+    pub created_at: String,
+}
+
+/// One case's pass on one machine over time.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    /// The case id.
+    pub case_id: String,
+    /// `encode` or `decode`.
+    pub pass: &'static str,
+    /// `host (CPU; GPUs)`.
+    pub machine: String,
+    /// Its runs, oldest first.
+    pub points: Vec<Point>,
+    /// The fit's segments, oldest first.
+    pub segments: Vec<SegmentInfo>,
+    /// Where the level changed.
+    pub steps: Vec<Step>,
+    /// The newest segment against the best earlier one.
+    pub verdict: Verdict,
+}
+
+/// One run of a series.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Index into [`History::reports`].
+    pub report: usize,
+    /// The pass's median, seconds.
+    pub median_s: f64,
+    /// The standard error of its samples, seconds (null with one sample).
+    pub spread_s: Option<f64>,
+    /// Its weight in the fit (median weight 1).
+    pub weight: f64,
+    /// Its samples, seconds.
+    #[serde(skip)]
+    pub samples_s: Vec<f64>,
+    /// Index into the stacks (not exported).
+    #[serde(skip)]
+    pub stack: usize,
+}
+
+/// A segment of constant level.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentInfo {
+    /// First and last point (indices into `points`).
+    pub first_point: usize,
+    /// Last point, inclusive.
+    pub last_point: usize,
+    /// Its level (the weighted median of its run medians), seconds.
+    pub median_s: f64,
+}
+
+/// A change of level between two segments.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The first point after the step.
+    pub point: usize,
+    /// Its report's file and time.
+    pub report: String,
+    /// Its `created_at`.
+    pub created_at: String,
+    /// Level before and after, seconds.
+    pub before_s: f64,
+    /// Level after, seconds.
+    pub after_s: f64,
+    /// `after_s / before_s - 1`.
+    pub change: f64,
+    /// The stack components that differ between the last run before and the first after
+    /// (empty: nothing in the stack changed; the cause is elsewhere).
+    pub changes: Vec<Change>,
+}
+
+/// Whether the newest segment is slower than the best earlier one.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Verdict {
+    /// Slower by more than the threshold and not noise.
+    pub regression: bool,
+    /// The newest segment's level, seconds.
+    pub newest_s: f64,
+    /// The best earlier segment's level, seconds (null with one segment).
+    pub best_earlier_s: Option<f64>,
+    /// `newest_s / best_earlier_s - 1`.
+    pub slower: Option<f64>,
+    /// Welch's two-sided p-value between the two segments' samples.
+    pub p_value: Option<f64>,
+}
+
+pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
+    }
+    for (flag, p) in [("--export-svg", &args.export_svg), ("--export-json", &args.export_json)] {
+        if let Some(p) = p {
+            crate::files::check_output(p, &format!("{flag} file"))?;
+        }
+    }
+    args.dashboards.check()?;
+    let files = report_files(&args.inputs)?;
+    let mut loaded = Vec::with_capacity(files.len());
+    for path in files {
+        let report = Report::load(&path)?;
+        crate::compare::compat::check_cases(&report, &path)?;
+        let t = time::parse(&report.created_at).ok_or_else(|| {
+            UserError::file(
+                &path,
+                format!("created_at {:?} is not an RFC 3339 time", report.created_at),
+            )
+        })?;
+        loaded.push((t, path, report));
+    }
+    if let Some((_, p, r)) = loaded
+        .iter()
+        .find(|(_, _, r)| r.schema_version != loaded[0].2.schema_version)
+    {
+        return Err(UserError::file(
+            p,
+            format!(
+                "schema version {} differs from the others' {}",
+                r.schema_version, loaded[0].2.schema_version
+            ),
+        )
+        .into());
+    }
+    loaded.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let (paths, reports): (Vec<PathBuf>, Vec<Report>) = loaded.into_iter().map(|(_, p, r)| (p, r)).unzip();
+    let history = analyse(&paths, &reports, args.threshold, args.alpha);
+    let out = if args.markdown {
+        render::markdown(&history)
+    } else {
+        render::text(&history)
+    };
+    crate::out!("{out}");
+    if let Some(p) = &args.export_json {
+        crate::files::write_new(p, serde_json::to_string_pretty(&history)? + "\n")?;
+    }
+    if let Some(p) = &args.export_svg {
+        crate::files::write_new(p, svg::render(&history))?;
+    }
+    if args.dashboards.export_bmf.is_some() || args.dashboards.export_gab.is_some() {
+        let mut exports = crate::export::ExportManager::default();
+        args.dashboards.add_to(&mut exports);
+        exports.write_all(&newest_per_machine(reports))?;
+    }
+    Ok(i32::from(history.regressions > 0))
+}
+
+/// The report files: each file given, and each folder's `*.json` files (not its sub-folders),
+/// sorted; none at all is unusable input.
+fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let entries =
+                std::fs::read_dir(input).map_err(|e| UserError::file(input, format!("cannot read the folder: {e}")))?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(input.clone());
+        }
+    }
+    if files.is_empty() {
+        return Err(UserError::Other(format!(
+            "no report found in {}: give reports (JSON files `run` wrote) or folders holding them",
+            inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(files)
+}
+
+/// `host (CPU; GPU, GPU)`: what makes two runs the same machine.
+pub fn machine(sys: &SystemInfo) -> String {
+    let gpus: Vec<&str> = sys
+        .gpus
+        .iter()
+        .map(|g| {
+            g.name
+                .as_deref()
+                .or(g.gfx_target.as_deref())
+                .unwrap_or(g.vendor.as_str())
+        })
+        .collect();
+    format!(
+        "{} ({}{})",
+        sys.hostname.as_deref().unwrap_or("unknown host"),
+        sys.cpu_model.as_deref().unwrap_or("unknown CPU"),
+        if gpus.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", gpus.join(", "))
+        }
+    )
+}
+
+/// The series of `reports` (oldest first, `paths` their files), fitted and judged.
+pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64) -> History {
+    let mut stacks = Vec::new();
+    let mut by_key: BTreeMap<(String, &'static str, String), Vec<Point>> = BTreeMap::new();
+    for (ri, report) in reports.iter().enumerate() {
+        for case in report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok) {
+            let m = machine(case.system.as_ref().unwrap_or(&report.system));
+            let mut stack = None;
+            for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
+                let Some(p) = stats.as_ref().filter(|p| p.median_s > 0.0) else {
+                    continue;
+                };
+                let si = *stack.get_or_insert_with(|| {
+                    stacks.push(stack::of(report, case));
+                    stacks.len() - 1
+                });
+                let n = p.samples_s.len();
+                let spread = (n > 1)
+                    .then(|| crate::stats::summarize(&p.samples_s).map(|s| s.stddev / (n as f64).sqrt()))
+                    .flatten();
+                by_key
+                    .entry((case.id.clone(), pass, m.clone()))
+                    .or_default()
+                    .push(Point {
+                        report: ri,
+                        median_s: p.median_s,
+                        spread_s: spread,
+                        weight: 1.0,
+                        samples_s: p.samples_s.clone(),
+                        stack: si,
+                    });
+            }
+        }
+    }
+    let infos: Vec<RunInfo> = paths
+        .iter()
+        .zip(reports)
+        .map(|(p, r)| RunInfo {
+            path: p.display().to_string(),
+            created_at: r.created_at.clone(),
+        })
+        .collect();
+    let series: Vec<Series> = by_key
+        .into_iter()
+        .map(|((case_id, pass, machine), points)| {
+            fit(case_id, pass, machine, points, &infos, &stacks, threshold, alpha)
+        })
+        .collect();
+    History {
+        threshold,
+        alpha,
+        regressions: series.iter().filter(|s| s.verdict.regression).count(),
+        reports: infos,
+        series,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fit(
+    case_id: String,
+    pass: &'static str,
+    machine: String,
+    mut points: Vec<Point>,
+    infos: &[RunInfo],
+    stacks: &[stack::Stack],
+    threshold: f64,
+    alpha: f64,
+) -> Series {
+    let spreads: Vec<Option<f64>> = points.iter().map(|p| p.spread_s).collect();
+    let w = steps::weights(&spreads);
+    for (p, w) in points.iter_mut().zip(&w) {
+        p.weight = *w;
+    }
+    let y: Vec<f64> = points.iter().map(|p| p.median_s).collect();
+    let segs = steps::detect(&y, &w);
+    let segments: Vec<SegmentInfo> = segs
+        .iter()
+        .map(|s| SegmentInfo {
+            first_point: s.start,
+            last_point: s.end - 1,
+            median_s: s.median,
+        })
+        .collect();
+    let steps: Vec<Step> = segs
+        .windows(2)
+        .map(|pair| {
+            let at = pair[1].start;
+            let (before, after) = (&points[at - 1], &points[at]);
+            Step {
+                point: at,
+                report: infos[after.report].path.clone(),
+                created_at: infos[after.report].created_at.clone(),
+                before_s: pair[0].median,
+                after_s: pair[1].median,
+                change: pair[1].median / pair[0].median - 1.0,
+                changes: stack::diff(&stacks[before.stack], &stacks[after.stack]),
+            }
+        })
+        .collect();
+    let verdict = judge(&segs, &points, threshold, alpha);
+    Series {
+        case_id,
+        pass,
+        machine,
+        points,
+        segments,
+        steps,
+        verdict,
+    }
+}
+
+/// The newest segment against the best earlier one: slower by more than `threshold`, and
+/// not noise (Welch's test on their samples below `alpha`; with too few samples for it,
+/// a difference larger than both segments' mean absolute deviation).
+fn judge(segs: &[steps::Segment], points: &[Point], threshold: f64, alpha: f64) -> Verdict {
+    let Some((newest, earlier)) = segs.split_last() else {
+        return Verdict::default();
+    };
+    let mut v = Verdict {
+        newest_s: newest.median,
+        ..Verdict::default()
+    };
+    let Some(best) = earlier.iter().min_by(|a, b| a.median.total_cmp(&b.median)) else {
+        return v;
+    };
+    let slower = newest.median / best.median - 1.0;
+    let samples = |s: &steps::Segment| -> Vec<f64> {
+        points[s.start..s.end]
+            .iter()
+            .flat_map(|p| p.samples_s.iter().copied())
+            .collect()
+    };
+    let welch = crate::compare::welch::welch_t_test(&samples(newest), &samples(best));
+    let significant = match welch {
+        Some(w) => w.p_value < alpha,
+        None => newest.median - best.median > newest.l1_error.max(best.l1_error),
+    };
+    v.best_earlier_s = Some(best.median);
+    v.slower = Some(slower);
+    v.p_value = welch.map(|w| w.p_value);
+    v.regression = slower > threshold && significant;
+    v
+}
+
+/// The newest report of each machine, merged (the dashboards' view of "now").
+fn newest_per_machine(reports: Vec<Report>) -> Report {
+    let mut newest: BTreeMap<String, Report> = BTreeMap::new();
+    for r in reports {
+        newest.insert(machine(&r.system), r);
+    }
+    let parts: Vec<Report> = newest.into_values().collect();
+    crate::merge::merge(parts).0
+}
+
+/// A path as the table shows it: its file name.
+pub fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}

@@ -1,0 +1,221 @@
+//! `history` over series of crafted reports (issue 41): a clean step found at its run and
+//! named by the component that changed there, a flat noisy series without a step, a step
+//! that came back (exit 0), two machines never mixed, unusable input refused (exit 2).
+use std::path::{Path, PathBuf};
+
+use crate::util::reports::{bench, case, report, save};
+use wan_vae_bench::report::Report;
+
+/// Deterministic noise in [-1, 1].
+fn noise(i: usize) -> f64 {
+    let x = (i as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+}
+
+/// Five samples around `median`, spread `rel` (relative), seeded by `seed`.
+fn samples(median: f64, rel: f64, seed: usize) -> Vec<f64> {
+    (0..5).map(|k| median * (1.0 + rel * noise(seed * 5 + k))).collect()
+}
+
+/// Run `i` on `host`: one case whose decode median is `decode` (encode flat at 0.5 s), on
+/// ROCm `rocm`, `i` hours after a fixed time.
+fn run(host: &str, i: usize, decode: f64, rocm: &str) -> Report {
+    let mut r = report(
+        host,
+        vec![case(
+            "fp32-chunk1-untiled-5x64x64-default",
+            &samples(0.5, 0.01, i + 1000),
+            &samples(decode, 0.01, i),
+        )],
+    );
+    r.created_at = format!("2026-11-{:02}T{:02}:00:00Z", 1 + i / 24, i % 24);
+    r.system.rocm_version = Some(rocm.into());
+    r
+}
+
+/// Save each report as `rNN.json` in a fresh folder, in reverse order (history orders them
+/// by time, not by name or argument order).
+fn folder(reports: &[Report]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, r) in reports.iter().enumerate().rev() {
+        save(dir.path(), &format!("r{:02}.json", reports.len() - i), r);
+    }
+    dir
+}
+
+fn history(dir: &Path, extra: &[&str]) -> (crate::util::reports::Out, serde_json::Value) {
+    let json: PathBuf = dir.join("history.out");
+    let mut args: Vec<String> = vec!["history".into(), dir.display().to_string(), "--export-json".into()];
+    args.push(json.display().to_string());
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let out = bench(&args);
+    let v = std::fs::read_to_string(&json)
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(serde_json::Value::Null);
+    (out, v)
+}
+
+fn series<'a>(v: &'a serde_json::Value, pass: &str) -> Vec<&'a serde_json::Value> {
+    v["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["pass"] == pass)
+        .collect()
+}
+
+#[test]
+fn a_clean_step_is_found_at_its_run_and_names_what_changed() {
+    let reports: Vec<Report> = (0..10)
+        .map(|i| {
+            if i < 6 {
+                run("box", i, 1.0, "6.4.1")
+            } else {
+                run("box", i, 1.25, "7.0.0")
+            }
+        })
+        .collect();
+    let dir = folder(&reports);
+    let (out, v) = history(dir.path(), &[]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let decode = series(&v, "decode");
+    assert_eq!(decode.len(), 1);
+    let steps = decode[0]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0]["point"], 6);
+    assert_eq!(steps[0]["created_at"], "2026-11-01T06:00:00Z");
+    let changes = steps[0]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["component"], "ROCm");
+    assert_eq!(
+        (changes[0]["before"].as_str(), changes[0]["after"].as_str()),
+        (Some("6.4.1"), Some("7.0.0"))
+    );
+    assert_eq!(decode[0]["verdict"]["regression"], true);
+    // The flat encode series saw the same update and has no step.
+    assert_eq!(series(&v, "encode")[0]["steps"].as_array().unwrap().len(), 0);
+    assert!(
+        out.stdout.contains("run 7 of 10") && out.stdout.contains("ROCm 6.4.1 -> 7.0.0"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("REGRESSION"), "{}", out.stdout);
+    // Above the threshold it is not a regression; the dashboards get the newest run.
+    let (bmf, gab) = (dir.path().join("bmf.out"), dir.path().join("gab.out"));
+    let (out, _) = history(
+        dir.path(),
+        &[
+            "--threshold",
+            "30",
+            "--export-bmf",
+            bmf.to_str().unwrap(),
+            "--export-gab",
+            gab.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let bmf: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(bmf).unwrap()).unwrap();
+    let newest = &reports[9].cases[0];
+    let m = &bmf[newest.id.as_str()]["decode-median-s"];
+    assert_eq!(
+        m["value"].as_f64(),
+        Some(newest.outcome.decode.as_ref().unwrap().median_s)
+    );
+    assert_eq!(
+        m["lower_value"].as_f64(),
+        Some(newest.outcome.decode.as_ref().unwrap().min_s)
+    );
+    let gab: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(gab).unwrap()).unwrap();
+    let names: Vec<&str> = gab
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["encode median", "decode median", "peak RSS"].map(|m| format!("{} {m}", newest.id))
+    );
+}
+
+#[test]
+fn a_flat_noisy_series_has_no_step() {
+    // Run medians within ±3%, each run's samples within ±3%.
+    let reports: Vec<Report> = (0..14)
+        .map(|i| {
+            let mut r = run("box", i, 1.0 + 0.03 * noise(i + 50), "6.4.1");
+            r.cases[0].outcome.decode = Some(crate::util::reports::pass(&samples(
+                1.0 + 0.03 * noise(i + 50),
+                0.03,
+                i,
+            )));
+            r
+        })
+        .collect();
+    let dir = folder(&reports);
+    let (out, v) = history(dir.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    for s in v["series"].as_array().unwrap() {
+        assert_eq!(s["steps"].as_array().unwrap().len(), 0, "{s}");
+    }
+}
+
+#[test]
+fn a_step_that_came_back_exits_0_and_a_step_without_a_stack_change_says_so() {
+    let reports: Vec<Report> = (0..12)
+        .map(|i| run("box", i, if (4..8).contains(&i) { 1.3 } else { 1.0 }, "6.4.1"))
+        .collect();
+    let dir = folder(&reports);
+    let (out, v) = history(dir.path(), &["--markdown"]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let steps = series(&v, "decode")[0]["steps"].as_array().unwrap().clone();
+    assert_eq!(
+        steps.iter().map(|s| s["point"].as_u64().unwrap()).collect::<Vec<_>>(),
+        vec![4, 8]
+    );
+    assert!(steps.iter().all(|s| s["changes"].as_array().unwrap().is_empty()));
+    assert!(out.stdout.contains("nothing in the stack changed"), "{}", out.stdout);
+    assert!(out.stdout.starts_with("## Benchmark history"), "{}", out.stdout);
+}
+
+#[test]
+fn two_machines_never_mix() {
+    // Interleaved in time: one machine at 1 s, the other at 2 s; mixed, they would step.
+    let reports: Vec<Report> = (0..12)
+        .map(|i| {
+            if i % 2 == 0 {
+                run("alpha", i, 1.0, "6.4.1")
+            } else {
+                run("beta", i, 2.0, "6.4.1")
+            }
+        })
+        .collect();
+    let dir = folder(&reports);
+    let (out, v) = history(dir.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let decode = series(&v, "decode");
+    assert_eq!(decode.len(), 2);
+    for s in decode {
+        assert_eq!(s["points"].as_array().unwrap().len(), 6);
+        assert_eq!(s["steps"].as_array().unwrap().len(), 0, "{s}");
+    }
+    assert!(out.stdout.contains("alpha (unknown CPU)") && out.stdout.contains("beta (unknown CPU)"));
+}
+
+#[test]
+fn unusable_input_exits_2_naming_the_file() {
+    let mut reports: Vec<Report> = (0..3).map(|i| run("box", i, 1.0, "6.4.1")).collect();
+    reports[1].created_at = "last tuesday".into();
+    let dir = folder(&reports);
+    let (out, _) = history(dir.path(), &[]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("r02.json") && out.stderr.contains("RFC 3339"),
+        "{}",
+        out.stderr
+    );
+    let empty = tempfile::tempdir().unwrap();
+    let (out, _) = history(empty.path(), &[]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no report found"), "{}", out.stderr);
+}

@@ -1,0 +1,171 @@
+//! `run --shard K/N` and `merge` of its parts (issue 41): the parts of a plan merge into
+//! the report one unsharded run writes; a missing part and a foreign one are refused by
+//! name. Workers fake their timings (`--fault-hooks`, `WAN_VAE_BENCH_FAULT=fake`).
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::util::cli::*;
+
+/// The plan: 2 precisions x 2 chunks x 2 frame counts at 16x16 (bf16 cases add fp32
+/// references where the matrix lacks them).
+const PLAN: &[&str] = &[
+    "--precision",
+    "bf16,fp32",
+    "--chunk",
+    "1,2",
+    "--frames",
+    "1,5",
+    "--size",
+    "16x16",
+];
+
+/// `run PLAN EXTRA` with fake timings, the report at `dir/name`.
+fn fake(dir: &Path, name: &str, extra: &[&str]) -> (std::process::Output, PathBuf) {
+    let report = dir.join(name);
+    let out = bench()
+        .env("WAN_VAE_BENCH_FAULT", "fake")
+        .args(["run", "--fault-hooks", "-q", "--runs", "2", "--warmup", "0"])
+        .args(PLAN)
+        .args(extra)
+        .arg("--output")
+        .arg(&report)
+        .output()
+        .unwrap();
+    (out, report)
+}
+
+fn merge(dir: &Path, inputs: &[&PathBuf]) -> (std::process::Output, PathBuf) {
+    let out_path = dir.join("merged.json");
+    let out = bench()
+        .arg("merge")
+        .args(inputs)
+        .arg("-o")
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    (out, out_path)
+}
+
+/// id -> (settings as JSON, reference id, added as reference).
+fn case_set(path: &Path) -> BTreeMap<String, (String, Option<String>, bool)> {
+    load(path)
+        .cases
+        .iter()
+        .map(|c| {
+            (
+                c.id.clone(),
+                (
+                    serde_json::to_string(&c.settings).unwrap(),
+                    c.quality.as_ref().map(|q| q.reference_id.clone()),
+                    c.added_as_reference,
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_parts_of_a_plan_merge_into_the_unsharded_run_and_a_missing_or_foreign_part_is_refused() {
+    let dir = scratch();
+    let (out, whole) = fake(dir.path(), "whole.json", &["--seed", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let mut parts = Vec::new();
+    for k in 1..=3 {
+        // Each part shuffled with its own seed: the split does not depend on it.
+        let seed = (10 + k).to_string();
+        let (out, p) = fake(
+            dir.path(),
+            &format!("part{k}.json"),
+            &["--shard", &format!("{k}/3"), "--seed", &seed],
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let r = load(&p);
+        let s = r.run.shard.as_ref().expect("run.shard recorded");
+        assert_eq!((s.index, s.count, s.planned_cases), (k, 3, load(&whole).cases.len()));
+        assert_eq!(s.shard_cases, r.cases.len());
+        parts.push(p);
+    }
+    let fps: std::collections::BTreeSet<String> = parts
+        .iter()
+        .map(|p| load(p).run.shard.unwrap().plan_fingerprint)
+        .collect();
+    assert_eq!(fps.len(), 1, "one plan, one fingerprint: {fps:?}");
+
+    let (out, merged) = merge(dir.path(), &parts.iter().collect::<Vec<_>>());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(case_set(&merged), case_set(&whole));
+    let m = load(&merged);
+    assert!(m.run.shard.is_none());
+    assert!(
+        !m.run.command.iter().any(|w| w.contains("shard")),
+        "{:?}",
+        m.run.command
+    );
+    assert!(m.cases.iter().all(|c| c.run.is_none() && c.system.is_none()));
+    assert!(
+        m.summary.is_some(),
+        "the answer over every case, as the unsharded run has"
+    );
+
+    // A missing part is named.
+    let (out, _) = merge(dir.path(), &[&parts[0], &parts[2]]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("part(s) 2/3") && stderr(&out).contains("missing"),
+        "{}",
+        stderr(&out)
+    );
+    // A part given twice is named.
+    let (out, _) = merge(dir.path(), &[&parts[0], &parts[1], &parts[1], &parts[2]]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("given twice"), "{}", stderr(&out));
+    // A part of another plan (another frame count) is refused by its file name.
+    let (out, foreign) = fake(dir.path(), "foreign.json", &["--shard", "2/3", "--frames", "9"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (out, _) = merge(dir.path(), &[&parts[0], &foreign, &parts[2]]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("foreign.json") && err.contains("foreign shard"), "{err}");
+    // So is an unsharded report beside parts.
+    let (out, _) = merge(dir.path(), &[&parts[0], &parts[1], &parts[2], &whole]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("whole.json, an unsharded report"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn list_shows_the_cases_of_one_part_and_the_parts_cover_the_plan() {
+    let list = |extra: &[&str]| -> Vec<String> {
+        let out = bench().args(["run", "--list"]).args(PLAN).args(extra).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let text = stdout(&out);
+        text.lines()
+            .skip(1)
+            .filter(|l| !l.contains("case(s)"))
+            .map(|l| l.split_whitespace().next().unwrap().to_string())
+            .collect()
+    };
+    let whole = list(&[]);
+    for n in [2, 4, 20] {
+        let mut union = Vec::new();
+        for k in 1..=n {
+            union.extend(list(&["--shard", &format!("{k}/{n}")]));
+        }
+        union.sort();
+        let mut want = whole.clone();
+        want.sort();
+        assert_eq!(union, want, "N={n}");
+    }
+    let out = bench()
+        .args(["run", "--list", "--shard", "1/2"])
+        .args(PLAN)
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains("shard 1/2 of plan "), "{}", stdout(&out));
+    let out = bench().args(["run", "--list", "--shard", "3/2"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("1 <= K <= N"), "{}", stderr(&out));
+}
