@@ -38,6 +38,7 @@ pub mod export;
 pub mod files;
 pub mod format;
 pub mod inspect;
+pub mod levers;
 pub mod lock;
 pub mod merge;
 pub mod model;

@@ -84,6 +84,7 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
     let mut seen = std::collections::BTreeSet::new();
     all.into_iter()
         .map(|s| crate::engine::spec(s.engine).run_as(&s, &opts.device))
+        .filter(crate::levers::planned)
         .filter(|s| seen.insert((s.id(), serde_json::to_string(s).unwrap_or_default())))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
