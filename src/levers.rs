@@ -29,6 +29,11 @@ pub fn why_not(engine: Engine) -> Option<&'static str> {
     )
 }
 
+/// Whether both levers of `s` are at their defaults (`ncdhw`, `native`).
+pub fn at_defaults(s: &CaseSettings) -> bool {
+    s.layout == Layout::default() && s.conv3d == Conv3dMode::default()
+}
+
 /// The lever axes.
 fn levers() -> impl Iterator<Item = &'static Axis> {
     AXES.iter().copied().filter(|a| a.applies == Applies::WhereEngineTakes)

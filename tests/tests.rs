@@ -17,6 +17,7 @@ mod gpu_check;
 mod gpu_truth;
 mod hub;
 mod hub_cli;
+mod levers;
 mod merge_plot_cli;
 mod model;
 mod newcomer;

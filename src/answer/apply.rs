@@ -36,6 +36,7 @@ pub fn apply(report: &Report, case: &CaseRecord, base: Option<&CaseRecord>) -> A
         }
     };
     knobs(s, &mut steps);
+    steps.extend(super::levers::steps(s.engine, s.layout, s.conv3d));
     if steps.is_empty() {
         steps.push("no setting besides the environment differs from the default".into());
     }
