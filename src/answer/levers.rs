@@ -80,11 +80,17 @@ mod tests {
         assert!(steps(Engine::Candle, Layout::ChannelsLast3d, Conv3dMode::Split).is_empty());
         let torch = steps(Engine::Torch, Layout::ChannelsLast3d, Conv3dMode::Native).join("\n");
         assert!(torch.contains("m.to(memory_format=torch.channels_last_3d)"), "{torch}");
-        assert!(torch.contains("torch.empty(..., memory_format=torch.channels_last_3d)"), "{torch}");
+        assert!(
+            torch.contains("torch.empty(..., memory_format=torch.channels_last_3d)"),
+            "{torch}"
+        );
         assert!(torch.contains("repeat + cat") && !torch.contains("conv2d"), "{torch}");
         let diffusers = steps(Engine::Diffusers, Layout::Ncdhw, Conv3dMode::Split);
         assert_eq!(diffusers.len(), 1);
-        assert!(diffusers[0].contains("WanCausalConv3d.forward") && diffusers[0].contains("F.conv2d"), "{diffusers:?}");
+        assert!(
+            diffusers[0].contains("WanCausalConv3d.forward") && diffusers[0].contains("F.conv2d"),
+            "{diffusers:?}"
+        );
         let comfy = steps(Engine::Comfyui, Layout::ChannelsLast3d, Conv3dMode::Split);
         assert_eq!(comfy.len(), 3, "{comfy:?}");
         assert!(comfy[0].contains("no setting") && comfy[0].contains("vae.first_stage_model.modules()"));
