@@ -15,18 +15,23 @@ use crate::error::UserError;
 use crate::settings::CaseSettings;
 use crate::values::{Conv3dMode, Engine, Layout};
 
-/// Whether `engine` runs `value` of the lever `axis`: every engine its default, the Python
-/// engines every value.
+/// Whether `engine` runs `value` of the lever `axis`: every engine its default, the engines
+/// whose worker is the Python worker (`wan_levers.py` acts on their PyTorch model) every value.
 pub fn takes(axis: &Axis, engine: Engine, value: &str) -> bool {
-    value == axis.default || engine != Engine::Candle
+    value == axis.default || crate::engine::spec(engine).runs_python()
 }
 
 /// Why `engine` does not take a lever's other values (`None`: it takes them).
-pub fn why_not(engine: Engine) -> Option<&'static str> {
-    (engine == Engine::Candle).then_some(
-        "candle, this tool's Rust port, computes NCDHW with its own conv3d (no channels_last_3d layout; a split was \
-         not implemented, not having been measured faster there)",
-    )
+pub fn why_not(engine: Engine) -> Option<String> {
+    let spec = crate::engine::spec(engine);
+    (!spec.runs_python()).then(|| {
+        format!(
+            "{} ({}) computes NCDHW with its own conv3d (no channels_last_3d layout; a split was not implemented, not \
+             having been measured faster there)",
+            spec.name(),
+            spec.about
+        )
+    })
 }
 
 /// Whether both levers of `s` are at their defaults (`ncdhw`, `native`).
@@ -101,7 +106,7 @@ impl LeverArgs {
                     format!(
                         "{} with --engine {engine}: {}",
                         axis.default,
-                        why_not(engine).unwrap_or("")
+                        why_not(engine).unwrap_or_default()
                     ),
                 ));
             }

@@ -3,7 +3,9 @@
 //! ComfyUI lets a user set and what needs a change to its code, and where the conv3d split
 //! goes. Nothing for a lever at its default, nor for candle (it takes neither).
 //!
-//! Must not: choose the case, or read anything but the engine and the two values.
+//! Must not: choose the case, read anything but the engine and the two values, or name an
+//! engine to decide what to say (its entry's [`ApplyAs`] does).
+use crate::engine::ApplyAs;
 use crate::values::{Conv3dMode, Engine, Layout};
 
 /// Where the layout's format-keeping pad and the split are implemented in this tool.
@@ -13,17 +15,16 @@ const OURS: &str = "wan-vae-bench's src/engine/python/wan_levers.py";
 pub fn steps(engine: Engine, layout: Layout, conv3d: Conv3dMode) -> Vec<String> {
     let mut out = Vec::new();
     // The causal convolution's forward each engine's code has.
-    let forward = match engine {
-        Engine::Candle => return out,
-        Engine::Torch => "CausalConv3d.forward (the official wan/modules/vae.py and vae2_2.py)",
-        Engine::Diffusers => "WanCausalConv3d.forward (diffusers.models.autoencoders.autoencoder_kl_wan)",
-        Engine::Comfyui => "CausalConv3d.forward in comfy/ldm/wan/vae.py (vae2_2.py imports it)",
+    let how = crate::engine::spec(engine).apply;
+    let forward = match how {
+        ApplyAs::ToolFlags => return out,
+        ApplyAs::PyTorch => "CausalConv3d.forward (the official wan/modules/vae.py and vae2_2.py)",
+        ApplyAs::Diffusers => "WanCausalConv3d.forward (diffusers.models.autoencoders.autoencoder_kl_wan)",
+        ApplyAs::ComfyuiNodes => "CausalConv3d.forward in comfy/ldm/wan/vae.py (vae2_2.py imports it)",
     };
+    let comfyui = how == ApplyAs::ComfyuiNodes;
     if layout == Layout::ChannelsLast3d {
-        let model = match engine {
-            Engine::Comfyui => "vae.first_stage_model",
-            _ => "vae",
-        };
+        let model = if comfyui { "vae.first_stage_model" } else { "vae" };
         let convert = format!(
             "for m in {model}.modules(): m.to(memory_format=torch.channels_last_3d) if isinstance(m, torch.nn.Conv3d) \
              else None (the Conv3d weights only: {model}.to(memory_format=torch.channels_last_3d) refuses the model's 4D \
@@ -35,28 +36,24 @@ pub fn steps(engine: Engine, layout: Layout, conv3d: Conv3dMode) -> Vec<String> 
              input into it; torch.cat + F.pad keep only the format they are given (a conv3d on the CPU returns NCDHW) and \
              a repeat + cat pad converts back every time (causal_pad in {OURS})"
         );
-        match engine {
-            Engine::Comfyui => {
-                out.push(format!(
-                    "ComfyUI has no setting for the memory format; after loading the VAE, a custom node (or a few lines \
-                     of code) converts its weights: {convert}"
-                ));
-                out.push(format!("and a code change to ComfyUI: {pad}"));
-            }
-            _ => {
-                out.push(format!("convert the VAE's Conv3d weights: {convert}"));
-                out.push(pad);
-            }
+        if comfyui {
+            out.push(format!(
+                "ComfyUI has no setting for the memory format; after loading the VAE, a custom node (or a few lines of \
+                 code) converts its weights: {convert}"
+            ));
+            out.push(format!("and a code change to ComfyUI: {pad}"));
+        } else {
+            out.push(format!("convert the VAE's Conv3d weights: {convert}"));
+            out.push(pad);
         }
     }
     if conv3d == Conv3dMode::Split {
-        let weights = match engine {
-            Engine::Comfyui => " with the weight and bias its Conv3d would use (comfy.ops.cast_bias_weight)",
-            _ => "",
-        };
-        let change = match engine {
-            Engine::Comfyui => "a code change to ComfyUI (it has no setting for it): ",
-            _ => "",
+        let (change, weights) = match comfyui {
+            true => (
+                "a code change to ComfyUI (it has no setting for it): ",
+                " with the weight and bias its Conv3d would use (comfy.ops.cast_bias_weight)",
+            ),
+            false => ("", ""),
         };
         out.push(format!(
             "{change}split each causal convolution with a time kernel of k > 1 frames in {forward}, after its causal pad: \
