@@ -202,7 +202,7 @@ fn comfyui_takes_both_levers_exactly_against_its_default_case() {
             "--tile",
             "none,16:8",
             "--frames",
-            "5",
+            "1",
             "--size",
             "32x32",
             "--warmup",
@@ -215,7 +215,7 @@ fn comfyui_takes_both_levers_exactly_against_its_default_case() {
     );
     assert!(path.is_file(), "{}", stderr(&out));
     let r = load(&path);
-    let reference = "comfyui-fp32-chunk1-untiled-5x32x32-baseline";
+    let reference = "comfyui-fp32-chunk1-untiled-1x32x32-baseline";
     assert_eq!(
         r.cases.len(),
         3,
