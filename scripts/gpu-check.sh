@@ -7,11 +7,13 @@
 #
 # Steps (--steps picks some, comma-separated):
 #   system     `wan-vae-bench system`: is a GPU visible
-#   validate   `validate --device DEV` per engine, per model (the tiny golden fixtures), fp32 and bf16
+#   validate   `validate --device DEV` per engine, per model (the tiny golden fixtures), fp32 and bf16;
+#              the Python engines also in fp32 with each lever (--layout channels_last_3d, --conv3d split)
 #   wan21      configs/gpu-check-wan21.toml            21 frames 832x480, encode + decode
 #   decode-320 configs/gpu-check-wan21-decode-320.toml 17 frames 320x320, decode only, under 10 s
 #   decode-81  configs/gpu-check-wan21-decode-81.toml  81 frames 832x480, decode only
 #   wan22      configs/gpu-check-wan22.toml            Wan 2.2, 21 frames 1280x704, encode + decode
+#   levers     configs/gpu-check-levers.toml           21 frames 832x480 decode, layout x conv3d (issue 40)
 #   oom        configs/gpu-check-oom.toml              a size that does not fit: `oom`, then the next case runs
 # and after the matrices: decode times must grow with frames x pixels.
 #
@@ -27,7 +29,7 @@
 #                      found as `run` finds it, else synthetic: the real layout, random values);
 #   --weights22 REF    e.g. a path to wan_2.1_vae.safetensors / Wan2.2_VAE.pth, or wan2.1 / wan2.2 (hub cache)
 #   --fixtures DIR     golden cases (default tests/fixtures beside this script's folder)
-#   --configs LIST     run these matrix files instead of the five gpu-check-*.toml (step name: file stem)
+#   --configs LIST     run these matrix files instead of the six gpu-check-*.toml (step name: file stem)
 #   --steps LIST       the steps above to run (default all)
 #   --out DIR          where reports and logs go (default results/gpu-check-<UTC time>)
 #   --quick            --runs 1 --cudnn on --cudnn-benchmark off (8 cases per matrix instead of 32)
@@ -100,7 +102,7 @@ print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob
 fi
 
 if [[ -z $configs ]]; then
-    configs="$root/configs/gpu-check-wan21.toml,$root/configs/gpu-check-wan21-decode-320.toml,$root/configs/gpu-check-wan21-decode-81.toml,$root/configs/gpu-check-wan22.toml,$root/configs/gpu-check-oom.toml"
+    configs="$root/configs/gpu-check-wan21.toml,$root/configs/gpu-check-wan21-decode-320.toml,$root/configs/gpu-check-wan21-decode-81.toml,$root/configs/gpu-check-wan22.toml,$root/configs/gpu-check-levers.toml,$root/configs/gpu-check-oom.toml"
 fi
 IFS=, read -r -a config_list <<< "$configs"
 for c in "${config_list[@]}"; do [[ -f $c ]] || die "matrix file not found: $c"; done
@@ -162,6 +164,19 @@ if wants validate; then
                 report validate --name "$name $device" --rc $? \
                     --stdout "$out/validate-$name.json" --stderr "$out/validate-$name.stderr"
             done
+            # The levers (issue 40): the same arithmetic, so fp32 within the golden tolerance.
+            [[ $engine == candle ]] && continue
+            for lever in "--layout channels_last_3d" "--conv3d split"; do
+                name="$engine-$model-fp32-${lever##* }"
+                say "validate $name"
+                # shellcheck disable=SC2086 # the lever is a flag and its value
+                "$bin" validate --engine "$engine" --device "$device" --precision fp32 --json $lever "${py_args[@]}" \
+                    --weights "$fixtures/${model}_tiny.weights.safetensors" \
+                    --cases "$fixtures/${model}_tiny.cases.safetensors" \
+                    > "$out/validate-$name.json" 2> "$out/validate-$name.stderr"
+                report validate --name "$name $device" --rc $? \
+                    --stdout "$out/validate-$name.json" --stderr "$out/validate-$name.stderr"
+            done
         done
     done
 fi
@@ -205,7 +220,8 @@ for cfg in "${config_list[@]}"; do
     oom_flag=()
     [[ $is_oom == 1 ]] && oom_flag=(--oom)
     report run --name "$name" --device "$device" --rc "$rc" --log "$out/$name.log" "${oom_flag[@]}" "$out/$name.json"
-    [[ $is_oom == 0 ]] && matrix_reports+=("$out/$name.json")
+    # The growth check compares default cases across sizes; the levers' matrix is one size.
+    [[ $is_oom == 0 && $name != levers ]] && matrix_reports+=("$out/$name.json")
 done
 if [[ ${#matrix_reports[@]} -gt 1 ]]; then
     report growth "${matrix_reports[@]}"

@@ -1,7 +1,8 @@
 //! The axes of the matrix, each declared once in [`AXES`]: its `run` flag, its key in
 //! `[matrix]` and `[[budgets.case]]`, its default, its parser and canonical spelling, its
-//! part of the case id ([`ID_ORDER`] places the parts), and whether it multiplies every case
-//! or is a PyTorch knob recorded `n/a` where it does not act ([`crate::engine::knobs_apply`]). The
+//! part of the case id ([`ID_ORDER`] places the parts), and whether it multiplies every case,
+//! is a PyTorch knob recorded `n/a` where it does not act ([`crate::engine::knobs_apply`]), or
+//! is a lever whose other values only some engines take ([`crate::levers::takes`]). The
 //! flags (`bench::flags`), the matrix file (`bench::config`), the matrix's values and count
 //! (`bench::options::Axes`), case expansion (`bench::matrix`), budget filters
 //! (`bench::budgets`), [`CaseSettings::defaults`] and [`CaseSettings::id`] all read it.
@@ -17,7 +18,7 @@
 use crate::error::UserError;
 use crate::model::Precision;
 use crate::settings::{CaseSettings, Knobs, BASELINE};
-use crate::values::{self, Engine, MiopenDb, Passes, Switch, NOT_APPLICABLE};
+use crate::values::{self, Conv3dMode, Engine, Layout, MiopenDb, Passes, Switch, NOT_APPLICABLE};
 
 impl CaseSettings {
     /// Every axis at its [`Axis::default`], knobs included (expansion makes them `n/a`
@@ -36,6 +37,8 @@ impl CaseSettings {
             knobs: Knobs::default(),
             passes: Passes::Both,
             temporal_tile: None,
+            layout: Layout::Ncdhw,
+            conv3d: Conv3dMode::Native,
         };
         for axis in AXES {
             (axis.set)(&mut s, axis.key, axis.default).expect("every axis default parses");
@@ -46,8 +49,9 @@ impl CaseSettings {
     /// Stable id, the axes' id parts in [`ID_ORDER`], e.g.
     /// `fp32-chunk1-untiled-5x64x64-baseline`; tiled as `tile256o64`; size as frames x W x
     /// H. Temporal tiling adds `-ttile64o8` after the spatial tiling and a single pass adds
-    /// `-decode` / `-encode` after the env variant; both are absent at their defaults
-    /// (untiled in time, both passes). A Python engine prefixes its name (`torch-fp32-...`)
+    /// `-decode` / `-encode` after the env variant, then the levers `-cl3d` (layout
+    /// `channels_last_3d`) and `-split` (conv3d `split`); all are absent at their defaults
+    /// (untiled in time, both passes, `ncdhw`, `native`). A Python engine prefixes its name (`torch-fp32-...`)
     /// and knobs that apply are appended (`...-cudnn_off-bench_on-miopen_fresh`), so candle
     /// ids are those of reports written before these axes. `compare` and `merge` match
     /// cases by it.
@@ -64,6 +68,9 @@ pub enum Applies {
     /// A PyTorch knob (a field of [`Knobs`]): multiplied where knobs act
     /// ([`crate::engine::knobs_apply`]), recorded `n/a` elsewhere.
     WhereKnobsAct,
+    /// A lever: its default everywhere, its other values only in the engines that take them
+    /// ([`crate::levers::takes`]); a case of a value its engine does not take is not planned.
+    WhereEngineTakes,
 }
 
 /// One axis of the matrix: what the flags, the matrix file, expansion, the case id and
@@ -119,8 +126,21 @@ impl Axis {
     /// Whether this axis multiplies a case like `s` (its engine) on `device`.
     pub fn multiplies(&self, s: &CaseSettings, device: &str) -> bool {
         match self.applies {
-            Applies::Always => true,
+            Applies::Always | Applies::WhereEngineTakes => true,
             Applies::WhereKnobsAct => crate::engine::knobs_apply(s.engine, device),
+        }
+    }
+
+    /// How many cases of `values` a case like `s` (its engine) on `device` becomes: all of
+    /// them, one where a knob does not act, those its engine takes for a lever.
+    pub fn planned_count(&self, s: &CaseSettings, device: &str, values: &[String]) -> u64 {
+        match self.applies {
+            _ if !self.multiplies(s, device) => 1,
+            Applies::WhereEngineTakes => values
+                .iter()
+                .filter(|v| crate::levers::takes(self, s.engine, v))
+                .count() as u64,
+            _ => values.len() as u64,
         }
     }
 }
@@ -148,7 +168,7 @@ pub fn keys() -> String {
 }
 
 /// Every axis, in matrix order (the last varies fastest).
-pub static AXES: [&Axis; 13] = [
+pub static AXES: [&Axis; 15] = [
     &ENGINE,
     &FRAMES,
     &SIZE,
@@ -158,6 +178,8 @@ pub static AXES: [&Axis; 13] = [
     &CHUNK,
     &ENV,
     &PASSES,
+    &LAYOUT,
+    &CONV3D,
     &CUDNN,
     &CUDNN_BENCHMARK,
     &MIOPEN_DB,
@@ -165,9 +187,9 @@ pub static AXES: [&Axis; 13] = [
 ];
 
 /// The order of the axes' parts in [`CaseSettings::id`]: `torch-` `bf16` `-chunk2`
-/// `-tile256o64` `-ttile64o8` `-17` `x320x320` `-baseline` `-decode` `-cudnn_off`
-/// `-bench_on` `-miopen_fresh` `-tf32_off`.
-pub static ID_ORDER: [&Axis; 13] = [
+/// `-tile256o64` `-ttile64o8` `-17` `x320x320` `-baseline` `-decode` `-cl3d` `-split`
+/// `-cudnn_off` `-bench_on` `-miopen_fresh` `-tf32_off`.
+pub static ID_ORDER: [&Axis; 15] = [
     &ENGINE,
     &PRECISION,
     &CHUNK,
@@ -177,6 +199,8 @@ pub static ID_ORDER: [&Axis; 13] = [
     &SIZE,
     &ENV,
     &PASSES,
+    &LAYOUT,
+    &CONV3D,
     &CUDNN,
     &CUDNN_BENCHMARK,
     &MIOPEN_DB,
@@ -334,6 +358,46 @@ pub static PASSES: Axis = Axis {
     },
 };
 
+// The levers (issue 40): the Python engines take both values; candle only the default
+// (`levers::takes`), and the run says once which cases that leaves unplanned.
+pub static LAYOUT: Axis = Axis {
+    key: "layout",
+    flag: "--layout",
+    aliases: &[],
+    help: "Memory layout of the model's Conv3d weights and its causal convolutions' inputs: ncdhw (as the \
+           engines leave it), channels_last_3d (NDHWC, with a causal pad that keeps it; not candle)",
+    default: "ncdhw",
+    applies: Applies::WhereEngineTakes,
+    set: |s, what, v| {
+        s.layout = Layout::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.layout.name().to_string(),
+    id: |s| match s.layout {
+        Layout::Ncdhw => String::new(),
+        Layout::ChannelsLast3d => "-cl3d".to_string(),
+    },
+};
+
+pub static CONV3D: Axis = Axis {
+    key: "conv3d",
+    flag: "--conv3d",
+    aliases: &[],
+    help: "Causal 3D convolutions: native (one conv3d each), split (each as conv2d over its time offsets, \
+           summed: the same arithmetic and cache; not candle)",
+    default: "native",
+    applies: Applies::WhereEngineTakes,
+    set: |s, what, v| {
+        s.conv3d = Conv3dMode::parse(what, v)?;
+        Ok(())
+    },
+    get: |s| s.conv3d.name().to_string(),
+    id: |s| match s.conv3d {
+        Conv3dMode::Native => String::new(),
+        Conv3dMode::Split => "-split".to_string(),
+    },
+};
+
 // `auto` by default: the knobs as the engine leaves them (torch's defaults, cuDNN/MIOpen on and
 // benchmark off, for torch and diffusers; ComfyUI's start-up choice for comfyui).
 pub static CUDNN: Axis = Axis {
@@ -449,6 +513,15 @@ mod tests {
         let e = TF32.canonical("--tf32", "tf32").unwrap_err().to_string();
         assert!(e.contains("--tf32") && e.contains("auto, on or off"), "{e}");
         assert_eq!(TF32.canonical_recorded("tf32", "n/a").unwrap(), "n/a");
+        assert_eq!(LAYOUT.canonical("--layout", "CL3D").unwrap(), "channels_last_3d");
+        assert_eq!(CONV3D.canonical("--conv3d", " Split ").unwrap(), "split");
+        let e = LAYOUT.canonical("matrix.layout", "nhwc").unwrap_err().to_string();
+        assert!(
+            e.contains("matrix.layout") && e.contains("ncdhw or channels_last_3d"),
+            "{e}"
+        );
+        let e = CONV3D.canonical("--conv3d", "im2col").unwrap_err().to_string();
+        assert!(e.contains("--conv3d") && e.contains("native or split"), "{e}");
         assert_eq!(MIOPEN_DB.canonical_recorded("m", "N/A").unwrap(), "n/a");
         assert!(PASSES.canonical_recorded("p", "n/a").is_err());
         let torch = crate::engine::spec(Engine::Torch).run_as(&CaseSettings::defaults(), "cuda:0");

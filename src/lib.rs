@@ -39,6 +39,7 @@ pub mod files;
 pub mod format;
 pub mod history;
 pub mod inspect;
+pub mod levers;
 pub mod lock;
 pub mod merge;
 pub mod model;

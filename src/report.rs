@@ -660,6 +660,8 @@ mod tests {
             "cudnn_benchmark",
             "miopen_db",
             "tf32",
+            "layout",
+            "conv3d",
             "frames_used",
             "compute_dtype",
             "env",

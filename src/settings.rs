@@ -3,7 +3,7 @@
 //! and the report's `CaseRecord`. serde flattens it into their JSON as the flat keys
 //! `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`, `width`, `height`,
 //! `env_variant`, `passes`, `temporal_tile_frames`, `temporal_overlap_frames`, `cudnn`,
-//! `cudnn_benchmark`, `miopen_db`, `tf32` (tiling read back through [`Tiling::new`]'s checks). Also
+//! `cudnn_benchmark`, `miopen_db`, `tf32`, `layout`, `conv3d` (tiling read back through [`Tiling::new`]'s checks). Also
 //! owns the PyTorch [`Knobs`] (with where they act) and the reference settings of a case.
 //! How each field is spelled, parsed, defaulted and named in the case id is `axes`' table
 //! (which also implements [`CaseSettings::defaults`] and [`CaseSettings::id`] from it).
@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Precision, RunOptions, TemporalTiling, Tiling};
-use crate::values::{Engine, MiopenDb, Passes, Switch};
+use crate::values::{Conv3dMode, Engine, Layout, MiopenDb, Passes, Switch};
 
 /// Name of the env variant that exists even when no `[env.baseline]` table is written.
 pub const BASELINE: &str = "baseline";
@@ -61,6 +61,12 @@ pub struct CaseSettings {
     pub passes: Passes,
     /// Temporal tiling of the decode (ComfyUI's `VAEDecodeTiled`); `None` = untiled in time.
     pub temporal_tile: Option<TemporalTiling>,
+    /// Memory layout of the model's Conv3d weights and of its causal convolutions' inputs
+    /// (a lever of the Python engines; candle: `ncdhw` only).
+    pub layout: Layout,
+    /// Causal 3D convolutions as one `conv3d` or split into `conv2d` over the time offsets
+    /// (a lever of the Python engines; candle: `native` only).
+    pub conv3d: Conv3dMode,
 }
 
 /// The JSON spelling of [`CaseSettings`] (the report schema's flat keys).
@@ -95,6 +101,12 @@ struct Wire {
     /// Absent in specs and reports written before the knob existed: `n/a`.
     #[serde(default)]
     tf32: Switch,
+    /// Absent in specs and reports written before the levers: `ncdhw`.
+    #[serde(default)]
+    layout: Layout,
+    /// Absent in specs and reports written before the levers: `native`.
+    #[serde(default)]
+    conv3d: Conv3dMode,
 }
 
 fn baseline() -> String {
@@ -129,6 +141,8 @@ impl TryFrom<Wire> for CaseSettings {
             env_variant: w.env_variant,
             passes: w.passes,
             temporal_tile,
+            layout: w.layout,
+            conv3d: w.conv3d,
             knobs: Knobs {
                 cudnn: w.cudnn,
                 cudnn_benchmark: w.cudnn_benchmark,
@@ -158,6 +172,8 @@ impl From<CaseSettings> for Wire {
             cudnn_benchmark: s.knobs.cudnn_benchmark,
             miopen_db: s.knobs.miopen_db,
             tf32: s.knobs.tf32,
+            layout: s.layout,
+            conv3d: s.conv3d,
         }
     }
 }
@@ -183,7 +199,8 @@ impl CaseSettings {
 
     /// The settings whose outputs these are compared with: true fp32 (TF32 off where the
     /// knob acts, so an NVIDIA GPU's default TF32 convolutions are measured against it, not
-    /// taken for it), untiled in space and time, chunk 1, the rest (engine, the other knobs
+    /// taken for it), untiled in space and time, chunk 1, the levers at their defaults
+    /// (`ncdhw`, `native`: a lever's case shows its own error), the rest (engine, the other knobs
     /// and passes included, so a decode-only case is compared with a decode of the same
     /// latent) unchanged.
     pub fn reference(&self) -> CaseSettings {
@@ -196,6 +213,8 @@ impl CaseSettings {
             tiling: None,
             temporal_tile: None,
             chunk: 1,
+            layout: Layout::Ncdhw,
+            conv3d: Conv3dMode::Native,
             knobs: Knobs { tf32, ..self.knobs },
             ..self.clone()
         }
@@ -220,6 +239,8 @@ mod tests {
             passes: Passes::Both,
             temporal_tile: None,
             knobs: Knobs::default(),
+            layout: Layout::Ncdhw,
+            conv3d: Conv3dMode::Native,
         };
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(
@@ -227,7 +248,8 @@ mod tests {
             serde_json::json!({"engine": "candle", "precision": "bf16", "chunk": 2, "tile_px": 256,
                 "overlap_px": 64, "frames": 5, "width": 64, "height": 32, "env_variant": "f",
                 "passes": "both", "temporal_tile_frames": null, "temporal_overlap_frames": null,
-                "cudnn": "n/a", "cudnn_benchmark": "n/a", "miopen_db": "n/a", "tf32": "n/a"})
+                "cudnn": "n/a", "cudnn_benchmark": "n/a", "miopen_db": "n/a", "tf32": "n/a",
+                "layout": "ncdhw", "conv3d": "native"})
         );
         assert_eq!(serde_json::from_value::<CaseSettings>(v).unwrap(), s);
         assert_eq!(s.id(), "bf16-chunk2-tile256o64-5x64x32-f");
@@ -256,13 +278,23 @@ mod tests {
             temporal_tile: Some(TemporalTiling::COMFYUI_DEFAULT),
             engine: Engine::Candle,
             knobs: Knobs::default(),
+            layout: Layout::ChannelsLast3d,
+            conv3d: Conv3dMode::Split,
         };
-        assert_eq!(s.id(), "bf16-chunk1-tile256o64-ttile64o8-17x320x320-baseline-decode");
+        assert_eq!(
+            s.id(),
+            "bf16-chunk1-tile256o64-ttile64o8-17x320x320-baseline-decode-cl3d-split"
+        );
+        // The levers' reference is the default layout and conv3d: their own error shows.
         assert_eq!(s.reference().id(), "fp32-chunk1-untiled-17x320x320-baseline-decode");
         let v = serde_json::to_value(&s).unwrap();
         assert_eq!(
             (v["passes"].as_str(), v["temporal_tile_frames"].as_u64()),
             (Some("decode"), Some(64))
+        );
+        assert_eq!(
+            (v["layout"].as_str(), v["conv3d"].as_str()),
+            (Some("channels_last_3d"), Some("split"))
         );
         assert_eq!(serde_json::from_value::<CaseSettings>(v).unwrap(), s);
     }
@@ -273,6 +305,7 @@ mod tests {
             "frames": 5, "width": 64, "height": 64, "env_variant": "baseline"});
         let s: CaseSettings = serde_json::from_value(old).unwrap();
         assert_eq!((s.engine, s.knobs), (Engine::Candle, Knobs::default()));
+        assert_eq!((s.layout, s.conv3d), (Layout::Ncdhw, Conv3dMode::Native));
         assert_eq!(s.id(), "fp32-chunk1-untiled-5x64x64-baseline");
         let mut t = CaseSettings {
             engine: Engine::Torch,

@@ -62,6 +62,8 @@ pub struct ValidateArgs {
     /// true fp32 and takes off only.
     #[arg(long, default_value = "off", value_parser = values::tf32_flag)]
     pub tf32: crate::values::Switch,
+    #[command(flatten)]
+    pub levers: crate::levers::LeverArgs,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -285,6 +287,7 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
     if let Some(why) = engine.unsupported(args.chunk, &args.device, args.precision) {
         return Err(UserError::Other(why).into());
     }
+    args.levers.check(args.engine)?;
     if !engine.runs_python() && args.tf32 != crate::values::Switch::Off {
         return Err(UserError::invalid(
             "--tf32",
@@ -529,7 +532,8 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
         .arg("--device")
         .arg(&args.device)
         .arg("--tf32")
-        .arg(args.tf32.name());
+        .arg(args.tf32.name())
+        .args(args.levers.args());
     if let Some(t) = args.tile {
         cmd.arg("--tile").arg(format!("{}:{}", t.tile_px, t.overlap_px));
     }

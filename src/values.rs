@@ -1,5 +1,5 @@
 //! The values that settings and options take, and how they are spelled: the engines,
-//! PyTorch on/off knobs, MIOpen databases, timed passes, 16-bit modes of the Python engines
+//! PyTorch on/off knobs, MIOpen databases, the levers ([`Layout`], [`Conv3dMode`]), timed passes, 16-bit modes of the Python engines
 //! ([`TorchPrecision`]), case order ([`Order`]), worker sharing ([`Isolate`]), the Python interpreter
 //! ([`python_interpreter`]), and the parsers of sizes, tilings, counts and devices with the
 //! canonical names that go with them. Every parser takes `what` (the flag or key the user
@@ -138,6 +138,69 @@ impl MiopenDb {
             "user" => Ok(MiopenDb::User),
             "fresh" => Ok(MiopenDb::Fresh),
             _ => Err(UserError::invalid(what, s, "user or fresh")),
+        }
+    }
+}
+
+/// The memory layout of a Python engine's model (issue 40's first lever): its Conv3d weights
+/// and the activations its causal convolutions see, as torch's memory formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+pub enum Layout {
+    /// `torch.contiguous_format` (NCDHW): what every engine does unless asked.
+    #[default]
+    #[serde(rename = "ncdhw")]
+    Ncdhw,
+    /// `torch.channels_last_3d` (NDHWC), with a causal pad that keeps it.
+    #[serde(rename = "channels_last_3d")]
+    ChannelsLast3d,
+}
+
+impl Layout {
+    /// `ncdhw` or `channels_last_3d`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Ncdhw => "ncdhw",
+            Layout::ChannelsLast3d => "channels_last_3d",
+        }
+    }
+
+    /// `ncdhw` (also `contiguous`) or `channels_last_3d` (also `cl3d`, `ndhwc`).
+    pub fn parse(what: &str, s: &str) -> Result<Layout, UserError> {
+        match s.trim().to_ascii_lowercase().replace('-', "_").as_str() {
+            "ncdhw" | "contiguous" => Ok(Layout::Ncdhw),
+            "channels_last_3d" | "cl3d" | "ndhwc" => Ok(Layout::ChannelsLast3d),
+            _ => Err(UserError::invalid(what, s, "ncdhw or channels_last_3d")),
+        }
+    }
+}
+
+/// How a Python engine runs its causal 3D convolutions (issue 40's second lever).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Conv3dMode {
+    /// One `conv3d` per causal convolution, as the model's code has it.
+    #[default]
+    Native,
+    /// Each causal convolution with a time kernel of k > 1 frames as k `conv2d` over its
+    /// time offsets, summed (the same arithmetic; the same cache).
+    Split,
+}
+
+impl Conv3dMode {
+    /// `native` or `split`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Conv3dMode::Native => "native",
+            Conv3dMode::Split => "split",
+        }
+    }
+
+    /// `native` or `split`.
+    pub fn parse(what: &str, s: &str) -> Result<Conv3dMode, UserError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "native" => Ok(Conv3dMode::Native),
+            "split" => Ok(Conv3dMode::Split),
+            _ => Err(UserError::invalid(what, s, "native or split")),
         }
     }
 }

@@ -19,6 +19,7 @@ mod gpu_truth;
 mod history_cli;
 mod hub;
 mod hub_cli;
+mod levers;
 mod merge_plot_cli;
 mod model;
 mod newcomer;

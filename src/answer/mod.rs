@@ -19,6 +19,7 @@ use crate::values::{MiopenDb, Switch};
 
 pub mod apply;
 pub mod bootstrap;
+pub mod levers;
 
 /// Default quality floor, dB of PSNR over the [-1, 1] range: an RMS error of 1% of the
 /// range (2.6 steps of 8-bit video), the usual "visually lossless" mark; bf16 decodes of
@@ -197,6 +198,7 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
             && bench.contains(&k.cudnn_benchmark)
             && tf32.contains(&k.tf32)
             && matches!(k.miopen_db, MiopenDb::User | MiopenDb::NotApplicable)
+            && crate::levers::at_defaults(s)
     };
     // The knobs as the engine leaves them; else, set to torch's own defaults.
     let left = [Switch::Auto, Switch::NotApplicable];

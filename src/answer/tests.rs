@@ -22,6 +22,8 @@ fn settings(precision: Precision, tile: Option<(usize, usize)>, env: &str) -> Ca
         knobs: Knobs::default(),
         passes: Passes::Decode,
         temporal_tile: None,
+        layout: Default::default(),
+        conv3d: Default::default(),
     }
 }
 

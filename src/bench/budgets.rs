@@ -426,6 +426,10 @@ mod tests {
             ("miopen_db = [\"user\", \"n/a\"]", false, true),
             ("tf32 = \"off\"", true, false),
             ("tf32 = [\"on\", \"n/a\"]", false, true),
+            ("layout = \"ncdhw\"", true, true),
+            ("layout = \"channels_last_3d\"", false, false),
+            ("conv3d = \"native\"", true, true),
+            ("conv3d = [\"split\"]", false, false),
         ];
         let mut named = std::collections::BTreeSet::new();
         for (filter, on_torch, on_candle) in filters {

@@ -90,6 +90,7 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
             temporal_tile: s.temporal_tile.filter(|_| s.passes.decodes()),
             ..s
         })
+        .filter(crate::levers::planned)
         .filter(|s| seen.insert((s.id(), serde_json::to_string(s).unwrap_or_default())))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();

@@ -629,14 +629,7 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::
 /// The matrix size limit, the frame-count and knob notes, `--list` (ends it: `Some(0)`).
 fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
     plan::check_size(opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
-    for w in [
-        plan::frames_warning(opts),
-        plan::collapsed_knobs(opts),
-        plan::collapsed_temporal(opts),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    for w in plan::notes(opts) {
         crate::errln!("{w}");
     }
     if args.list {

@@ -97,9 +97,9 @@ impl Axes {
     pub fn count(&self, device: &str) -> u64 {
         self.each(&ENGINE)
             .map(|engine| {
-                AXES.iter()
-                    .filter(|a| ***a != ENGINE && a.multiplies(&engine, device))
-                    .fold(1u64, |n, a| n.saturating_mul(self.get(a).len() as u64))
+                AXES.iter().filter(|a| ***a != ENGINE).fold(1u64, |n, a| {
+                    n.saturating_mul(a.planned_count(&engine, device, self.get(a)))
+                })
             })
             .fold(0, u64::saturating_add)
     }

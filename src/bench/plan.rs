@@ -1,7 +1,7 @@
 //! What a run will do, decided before anything runs: the matrix size limit (counted from
 //! the axes, before a single case is built), the one-per-run warning for frame counts that
 //! are not `1+4k`, the one-per-run note naming knob values that collapse where they do not
-//! act, and `run --list` (the planned cases with their analytic cost).
+//! act (and, from `levers`, lever values an engine does not take), and `run --list` (the planned cases with their analytic cost).
 //!
 //! Must not: spawn workers or write files.
 use std::fmt::Write;
@@ -52,6 +52,19 @@ pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
             odd.join(", ")
         )
     })
+}
+
+/// The warnings and notes a run prints once before it starts: [`frames_warning`],
+/// [`collapsed_knobs`], [`collapsed_temporal`] and the levers' unplanned values ([`crate::levers::unplanned_note`]).
+pub fn notes(opts: &BenchOptions) -> impl Iterator<Item = String> {
+    [
+        frames_warning(opts),
+        collapsed_knobs(opts),
+        collapsed_temporal(opts),
+        crate::levers::unplanned_note(opts),
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The note for knob values given that do not act for an engine on the device (the PyTorch

@@ -152,6 +152,7 @@ pub const ENGINES: &[EngineSpec] = &[
             module: "wan_torch",
             modules: &[
                 python::PyFile::new("wan_torch.py", include_str!("python/wan_torch.py")),
+                python::PyFile::new("wan_blocks.py", include_str!("python/wan_blocks.py")),
                 python::PyFile::new("wan21_torch.py", include_str!("python/wan21_torch.py")),
                 python::PyFile::new("wan22_torch.py", include_str!("python/wan22_torch.py")),
             ],

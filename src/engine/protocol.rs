@@ -358,6 +358,8 @@ mod tests {
                 temporal_tile: None,
                 engine: Default::default(),
                 knobs: Default::default(),
+                layout: Default::default(),
+                conv3d: Default::default(),
             },
             run: RunSpec {
                 weights: WeightsSource::Synthetic { seed: 0 },

@@ -35,6 +35,8 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             temporal_tile: None,
             engine: Default::default(),
             knobs: Default::default(),
+            layout: Default::default(),
+            conv3d: Default::default(),
         },
         frames_used: Some(5),
         outcome: Outcome {

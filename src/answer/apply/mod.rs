@@ -71,6 +71,7 @@ pub fn apply(report: &Report, case: &CaseRecord, base: Option<&CaseRecord>) -> A
             None
         }
     };
+    steps.extend(super::levers::steps(s.engine, s.layout, s.conv3d));
     if s.knobs.miopen_db == MiopenDb::Fresh {
         steps.push(
             "an empty MIOpen database: point MIOPEN_USER_DB_PATH and MIOPEN_CUSTOM_CACHE_DIR at a new empty folder"

@@ -317,6 +317,11 @@ class Engine:
         return DTYPE_NAMES.get(str(self.vae.vae_dtype), str(self.vae.vae_dtype)).replace("fp", "f") + \
             " (ComfyUI's own VAE code, model and activations in its vae_dtype)"
 
+    def lever_model(self):
+        """The model the levers act on (`wan_levers`): ComfyUI's `comfy.ldm.wan` WanVAE, whose
+        CausalConv3d are causal convs (its weight casting is kept: `wan_levers._weights`)."""
+        return self.vae.first_stage_model
+
     def default_dtype(self) -> str:
         """What ComfyUI picks with no switch on this device (`vae_dtype` without flags)."""
         from comfy.cli_args import args

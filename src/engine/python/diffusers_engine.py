@@ -215,6 +215,10 @@ class Engine:
     def compute_dtype(self) -> str:
         return self.precision.describe(self.device)
 
+    def lever_model(self):
+        """The model the levers act on (`wan_levers`): its WanCausalConv3d are causal convs."""
+        return self.vae
+
     def _apply(self, opts: wc.RunOptions, encode: bool, height_px: int, width_px: int) -> None:
         """Set diffusers' tiling for one call so that TILE:OVERLAP means what it means in
         candle: tiles only when the frame exceeds one tile; for Wan 2.2 encode (tiled on the

@@ -26,7 +26,8 @@ impl PyFile {
 }
 
 /// The files every Python engine uses: the entry point, the validate mode, the runtime,
-/// the rules shared with candle, weights, FLOPs and the clip.
+/// the rules shared with candle, weights, FLOPs (and the checkpoint widths they read), the
+/// levers (`layout`, `conv3d`) and the clip.
 pub const COMMON: &[PyFile] = &[
     PyFile::new("wan_worker.py", include_str!("wan_worker.py")),
     PyFile::new("wan_validate.py", include_str!("wan_validate.py")),
@@ -34,6 +35,8 @@ pub const COMMON: &[PyFile] = &[
     PyFile::new("wan_common.py", include_str!("wan_common.py")),
     PyFile::new("wan_weights.py", include_str!("wan_weights.py")),
     PyFile::new("wan_flops.py", include_str!("wan_flops.py")),
+    PyFile::new("wan_configs.py", include_str!("wan_configs.py")),
+    PyFile::new("wan_levers.py", include_str!("wan_levers.py")),
     PyFile::new("wan_clip.py", include_str!("wan_clip.py")),
 ];
 

@@ -1,7 +1,7 @@
 """Engine `torch`, Wan 2.1: a port of the official `wan/modules/vae.py` (Wan-Video/Wan2.1
 @ 9737cba, the code that produced the fixtures) with its module and parameter names, so the
 original checkpoint loads with `strict=True`. The blocks, loops and the engine both models
-share live in `wan_torch` (with the differences from the reference listed there); this file
+share live in `wan_blocks` (with the differences from the reference listed there); this file
 holds Wan 2.1's layer lists, widths and latent statistics.
 """
 from __future__ import annotations
@@ -10,7 +10,8 @@ from typing import List
 
 import torch.nn as nn
 
-import wan_torch as wt
+import wan_blocks as wt
+import wan_configs
 
 # Latent normalization of Wan 2.1 (`WanVAE.__init__` in the reference).
 LATENT_MEAN = [
@@ -102,9 +103,7 @@ class WanVAE_(wt.WanVAEBase):
         self.decoder = Decoder3d(dim, z_dim, dim_mult, num_res_blocks, attn_scales, self.temperal_upsample, dropout)
 
 
-def config_from_state_dict(sd: dict) -> dict:
-    """dim and z_dim from shapes: encoder.conv1.weight is [dim,3,3,3,3], conv2 [z,z,1,1,1]."""
-    return {"dim": int(sd["encoder.conv1.weight"].shape[0]), "z_dim": int(sd["conv2.weight"].shape[0])}
+config_from_state_dict = wan_configs.config21
 
 
 def build(dim: int, z_dim: int) -> WanVAE_:

@@ -2,12 +2,12 @@
 (Wan-Video/Wan2.2 @ fa96d09, the code that produced the wan22 fixtures), with its module
 and parameter names. Blocks that compute the same thing as in Wan 2.1 (causal conv and its
 cache step, RMS norm, residual and attention blocks, resample with a C -> C upsample conv),
-the encoder/decoder loops, the time loops and the engine come from `wan_torch`; what is new
+the encoder/decoder loops, the time loops and the engine come from `wan_blocks`; what is new
 here: the 2x2 patchify, the parameter-free AvgDown3D / DupUp3D shortcuts around each stage,
 the 256-wide decoder, 48 latent channels.
 
 Time chunking and precision as for Wan 2.1 (`wan_common`). Tiling, in pixels of the video
-(`wan_torch.Engine` with patch 2, scale 16): encode cuts the patchified video into TILE/2
+(`wan_blocks.Engine` with patch 2, scale 16): encode cuts the patchified video into TILE/2
 tiles at a stride of (TILE-OVERLAP)/2 (TILE px of video) and blends the latents over
 OVERLAP/16; decode cuts the latent into TILE/16 tiles and blends the decoder's patchified
 output over OVERLAP/2 rows/cols before unpatchifying, exactly as diffusers' `tiled_decode`
@@ -21,8 +21,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import wan_torch as wt
-from wan_torch import AttentionBlock, Cache, CausalConv3d, RMS_norm, Resample, ResidualBlock
+import wan_blocks as wt
+import wan_configs
+from wan_blocks import AttentionBlock, Cache, CausalConv3d, RMS_norm, Resample, ResidualBlock
 
 # Latent normalization of Wan 2.2 (`Wan2_2_VAE.__init__` in the reference).
 LATENT_MEAN = [
@@ -220,11 +221,7 @@ class WanVAE_(wt.WanVAEBase):
                                  dropout)
 
 
-def config_from_state_dict(sd: dict) -> dict:
-    """dim from encoder.conv1 [dim,12,3,3,3], dec_dim from decoder.head.2 [12,dec_dim,3,3,3],
-    z_dim from conv2."""
-    return {"dim": int(sd["encoder.conv1.weight"].shape[0]), "dec_dim": int(sd["decoder.head.2.weight"].shape[1]),
-            "z_dim": int(sd["conv2.weight"].shape[0])}
+config_from_state_dict = wan_configs.config22
 
 
 def build(dim: int, dec_dim: int, z_dim: int) -> WanVAE_:
@@ -256,11 +253,3 @@ class Engine(wt.Engine):
     def from_model(self, out: torch.Tensor) -> torch.Tensor:
         return unpatchify(out)
 
-
-def gflop(cfg: dict, frames: int, width: int, height: int) -> tuple:
-    """(encode, decode) GFLOP of one pass: `wan_flops`' walk with Wan 2.2's 12-channel
-    patchified input/output at half size and C -> C upsample convs."""
-    import wan_flops
-    d, dd, z = cfg["dim"], cfg["dec_dim"], cfg["z_dim"]
-    return (wan_flops.encode(d, z, frames, width, height, 12, 2),
-            wan_flops.decode(dd, z, frames, width, height, 12, 2, False))

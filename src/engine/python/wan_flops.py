@@ -4,6 +4,8 @@ the same case (the cost is the model's, not the engine's; tiling overlap is not 
 """
 from __future__ import annotations
 
+import wan_configs
+
 
 class Walk:
     """Running multiply-add total plus the current activation size."""
@@ -93,12 +95,17 @@ def decode21(dim: int, z: int, frames: int, width: int, height: int) -> float:
     return decode(dim, z, frames, width, height, 3, 1, True)
 
 
+def gflop22(cfg: dict, frames: int, width: int, height: int) -> tuple:
+    """Wan 2.2's (encode, decode): the walk with its 12-channel patchified input/output at
+    half size and C -> C upsample convs."""
+    d, dd, z = cfg["dim"], cfg["dec_dim"], cfg["z_dim"]
+    return (encode(d, z, frames, width, height, 12, 2), decode(dd, z, frames, width, height, 12, 2, False))
+
+
 def gflop(model: str, sd: dict, frames: int, width: int, height: int) -> tuple:
-    """(encode, decode) GFLOP of one pass of the model whose state dict is `sd`."""
+    """(encode, decode) GFLOP of one pass of the model whose state dict (or its shapes) is `sd`."""
     if model == "wan2.1":
-        from wan21_torch import config_from_state_dict
-        cfg = config_from_state_dict(sd)
+        cfg = wan_configs.config21(sd)
         return (encode21(cfg["dim"], cfg["z_dim"], frames, width, height),
                 decode21(cfg["dim"], cfg["z_dim"], frames, width, height))
-    import wan22_torch
-    return wan22_torch.gflop(wan22_torch.config_from_state_dict(sd), frames, width, height)
+    return gflop22(wan_configs.config22(sd), frames, width, height)

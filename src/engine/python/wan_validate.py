@@ -90,6 +90,8 @@ def validate(args: argparse.Namespace) -> dict:
     except wan_weights.WeightsError as e:
         raise BadInput(str(e)) from e
     eng = make_engine(mod, torch, loaded, device, precision, spec)
+    import wan_levers
+    lever_model = wan_levers.apply_case(eng, {"layout": args.layout, "conv3d": args.conv3d})
     # After the engine's start-up (ComfyUI's changes cuDNN on AMD): ours are in force.
     knobs = apply_knobs(torch, {"cudnn": args.cudnn, "cudnn_benchmark": args.cudnn_benchmark, "tf32": args.tf32},
                         device)
@@ -108,6 +110,8 @@ def validate(args: argparse.Namespace) -> dict:
             y = run_engine(eng.decode, c["input"].to(device), opts)
         outputs.append(check_output(torch, "decoded", y, c["decoded"], rule))
         reports.append({"case": name, "outputs": outputs})
+    if lever_model is not None:
+        knobs.update(wan_levers.read_back(lever_model))  # raises when a lever did not take
     return {
         "engine": args.engine, "model": loaded.model, "weights": args.weights, "format": loaded.format,
         "precision": args.precision, "compute_dtype": eng.compute_dtype(), "chunk": args.chunk,
@@ -121,7 +125,8 @@ def validate(args: argparse.Namespace) -> dict:
 
 def print_validate_text(r: dict) -> None:
     print(f"engine {r['engine']} ({r['model']})  weights {r['weights']}  precision {r['precision']} "
-          f"(computes {r['compute_dtype']})  chunk {r['chunk']}  tile {r['tile'] or 'none'}  device {r['device']}")
+          f"(computes {r['compute_dtype']})  chunk {r['chunk']}  tile {r['tile'] or 'none'}  device {r['device']}"
+          + (f"  layout {r['knobs']['layout']}  conv3d {r['knobs']['conv3d']}" if "layout" in r["knobs"] else ""))
     print(f"tolerance: {r['tolerance_rule']}")
     print(f"{'case':<10} {'output':<8} {'max_abs_err':>13} {'mean_abs_err':>13} {'psnr_db':>9} {'tolerance':>11}  result")
     for c in r["cases"]:

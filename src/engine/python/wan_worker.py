@@ -258,6 +258,7 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
         session.process_knobs = snapshot_knobs(torch)  # the process scope: before any engine
     import wan_common as wc
     import wan_flops
+    import wan_levers
     import wan_weights
     import_s = time.perf_counter() - t_import
     device = open_device(torch, spec["device"])
@@ -304,6 +305,7 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
     restore_knobs(torch, session.knobs)
     if hasattr(eng, "start_case"):
         eng.start_case()  # its per-case facts (comfyui: retries, the last decode) start afresh
+    lever_model = wan_levers.apply_case(eng, spec)  # the case's layout and conv3d, on the kept model
     # The knobs after the engine started: ComfyUI's start-up switches cuDNN (MIOpen) off on
     # AMD, and the case's own setting must be the one in force when the clocks run.
     knobs = apply_knobs(torch, spec, device)
@@ -409,7 +411,8 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
         "model": model,
         "engine": engine,
         "model_name": model["model"],
-        "knobs_in_force": knobs,
+        # The levers as the convolutions saw them (a lever that did not take fails the case).
+        "knobs_in_force": {**knobs, **(wan_levers.read_back(lever_model) if lever_model is not None else {})},
         "python": engine_context(mod, eng, torch, device),
         "worker": {"import_s": import_s, "model_reused": model_reused},
     })
@@ -616,6 +619,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     v.add_argument("--cudnn-benchmark", choices=("on", "off"), default=None)
     # True fp32 unless asked: validate checks fp32 against the golden tolerance.
     v.add_argument("--tf32", choices=("auto", "on", "off"), default="off")
+    v.add_argument("--layout", choices=("ncdhw", "channels_last_3d"), default="ncdhw")
+    v.add_argument("--conv3d", choices=("native", "split"), default="native")
     v.add_argument("--json", action="store_true")
     p = sub.add_parser("probe", help="print interpreter, torch and device context as JSON")
     p.add_argument("--device", default="cpu")
