@@ -42,6 +42,7 @@ pub mod lock;
 pub mod merge;
 pub mod model;
 pub mod out;
+pub mod profile;
 pub mod process;
 pub mod quality;
 pub mod read;

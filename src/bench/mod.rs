@@ -43,6 +43,7 @@ pub mod options;
 pub mod outputs;
 pub mod plan;
 pub mod pool;
+pub mod profile_pass;
 pub mod progress;
 pub mod run_files;
 pub mod scheduler;
@@ -112,6 +113,8 @@ pub struct RunArgs {
     /// The folders of engines that run the user's own install (one flag per such engine).
     #[command(flatten)]
     pub engine_dirs: EngineDirs,
+    #[command(flatten)]
+    pub profile: crate::profile::options::ProfileArgs,
     /// Testing only: let the workers act on `WAN_VAE_BENCH_FAULT` (recorded in the report's
     /// `run.fault_hooks`); without it they ignore the variable.
     #[arg(long = "fault-hooks", hide = true)]
@@ -515,6 +518,7 @@ fn start_workers(
         },
         input: worker_input,
         inputs_dir: shared.inputs_dir,
+        profile: args.profile.request()?,
         engine_dirs: opts.engine_dirs.clone(),
     };
     Ok((executor, run_wide))
