@@ -13,6 +13,7 @@ pub mod conv;
 pub mod cpu_kernels;
 pub mod flops;
 pub mod fold;
+pub mod span;
 pub mod kernels;
 pub mod temporal_tiling;
 pub mod tiling;

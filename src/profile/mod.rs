@@ -16,6 +16,7 @@ use crate::report::PassStats;
 pub mod kernels;
 pub mod miopen;
 pub mod options;
+pub mod trace;
 
 /// The op kind of a layer, from its checkpoint key path: `conv3d` (causal conv3d: the
 /// residual convs, shortcuts, time convs, `conv1`, `conv2`, the heads' conv), `conv2d`
