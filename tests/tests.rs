@@ -20,6 +20,7 @@ mod hub_cli;
 mod merge_plot_cli;
 mod model;
 mod newcomer;
+mod profile;
 mod real_weights;
 mod reliability_input;
 mod reliability_numbers;

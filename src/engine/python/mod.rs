@@ -35,6 +35,7 @@ pub const COMMON: &[PyFile] = &[
     PyFile::new("wan_weights.py", include_str!("wan_weights.py")),
     PyFile::new("wan_flops.py", include_str!("wan_flops.py")),
     PyFile::new("wan_clip.py", include_str!("wan_clip.py")),
+    PyFile::new("wan_profile.py", include_str!("wan_profile.py")),
 ];
 
 /// Every file of the Python worker: [`COMMON`] and each Python engine's modules (each once);
