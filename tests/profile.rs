@@ -11,7 +11,17 @@ use wan_vae_bench::report::profile::{PassProfile, OUTSIDE};
 use wan_vae_bench::report::{CaseRecord, CaseStatus, PassStats, Report};
 
 fn profiled_run(dir: &Path, extra: &[&str]) -> Report {
-    let mut args = vec!["--precision", "fp32", "--warmup", "0", "--runs", "1", "--profile", "--timeout", "300"];
+    let mut args = vec![
+        "--precision",
+        "fp32",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--profile",
+        "--timeout",
+        "300",
+    ];
     args.extend_from_slice(extra);
     let (out, path) = run(dir, &args);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -21,7 +31,12 @@ fn profiled_run(dir: &Path, extra: &[&str]) -> Report {
 /// The checks every profiled pass must pass; returns its layer names.
 fn check_pass(case: &CaseRecord, name: &str, p: &PassProfile, timed: &PassStats) -> BTreeSet<String> {
     let sum_ms: f64 = p.layers.iter().map(|r| r.ms).sum();
-    assert!((sum_ms - p.total_ms).abs() <= 1e-6 * p.total_ms, "{}: rows {sum_ms} ms, pass {} ms", case.id, p.total_ms);
+    assert!(
+        (sum_ms - p.total_ms).abs() <= 1e-6 * p.total_ms,
+        "{}: rows {sum_ms} ms, pass {} ms",
+        case.id,
+        p.total_ms
+    );
     let sum_gflop: f64 = p.layers.iter().map(|r| r.gflop).sum();
     assert!(timed.gflop > 0.0);
     assert!(
@@ -32,16 +47,34 @@ fn check_pass(case: &CaseRecord, name: &str, p: &PassProfile, timed: &PassStats)
     );
     assert_eq!(p.layers.last().unwrap().layer, OUTSIDE);
     let top = p.layers.iter().find(|r| r.layer != OUTSIDE).unwrap();
-    assert!(top.op.starts_with("conv"), "{} {name}: costliest layer {} is a {}", case.id, top.layer, top.op);
-    assert!(top.calls >= 1 && !top.input_shape.is_empty() && top.dtype == "f32", "{top:?}");
+    assert!(
+        top.op.starts_with("conv"),
+        "{} {name}: costliest layer {} is a {}",
+        case.id,
+        top.layer,
+        top.op
+    );
+    assert!(
+        top.calls >= 1 && !top.input_shape.is_empty() && top.dtype == "f32",
+        "{top:?}"
+    );
     assert!((p.timed_median_ms - timed.median_s * 1e3).abs() < 1e-9 && p.overhead > 0.0);
     let by_op: f64 = p.by_op.iter().map(|r| r.ms).sum();
     assert!((by_op - p.total_ms).abs() <= 1e-6 * p.total_ms);
-    p.layers.iter().filter(|r| r.layer != OUTSIDE).map(|r| r.layer.clone()).collect()
+    p.layers
+        .iter()
+        .filter(|r| r.layer != OUTSIDE)
+        .map(|r| r.layer.clone())
+        .collect()
 }
 
 fn top(p: &PassProfile, n: usize) -> BTreeSet<String> {
-    p.layers.iter().filter(|r| r.layer != OUTSIDE).take(n).map(|r| r.layer.clone()).collect()
+    p.layers
+        .iter()
+        .filter(|r| r.layer != OUTSIDE)
+        .take(n)
+        .map(|r| r.layer.clone())
+        .collect()
 }
 
 #[test]
@@ -74,7 +107,11 @@ fn candle_and_torch_profile_the_same_layers_by_their_official_names() {
         assert_eq!(profile.error, None);
         let mut passes = Vec::new();
         for (name, p) in profile.passes() {
-            let timed = if name == "encode" { &c.outcome.encode } else { &c.outcome.decode };
+            let timed = if name == "encode" {
+                &c.outcome.encode
+            } else {
+                &c.outcome.decode
+            };
             let timed = timed.as_ref().unwrap();
             // The profiled pass is not a timed sample.
             assert_eq!(timed.samples_s.len(), 1);
@@ -93,13 +130,15 @@ fn candle_and_torch_profile_the_same_layers_by_their_official_names() {
             // The operators behind the costliest convolution, classified.
             let p = profile.decode.as_ref().unwrap();
             let conv = p.layers.iter().find(|r| r.op == "conv3d").unwrap();
-            assert!(!conv.kernels.is_empty() && conv.kernels.iter().all(|k| !k.family.is_empty()), "{conv:?}");
+            assert!(
+                !conv.kernels.is_empty() && conv.kernels.iter().all(|k| !k.family.is_empty()),
+                "{conv:?}"
+            );
         }
         names.push(passes);
     }
     assert_eq!(names.len(), 2);
-    for pass in 0..2 {
-        let (a, b) = (&names[0][pass], &names[1][pass]);
+    for (a, b) in names[0].iter().zip(&names[1]) {
         assert_eq!(a.0, b.0, "candle and torch name the same layers");
         // Each one's costliest layers are, by name, the same layers in the other: same op,
         // same input shape.
@@ -141,9 +180,16 @@ fn diffusers_maps_its_module_names_onto_the_official_ones() {
         let p = c.profile.as_ref().unwrap().decode.as_ref().expect("a decode profile");
         let sum_gflop: f64 = p.layers.iter().map(|r| r.gflop).sum();
         let case_gflop = c.outcome.decode.as_ref().unwrap().gflop;
-        assert!((sum_gflop - case_gflop).abs() <= 1e-9 * case_gflop, "{}: {sum_gflop} vs {case_gflop}", c.id);
+        assert!(
+            (sum_gflop - case_gflop).abs() <= 1e-9 * case_gflop,
+            "{}: {sum_gflop} vs {case_gflop}",
+            c.id
+        );
         let names: BTreeSet<String> = p.layers.iter().map(|r| r.layer.clone()).collect();
-        assert!(names.contains("decoder.middle.1") && names.contains("decoder.head.2"), "{names:?}");
+        assert!(
+            names.contains("decoder.middle.1") && names.contains("decoder.head.2"),
+            "{names:?}"
+        );
         layers.push(names);
     }
     assert_eq!(layers[0], layers[1], "diffusers' rows carry candle's (official) names");
@@ -152,11 +198,91 @@ fn diffusers_maps_its_module_names_onto_the_official_ones() {
 #[test]
 fn without_profile_no_profile_and_a_bad_trace_folder_is_refused() {
     let dir = scratch();
-    let (out, path) = run(dir.path(), &["--engine", "candle", "--precision", "fp32", "--frames", "1", "--size", "16x16", "--runs", "1", "--warmup", "0", "--weights", fixture("wan21_tiny.weights.safetensors").to_str().unwrap()]);
+    let (out, path) = run(
+        dir.path(),
+        &[
+            "--engine",
+            "candle",
+            "--precision",
+            "fp32",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--weights",
+            fixture("wan21_tiny.weights.safetensors").to_str().unwrap(),
+        ],
+    );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(load(&path).cases.iter().all(|c| c.profile.is_none()));
     let file = write(dir.path(), "a-file", "x");
-    let (out, _) = run(dir.path(), &["--engine", "candle", "--export-trace", file.join("sub").to_str().unwrap()]);
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "--engine",
+            "candle",
+            "--export-trace",
+            file.join("sub").to_str().unwrap(),
+        ],
+    );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--export-trace"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_table_and_the_markdown_say_where_the_time_goes() {
+    use crate::util::reports::{case, report};
+    use wan_vae_bench::report::profile::{CaseProfile, LayerRow, Rollup};
+    let mut c = case("fp32-chunk1-untiled-5x64x64-baseline", &[0.1], &[0.2]);
+    let row = |layer: &str, op: &str, ms: f64| LayerRow {
+        layer: layer.into(),
+        op: op.into(),
+        calls: 2,
+        ms,
+        share: ms / 200.0,
+        ..Default::default()
+    };
+    c.profile = Some(CaseProfile {
+        decode: Some(PassProfile {
+            total_ms: 200.0,
+            timed_median_ms: 190.0,
+            overhead: 200.0 / 190.0,
+            layers: vec![
+                row("decoder.upsamples.12.residual.2", "conv3d", 150.0),
+                row(OUTSIDE, "other", 50.0),
+            ],
+            by_op: vec![Rollup {
+                name: "conv3d".into(),
+                ms: 150.0,
+                share: 0.75,
+                gflop: 1.0,
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let r = report("h", vec![c]);
+    let text = wan_vae_bench::export::profile::text(&r);
+    assert!(
+        text.contains("fp32-chunk1-untiled-5x64x64-baseline decode: profiled 200.0 ms (1.05x the timed median)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("decoder.upsamples.12.residual.2") && text.contains("by op: conv3d 75%"),
+        "{text}"
+    );
+    let md = wan_vae_bench::export::profile::markdown(&r);
+    assert!(
+        md.contains("## Where the time goes") && md.contains("| `decoder.upsamples.12.residual.2` | conv3d |"),
+        "{md}"
+    );
+    let p = r.cases[0].profile.as_ref().unwrap().decode.as_ref().unwrap();
+    assert_eq!(
+        wan_vae_bench::export::profile::one_line(p),
+        "conv3d 75% (costliest: decoder.upsamples.12.residual.2 75%)"
+    );
 }

@@ -1,21 +1,18 @@
 //! The benchmark run: `run` (matrix -> shuffled cases -> worker processes, shared per engine and env variant ->
-//! report rewritten after every case -> summary table). `docs/architecture.md` draws the
-//! data flow.
+//! report rewritten after every case -> summary table). `docs/architecture.md` draws the data flow.
+//! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run` flags (one per axis
+//! of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps, [`run_files`] the run's input and output files,
+//! [`config`] the TOML matrix file, [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]`
+//! limits and their verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
+//! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each case's engine says,
+//! [`crate::engine`]; [`miopen`] MIOpen's log lines), [`profile_pass`] the profiled lease of `--profile`,
+//! [`outputs`] the outputs files and quality against references, [`progress`] the progress bar, `measured`
+//! the line above the results table, [`interrupt`] SIGINT/SIGTERM, [`tool_env`] the tool's own variables
+//! that alter a run. The engines, their workers and the wire format are [`crate::engine`]'s; the end-of-run
+//! table and the exports are [`crate::export`]'s.
 //!
-//! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run`
-//! flags (one per axis of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps,
-//! [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
-//! [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their
-//! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
-//! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
-//! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
-//! outputs files and quality against references, [`progress`] the progress bar,
-//! `measured` the line above the results table, [`interrupt`] SIGINT/SIGTERM, [`tool_env`]
-//! the tool's own variables that alter a run. The engines, their workers and the wire format
-//! are [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
-//!
-//! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or
-//! render exports (those are `model`, `engine` and `export`).
+//! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or render exports (those
+//! are `model`, `engine` and `export`).
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -39,7 +39,10 @@ pub fn run(
     if result.outcome.status != CaseStatus::Ok {
         let why = result.outcome.error_line().unwrap_or("no message").to_string();
         return CaseProfile {
-            error: Some(format!("the profiled pass ended {}: {why}", result.outcome.status.name())),
+            error: Some(format!(
+                "the profiled pass ended {}: {why}",
+                result.outcome.status.name()
+            )),
             ..Default::default()
         };
     }

@@ -23,7 +23,12 @@ fn pct(share: f64) -> String {
 
 /// `conv3d 64%, attention 13%, conv2d 12% (costliest: decoder.upsamples.12.residual.2 9%)`.
 pub fn one_line(p: &PassProfile) -> String {
-    let ops: Vec<String> = p.by_op.iter().take(3).map(|r| format!("{} {}", r.name, pct(r.share))).collect();
+    let ops: Vec<String> = p
+        .by_op
+        .iter()
+        .take(3)
+        .map(|r| format!("{} {}", r.name, pct(r.share)))
+        .collect();
     let top = p.layers.iter().find(|r| r.layer != OUTSIDE);
     let top = top.map_or(String::new(), |r| format!(" (costliest: {} {})", r.layer, pct(r.share)));
     format!("{}{top}", ops.join(", "))
@@ -50,10 +55,23 @@ pub fn text(report: &Report) -> String {
                 ms(p.total_ms),
                 p.overhead
             );
-            let width = p.layers.iter().take(TOP_LAYERS).map(|r| r.layer.len()).max().unwrap_or(0);
+            let width = p
+                .layers
+                .iter()
+                .take(TOP_LAYERS)
+                .map(|r| r.layer.len())
+                .max()
+                .unwrap_or(0);
             for r in p.layers.iter().filter(|r| r.layer != OUTSIDE).take(TOP_LAYERS) {
-                let rate = if r.gflop > 0.0 { format!("  {:.1} GFLOP/s", r.gflop_per_s) } else { String::new() };
-                let kernel = r.kernels.first().map_or(String::new(), |k| format!("  [{}: {}]", k.family, k.name));
+                let rate = if r.gflop > 0.0 {
+                    format!("  {:.1} GFLOP/s", r.gflop_per_s)
+                } else {
+                    String::new()
+                };
+                let kernel = r
+                    .kernels
+                    .first()
+                    .map_or(String::new(), |k| format!("  [{}: {}]", k.family, k.name));
                 let _ = writeln!(
                     o,
                     "    {:<width$}  {:<9} {:>9} {:>4}  x{}{rate}{kernel}",
@@ -91,15 +109,31 @@ pub fn markdown(report: &Report) -> String {
                 c.id,
                 ms(p.total_ms),
                 p.overhead,
-                p.by_op.iter().map(|r| format!("{} {}", r.name, pct(r.share))).collect::<Vec<_>>().join(", ")
+                p.by_op
+                    .iter()
+                    .map(|r| format!("{} {}", r.name, pct(r.share)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
             o.push_str("| layer | op | input | calls | time | share | GFLOP/s | top kernel |\n");
             o.push_str("|:---|:---|:---|---:|---:|---:|---:|:---|\n");
             let rows = p.layers.iter().filter(|r| r.layer != OUTSIDE).take(TOP_LAYERS);
             for r in rows.chain(p.layers.iter().filter(|r| r.layer == OUTSIDE)) {
-                let shape = r.input_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x");
-                let kernel = r.kernels.first().map_or("–".into(), |k| format!("{} (`{}`)", k.family, k.name));
-                let rate = if r.gflop > 0.0 { format!("{:.1}", r.gflop_per_s) } else { "–".into() };
+                let shape = r
+                    .input_shape
+                    .iter()
+                    .map(|d| d.to_string())
+                    .collect::<Vec<_>>()
+                    .join("x");
+                let kernel = r
+                    .kernels
+                    .first()
+                    .map_or("–".into(), |k| format!("{} (`{}`)", k.family, k.name));
+                let rate = if r.gflop > 0.0 {
+                    format!("{:.1}", r.gflop_per_s)
+                } else {
+                    "–".into()
+                };
                 let _ = writeln!(
                     o,
                     "| `{}` | {} | {} {} | {} | {} | {} | {rate} | {kernel} |",
@@ -117,19 +151,30 @@ pub fn markdown(report: &Report) -> String {
     o
 }
 
-/// `(workload label, [(role, case id, one line per pass)])` for every answer whose default
-/// or recommended case carries a profile.
-fn answer_items(report: &Report) -> Vec<(String, Vec<(String, String, Vec<String>)>)> {
+/// A role (`default`, `recommended`), its case id, one line per profiled pass.
+type Role = (String, String, Vec<String>);
+
+/// `(workload label, roles)` for every answer whose default or recommended case carries a
+/// profile.
+fn answer_items(report: &Report) -> Vec<(String, Vec<Role>)> {
     let Some(s) = &report.summary else {
         return Vec::new();
     };
     let mut out = Vec::new();
     for a in &s.answers {
         let mut roles = Vec::new();
-        let fastest = a.fastest.as_ref().filter(|f| a.baseline.as_ref().is_none_or(|b| b.id != f.id));
+        let fastest = a
+            .fastest
+            .as_ref()
+            .filter(|f| a.baseline.as_ref().is_none_or(|b| b.id != f.id));
         for (role, case) in [("default", a.baseline.as_ref()), ("recommended", fastest)] {
             let Some(case) = case else { continue };
-            let Some(p) = report.cases.iter().find(|c| c.id == case.id).and_then(|c| c.profile.as_ref()) else {
+            let Some(p) = report
+                .cases
+                .iter()
+                .find(|c| c.id == case.id)
+                .and_then(|c| c.profile.as_ref())
+            else {
                 continue;
             };
             let lines: Vec<String> = p.passes().map(|(n, p)| format!("{n}: {}", one_line(p))).collect();
@@ -138,7 +183,13 @@ fn answer_items(report: &Report) -> Vec<(String, Vec<(String, String, Vec<String
             }
         }
         if !roles.is_empty() {
-            out.push((format!("{}, {} frames at {}x{}, engine {}", a.model, a.frames, a.width_px, a.height_px, a.engine), roles));
+            out.push((
+                format!(
+                    "{}, {} frames at {}x{}, engine {}",
+                    a.model, a.frames, a.width_px, a.height_px, a.engine
+                ),
+                roles,
+            ));
         }
     }
     out

@@ -179,14 +179,19 @@ mod tests {
         // Each named layer owns weights in the checkpoint (`<layer>.weight`, or the
         // attention block's `<layer>.to_qkv.weight`), so a profile joins by these names.
         for cfg in [Config::wan21(), Config::wan22()] {
-            let keys: std::collections::BTreeSet<String> =
-                crate::weights::layout::expected_tensors(&cfg).into_iter().map(|t| t.name).collect();
+            let keys: std::collections::BTreeSet<String> = crate::weights::layout::expected_tensors(&cfg)
+                .into_iter()
+                .map(|t| t.name)
+                .collect();
             let layers = [encode_layers(&cfg, 5, 64, 64), decode_layers(&cfg, 5, 64, 64)].concat();
             assert!(layers.len() > 20);
             for (name, gflop) in layers {
                 assert!(gflop > 0.0, "{name}");
                 let owned = [format!("{name}.weight"), format!("{name}.to_qkv.weight")];
-                assert!(owned.iter().any(|k| keys.contains(k)), "{name} is not a checkpoint layer");
+                assert!(
+                    owned.iter().any(|k| keys.contains(k)),
+                    "{name} is not a checkpoint layer"
+                );
             }
         }
     }

@@ -83,10 +83,15 @@ pub fn join(profile: &mut CaseProfile, log: &MiopenLog) {
         .iter()
         .filter_map(|c| parse_command(c).map(|p| (p, c)))
         .collect();
-    let only_solver = (log.solvers.len() == 1).then(|| log.solvers.keys().next().cloned()).flatten();
+    let only_solver = (log.solvers.len() == 1)
+        .then(|| log.solvers.keys().next().cloned())
+        .flatten();
     for pass in [&mut profile.encode, &mut profile.decode].into_iter().flatten() {
         for row in pass.layers.iter_mut().filter(|r| r.op.starts_with("conv")) {
-            let command = problems.iter().find(|(p, _)| matches(p, &row.input_shape)).map(|(_, c)| (*c).clone());
+            let command = problems
+                .iter()
+                .find(|(p, _)| matches(p, &row.input_shape))
+                .map(|(_, c)| (*c).clone());
             if command.is_some() || only_solver.is_some() {
                 row.solver = Some(SolverJoin {
                     family: only_solver.as_deref().map(|s| super::kernels::family(s).to_string()),
@@ -105,7 +110,12 @@ pub fn torch_snippet(row: &LayerRow, device: &str) -> String {
         "f16" | "float16" => "torch.float16",
         _ => "torch.float32",
     };
-    let shape = row.input_shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ");
+    let shape = row
+        .input_shape
+        .iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
     let c = row.input_shape.get(1).copied().unwrap_or(1);
     let (conv, k) = if row.op == "conv2d" || row.input_shape.len() == 4 {
         ("conv2d", "3, 3")
@@ -116,12 +126,20 @@ pub fn torch_snippet(row: &LayerRow, device: &str) -> String {
     } else {
         ("conv3d", "3, 3, 3")
     };
-    let device = if device.starts_with("cuda") || device.starts_with("cpu") { device } else { "cpu" };
+    let device = if device.starts_with("cuda") || device.starts_with("cpu") {
+        device
+    } else {
+        "cpu"
+    };
     format!(
         "import torch; x = torch.randn({shape}, dtype={dtype}, device='{device}'); \
          w = torch.randn({c}, {c}, {k}, dtype={dtype}, device='{device}'); \
          torch.nn.functional.{conv}(x{}, w); torch.cuda.synchronize() if x.is_cuda else None",
-        if conv == "conv2d" && row.input_shape.len() == 5 { ".flatten(0, 1)" } else { "" }
+        if conv == "conv2d" && row.input_shape.len() == 5 {
+            ".flatten(0, 1)"
+        } else {
+            ""
+        }
     )
 }
 
@@ -173,8 +191,10 @@ mod tests {
 
     #[test]
     fn conv_layers_join_their_logged_command_and_the_only_solver() {
-        let mut log = MiopenLog::default();
-        log.driver_commands = vec![CMD_2D.to_string(), CMD_3D.to_string()];
+        let mut log = MiopenLog {
+            driver_commands: vec![CMD_2D.to_string(), CMD_3D.to_string()],
+            ..Default::default()
+        };
         log.solvers.insert("ConvDirectNaiveConvFwd".into(), 12);
         let mut profile = CaseProfile {
             decode: Some(PassProfile {
@@ -197,21 +217,33 @@ mod tests {
         assert_eq!(s.driver_command.as_deref(), Some(CMD_3D));
         assert_eq!(s.solver.as_deref(), Some("ConvDirectNaiveConvFwd"));
         assert_eq!(s.family.as_deref(), Some("naive/direct"));
-        assert_eq!(layers[1].solver.as_ref().unwrap().driver_command.as_deref(), Some(CMD_2D));
+        assert_eq!(
+            layers[1].solver.as_ref().unwrap().driver_command.as_deref(),
+            Some(CMD_2D)
+        );
         assert_eq!(layers[2].solver, None, "a norm is no convolution");
-        assert_eq!(layers[3].solver.as_ref().unwrap().driver_command, None, "48 channels: no command");
+        assert_eq!(
+            layers[3].solver.as_ref().unwrap().driver_command,
+            None,
+            "48 channels: no command"
+        );
         // Reproducers: the logged command, else a torch snippet with the shape and dtype.
         assert_eq!(layers[0].reproduce.as_deref(), Some(CMD_3D));
         let snippet = layers[3].reproduce.as_deref().unwrap();
-        assert!(snippet.contains("torch.randn(1, 48, 5, 64, 64, dtype=torch.float32, device='cuda:0')"), "{snippet}");
+        assert!(
+            snippet.contains("torch.randn(1, 48, 5, 64, 64, dtype=torch.float32, device='cuda:0')"),
+            "{snippet}"
+        );
         assert!(snippet.contains("conv3d"), "{snippet}");
         assert_eq!(layers[2].reproduce, None);
     }
 
     #[test]
     fn several_solvers_leave_the_solver_unnamed() {
-        let mut log = MiopenLog::default();
-        log.driver_commands = vec![CMD_3D.to_string()];
+        let mut log = MiopenLog {
+            driver_commands: vec![CMD_3D.to_string()],
+            ..Default::default()
+        };
         log.solvers.insert("GemmFwdRest".into(), 3);
         log.solvers.insert("ConvBinWinogradRxSf2x3g1".into(), 3);
         let mut profile = CaseProfile {

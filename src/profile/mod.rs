@@ -101,7 +101,12 @@ pub fn finish(mut raw: CaseProfile, facts: &CaseFacts) -> CaseProfile {
 /// One pass: rows merged per layer, op kinds, GFLOP per layer from `flops` (`(layer,
 /// GFLOP)`), the outside row, shares, rates, kernels' families, costliest first, roll-ups,
 /// and the overhead against `timed`'s median.
-pub fn finish_pass(raw: PassProfile, flops: &[(String, f64)], timed: Option<&PassStats>, cfg: Option<&Config>) -> PassProfile {
+pub fn finish_pass(
+    raw: PassProfile,
+    flops: &[(String, f64)],
+    timed: Option<&PassStats>,
+    cfg: Option<&Config>,
+) -> PassProfile {
     let mut merged: BTreeMap<String, LayerRow> = BTreeMap::new();
     let mut outside_ms = 0.0;
     for row in raw.layers {
@@ -169,7 +174,11 @@ pub fn finish_pass(raw: PassProfile, flops: &[(String, f64)], timed: Option<&Pas
     PassProfile {
         total_ms,
         timed_median_ms,
-        overhead: if timed_median_ms > 0.0 { total_ms / timed_median_ms } else { 0.0 },
+        overhead: if timed_median_ms > 0.0 {
+            total_ms / timed_median_ms
+        } else {
+            0.0
+        },
         gflop: timed.map_or_else(|| flops.iter().map(|(_, g)| g).sum(), |t| t.gflop),
         layers: rows,
         by_op,

@@ -36,7 +36,11 @@ impl ProfileArgs {
             None => None,
             Some(dir) => {
                 let bad = |why: String| {
-                    UserError::invalid("--export-trace", &dir.display().to_string(), format!("a folder this user can write ({why})"))
+                    UserError::invalid(
+                        "--export-trace",
+                        dir.display().to_string(),
+                        format!("a folder this user can write ({why})"),
+                    )
                 };
                 std::fs::create_dir_all(dir).map_err(|e| bad(e.to_string()))?;
                 let probe = dir.join(".wan-vae-bench-probe");
@@ -52,6 +56,12 @@ impl ProfileArgs {
 /// A case id as a file name: anything but ASCII letters, digits, `-`, `_` and `.` becomes `_`.
 pub fn file_name(id: &str) -> String {
     id.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }

@@ -23,11 +23,20 @@ fn op_kinds_and_stages_follow_the_checkpoint_names() {
     assert_eq!(op_of(OUTSIDE), "other");
     let cfg = Config::wan21();
     // Wan 2.1's flat list: decoder stages of 3 residual blocks + a resample (4 blocks).
-    assert_eq!(stage_of("decoder.upsamples.4.residual.2", Some(&cfg)), "decoder.upsamples.1");
-    assert_eq!(stage_of("decoder.upsamples.3.resample.1", Some(&cfg)), "decoder.upsamples.0");
+    assert_eq!(
+        stage_of("decoder.upsamples.4.residual.2", Some(&cfg)),
+        "decoder.upsamples.1"
+    );
+    assert_eq!(
+        stage_of("decoder.upsamples.3.resample.1", Some(&cfg)),
+        "decoder.upsamples.0"
+    );
     assert_eq!(stage_of("decoder.middle.1", Some(&cfg)), "decoder.middle");
     // Wan 2.2's nested lists name their stage.
-    assert_eq!(stage_of("encoder.downsamples.2.downsamples.1.residual.2", None), "encoder.downsamples.2");
+    assert_eq!(
+        stage_of("encoder.downsamples.2.downsamples.1.residual.2", None),
+        "encoder.downsamples.2"
+    );
     assert_eq!(stage_of("conv1", None), "conv1");
 }
 
@@ -71,11 +80,18 @@ fn rows_sum_to_the_pass_and_gflop_to_the_case() {
     assert!((sum_ms - total_ms).abs() < 1e-9, "{sum_ms} vs {total_ms}");
     let sum_gflop: f64 = p.layers.iter().map(|r| r.gflop).sum();
     assert!((sum_gflop - total_gflop).abs() < 1e-9 * total_gflop.max(1.0));
-    assert_eq!(p.layers.len(), flops.len() + 2, "merged per layer, plus the norm and the outside row");
+    assert_eq!(
+        p.layers.len(),
+        flops.len() + 2,
+        "merged per layer, plus the norm and the outside row"
+    );
     let outside = p.layers.last().unwrap();
     assert_eq!((outside.layer.as_str(), outside.ms), (OUTSIDE, 10.0));
     let first = &p.layers[0];
-    assert_eq!((first.layer.as_str(), first.calls, first.ms), (flops[0].0.as_str(), 2, 3.0));
+    assert_eq!(
+        (first.layer.as_str(), first.calls, first.ms),
+        (flops[0].0.as_str(), 2, 3.0)
+    );
     assert!((p.overhead - 2.0).abs() < 1e-9);
     let share: f64 = p.by_op.iter().map(|r| r.share).sum();
     assert!((share - 1.0).abs() < 1e-9);

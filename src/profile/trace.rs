@@ -53,10 +53,19 @@ mod tests {
     fn a_trace_is_trace_event_json() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.json");
-        let e = TraceEvent::layer("decoder.conv1", "conv3d", 10.0, 2.5, serde_json::json!({"shape": [1, 4, 2, 4, 4]}));
+        let e = TraceEvent::layer(
+            "decoder.conv1",
+            "conv3d",
+            10.0,
+            2.5,
+            serde_json::json!({"shape": [1, 4, 2, 4, 4]}),
+        );
         write(&path, &[e]).unwrap();
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let ev = &v["traceEvents"][0];
-        assert_eq!((ev["ph"].as_str(), ev["name"].as_str(), ev["dur"].as_f64()), (Some("X"), Some("decoder.conv1"), Some(2.5)));
+        assert_eq!(
+            (ev["ph"].as_str(), ev["name"].as_str(), ev["dur"].as_f64()),
+            (Some("X"), Some("decoder.conv1"), Some(2.5))
+        );
     }
 }

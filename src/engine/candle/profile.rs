@@ -212,7 +212,12 @@ impl Recorder {
     }
 
     /// Run `f` as the profiled `pass` (`encode` or `decode`): its output and wall time.
-    pub fn pass<T>(&mut self, pass: &str, device: &Device, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, f64)> {
+    pub fn pass<T>(
+        &mut self,
+        pass: &str,
+        device: &Device,
+        f: impl FnOnce() -> anyhow::Result<T>,
+    ) -> anyhow::Result<(T, f64)> {
         let (out, secs, profile, events) = profiled(device, f)?;
         if let Some(prefix) = self.request.as_ref().and_then(|r| r.trace.as_ref()) {
             let path = std::path::PathBuf::from(format!("{}.{pass}.json", prefix.display()));

@@ -312,7 +312,9 @@ fn time_passes(spec: &WorkerSpec, loaded: &Loaded, inputs: &Inputs, device: &Dev
             (None, Some(video)) => {
                 phase(&format!("encode {label}"));
                 let (z, secs) = match rec.wants(warm) {
-                    true => rec.pass("encode", device, || vae.encode(video, &opts)).map_err(classify)?,
+                    true => rec
+                        .pass("encode", device, || vae.encode(video, &opts))
+                        .map_err(classify)?,
                     false => timed(device, || vae.encode(video, &opts))?,
                 };
                 let samples = if warm { &mut t.enc_warm } else { &mut t.enc };
