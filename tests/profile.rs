@@ -286,3 +286,49 @@ fn the_table_and_the_markdown_say_where_the_time_goes() {
         "conv3d 75% (costliest: decoder.upsamples.12.residual.2 75%)"
     );
 }
+
+#[test]
+fn comfyui_profiles_carry_the_official_names() {
+    let py = need!(python());
+    let dir = scratch();
+    let folder = need!(comfyui(dir.path()));
+    // ComfyUI hard-codes the real widths: synthetic weights, one frame at 16x16.
+    let r = profiled_run(
+        dir.path(),
+        &[
+            "--engine",
+            "comfyui",
+            "--comfyui",
+            folder.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+        ],
+    );
+    let c = &r.cases[0];
+    assert_eq!(c.outcome.status, CaseStatus::Ok, "{:?}", c.outcome.error);
+    let profile = c.profile.as_ref().unwrap();
+    for (name, p) in profile.passes() {
+        let timed = if name == "encode" {
+            &c.outcome.encode
+        } else {
+            &c.outcome.decode
+        };
+        let case_gflop = timed.as_ref().unwrap().gflop;
+        let sum_gflop: f64 = p.layers.iter().map(|r| r.gflop).sum();
+        assert!(
+            (sum_gflop - case_gflop).abs() <= 1e-9 * case_gflop,
+            "{name}: {sum_gflop} vs {case_gflop}"
+        );
+        let sum_ms: f64 = p.layers.iter().map(|r| r.ms).sum();
+        assert!((sum_ms - p.total_ms).abs() <= 1e-6 * p.total_ms);
+        let middle = format!("{}r.middle.1", if name == "encode" { "encode" } else { "decode" });
+        assert!(
+            p.layers.iter().any(|r| r.layer == middle && r.op == "attention"),
+            "{name}: no {middle}"
+        );
+    }
+}
