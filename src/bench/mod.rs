@@ -11,8 +11,7 @@
 //! that alter a run. The engines, their workers and the wire format are [`crate::engine`]'s; the end-of-run
 //! table and the exports are [`crate::export`]'s.
 //!
-//! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or render exports (those
-//! are `model`, `engine` and `export`).
+//! Must not: hold model code, know an engine beyond its `engine::EngineSpec`, or render exports (`model`, `export`).
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
