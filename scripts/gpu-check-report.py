@@ -331,6 +331,46 @@ def cmd_growth(a):
         line("PASS", "times grow with work", f"decode median grows with frames x pixels in all {compared} pairs")
 
 
+def cmd_profile(a):
+    """`run --profile`: each ok case carries a profile of every pass it timed, its rows sum to
+    the pass, and on a GPU the Python engines' convolutions name the device kernels behind them
+    (printed with their family, the check of the kernel classifier on a real device)."""
+    rep = load_json(a.report, a.name)
+    if rep is None:
+        return
+    if a.rc not in (0, 1):
+        line("FAIL", a.name, f"run exited {a.rc}: {error_line(a.log)}")
+    for c in rep.get("cases", []):
+        label = f"{a.name} {case_label(c)}"
+        if c.get("status") != "ok":
+            line("UNSUPPORTED" if c.get("status") == "unsupported" else "FAIL", label,
+                 first_line(c.get("error") or c.get("status")))
+            continue
+        p = c.get("profile") or {}
+        if p.get("error") or not any(p.get(k) for k in ("encode", "decode")):
+            line("FAIL", label, f"no profile: {p.get('error')}")
+            continue
+        problems, kernels = [], []
+        for kind in ("encode", "decode"):
+            pp = p.get(kind)
+            if not pp:
+                continue
+            rows = sum(r["ms"] for r in pp["layers"])
+            if abs(rows - pp["total_ms"]) > 1e-6 * max(pp["total_ms"], 1.0):
+                problems.append(f"{kind} rows {rows:.3f} ms != pass {pp['total_ms']:.3f} ms")
+            convs = [r for r in pp["layers"] if r.get("op", "").startswith("conv")]
+            top = max(convs, key=lambda r: r["ms"], default=None)
+            if top and top.get("kernels"):
+                k = top["kernels"][0]
+                kernels.append(f"{kind} {top['layer']}: {k['family']} {first_line(k['name'], 80)}")
+                if on_gpu(a.device) and c.get("engine") != "candle" and k["name"].startswith("aten::"):
+                    problems.append(f"{kind} {top['layer']}: no device kernel, only {k['name']}")
+        if problems:
+            line("FAIL", label, "; ".join(problems))
+        else:
+            line("PASS", label, "; ".join(kernels) or "per-layer profile")
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -349,10 +389,17 @@ def main(argv):
     r.add_argument("--log", required=True)
     r.add_argument("--oom", action="store_true")
     r.add_argument("report")
+    pr = sub.add_parser("profile")
+    pr.add_argument("--name", required=True)
+    pr.add_argument("--device", required=True)
+    pr.add_argument("--rc", type=int, required=True)
+    pr.add_argument("--log", required=True)
+    pr.add_argument("report")
     g = sub.add_parser("growth")
     g.add_argument("reports", nargs="*")
     a = p.parse_args(argv)
-    {"system": cmd_system, "validate": cmd_validate, "run": cmd_run, "growth": cmd_growth}[a.cmd](a)
+    {"system": cmd_system, "validate": cmd_validate, "run": cmd_run, "growth": cmd_growth,
+     "profile": cmd_profile}[a.cmd](a)
     return 0
 
 

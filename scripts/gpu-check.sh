@@ -15,6 +15,9 @@
 #   wan22      configs/gpu-check-wan22.toml            Wan 2.2, 21 frames 1280x704, encode + decode
 #   levers     configs/gpu-check-levers.toml           21 frames 832x480 decode, layout x conv3d (issue 40)
 #   oom        configs/gpu-check-oom.toml              a size that does not fit: `oom`, then the next case runs
+#   profile    `run --profile --export-trace`: 5 frames 320x320 (64x64 with --smoke), fp32 and bf16,
+#              one profiled pass per pass: every ok case has a per-layer profile whose rows sum
+#              to the pass, and on a GPU the Python engines' convolutions name device kernels
 # and after the matrices: decode times must grow with frames x pixels.
 #
 # Options:
@@ -107,7 +110,7 @@ fi
 IFS=, read -r -a config_list <<< "$configs"
 for c in "${config_list[@]}"; do [[ -f $c ]] || die "matrix file not found: $c"; done
 step_name() { local n; n=$(basename "$1" .toml); n=${n#gpu-check-}; echo "${n#wan21-}"; }
-known_steps=" system validate "
+known_steps=" system validate profile "
 for c in "${config_list[@]}"; do known_steps+="$(step_name "$c") "; done
 if [[ -n $steps ]]; then
     IFS=, read -r -a wanted <<< "$steps"
@@ -225,6 +228,17 @@ for cfg in "${config_list[@]}"; do
 done
 if [[ ${#matrix_reports[@]} -gt 1 ]]; then
     report growth "${matrix_reports[@]}"
+fi
+
+if wants profile; then
+    size=320x320
+    [[ $smoke == 1 ]] && size=64x64
+    args=(run --output "$out/profile.json" "${common[@]}" --frames 5 --size "$size" --tile none
+        --precision fp32,bf16 --warmup 1 --runs 1 --profile --export-trace "$out/traces")
+    [[ -n $w21 ]] && args+=(--weights "$w21")
+    say "run profile: ${args[*]} ${extra[*]}"
+    "$bin" "${args[@]}" "${extra[@]}" 2>&1 | tee "$out/profile.log" >&2
+    report profile --name profile --device "$device" --rc "${PIPESTATUS[0]}" --log "$out/profile.log" "$out/profile.json"
 fi
 
 count() { grep -c "^$1 " "$checks" || true; }

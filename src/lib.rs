@@ -45,6 +45,7 @@ pub mod merge;
 pub mod model;
 pub mod out;
 pub mod process;
+pub mod profile;
 pub mod quality;
 pub mod read;
 pub mod report;

@@ -14,6 +14,7 @@ use crate::system::SystemInfo;
 pub use crate::tool::ToolInfo;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
 
+pub mod profile;
 pub mod shard;
 mod summary;
 pub mod telemetry;
@@ -269,6 +270,9 @@ pub struct CaseRecord {
     /// record's JSON as the worker's result file has it.
     #[serde(flatten)]
     pub outcome: Outcome,
+    /// `run --profile`: the per-layer breakdown of a profiled pass per pass kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<profile::CaseProfile>,
     /// Distance of this case's outputs from its fp32/untiled/chunk-1 reference case.
     pub quality: Option<Quality>,
     /// The machine this case ran on; set by `merge` when cases come from several reports.
@@ -635,6 +639,7 @@ mod tests {
                 ..Outcome::new(CaseStatus::Ok, None, BTreeMap::new())
             },
             quality: None,
+            profile: None,
             system: None,
             run: None,
             budgets: Vec::new(),

@@ -23,6 +23,7 @@ mod levers;
 mod merge_plot_cli;
 mod model;
 mod newcomer;
+mod profile;
 mod real_weights;
 mod reliability_input;
 mod reliability_numbers;

@@ -61,6 +61,7 @@ fn case(s: CaseSettings, samples: &[f64], psnr: Option<f64>) -> CaseRecord {
             )
         },
         quality: Some(quality),
+        profile: None,
         system: None,
         run: None,
         budgets: vec![],

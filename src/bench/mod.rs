@@ -1,13 +1,22 @@
 //! The benchmark run: `run` (matrix -> shuffled cases -> worker processes, shared per engine and env variant ->
-//! report rewritten after every case -> summary table). `docs/architecture.md` draws the
-//! data flow.
+//! report rewritten after every case -> summary table). `docs/architecture.md` draws the data flow.
+//! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run` flags (one per axis
+//! of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps, [`run_files`] the run's input and output files,
+//! [`config`] the TOML matrix file, [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]`
+//! limits and their verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
+//! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each case's engine says,
+//! [`crate::engine`]; [`miopen`] MIOpen's log lines), [`profile_pass`] the profiled lease of `--profile`,
+//! [`outputs`] the outputs files and quality against references, [`progress`] the progress bar, `measured`
+//! the line above the results table, [`interrupt`] SIGINT/SIGTERM, [`tool_env`] the tool's own variables
+//! that alter a run. The engines, their workers and the wire format are [`crate::engine`]'s; the end-of-run
+//! table and the exports are [`crate::export`]'s.
 //!
 //! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run`
 //! flags (one per axis of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps,
 //! [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
 //! [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their
 //! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs, [`shard`]
-//! the part of it a `--shard K/N` run measures,
+//! the part of it a `--shard K/N` run measures, [`profile_pass`] the profiled pass of `--profile`,
 //! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
 //! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
 //! outputs files and quality against references, [`progress`] the progress bar,
@@ -44,6 +53,7 @@ pub mod options;
 pub mod outputs;
 pub mod plan;
 pub mod pool;
+pub mod profile_pass;
 pub mod progress;
 pub mod run_files;
 pub mod scheduler;
@@ -107,6 +117,8 @@ pub struct RunArgs {
     /// The folders of engines that run the user's own install (one flag per such engine).
     #[command(flatten)]
     pub engine_dirs: EngineDirs,
+    #[command(flatten)]
+    pub profile: crate::profile::options::ProfileArgs,
     /// Testing only: let the workers act on `WAN_VAE_BENCH_FAULT` (recorded in the report's
     /// `run.fault_hooks`); without it they ignore the variable.
     #[arg(long = "fault-hooks", hide = true)]
@@ -498,6 +510,7 @@ fn start_workers(
         },
         input: worker_input,
         inputs_dir: shared.inputs_dir,
+        profile: args.profile.request()?,
         engine_dirs: opts.engine_dirs.clone(),
     };
     Ok((executor, run_wide))

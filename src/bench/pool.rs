@@ -19,6 +19,9 @@ pub enum Purpose {
     Measured,
     /// Untimed work the run needs before a measured case (a decode-only case's latent).
     Prepare,
+    /// The profiled pass after an `ok` measured case (`run --profile`): it takes and passes
+    /// on the group's kept worker as a measured case does; its figures are not the case's.
+    Profile,
 }
 
 /// A worker lent for one case.
@@ -57,7 +60,7 @@ impl Pool {
         start: impl FnOnce() -> Result<LiveWorker, E>,
     ) -> Result<Lease, E> {
         let mut replaced = None;
-        if purpose == Purpose::Measured {
+        if purpose != Purpose::Prepare {
             if let Some(mut w) = self.kept.take() {
                 let same = may_share && w.key == key;
                 if same && w.alive() {
@@ -91,7 +94,7 @@ impl Pool {
     /// measured, the run shares workers (`may_share`), the case ended `ok` and the process
     /// is alive; otherwise it is ended.
     pub fn give_back(&mut self, mut lease: Lease, may_share: bool, ok: bool) {
-        if lease.purpose == Purpose::Measured && may_share && ok && lease.worker.alive() {
+        if lease.purpose != Purpose::Prepare && may_share && ok && lease.worker.alive() {
             if let Some(old) = self.kept.replace(lease.worker) {
                 old.end();
             }

@@ -68,6 +68,8 @@ pub struct RunWide {
     pub inputs_dir: Option<std::path::PathBuf>,
     /// The folders given for the engines that need one.
     pub engine_dirs: EngineDirs,
+    /// `run --profile`: a profiled lease after each `ok` case ([`super::profile_pass`]).
+    pub profile: Option<crate::profile::options::Profiling>,
 }
 
 impl RunWide {
@@ -192,6 +194,7 @@ impl Scheduler {
             input: user,
             engine_dir: self.run_wide.engine_dirs.get(preparer.engine).cloned(),
             python_module: preparer.python_module().map(String::from),
+            profile: None,
         };
         let progress = &self.progress;
         // A worker of its own, ended afterwards: no measured case inherits what it did.
@@ -396,6 +399,11 @@ impl Scheduler {
                 &original,
             ));
         }
+        if let (Some(p), CaseStatus::Ok) = (&self.run_wide.profile, result.outcome.status) {
+            let (vars, unset, ex) = (&case.env_vars, &case.env_unset, &mut self.executor);
+            let profile = super::profile_pass::run(ex, &spec, &result.outcome, vars, unset, p, progress);
+            result.profile = Some(profile);
+        }
         (result, spec.outputs)
     }
 
@@ -415,6 +423,7 @@ impl Scheduler {
             input_path: self.run_wide.input_path(&case.settings),
             engine_dir: self.run_wide.engine_dirs.get(case.settings.engine).cloned(),
             python_module: engine.python_module().map(String::from),
+            profile: None,
         }
     }
 
@@ -497,6 +506,7 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
         settings: case.settings.clone(),
         frames_used: crate::model::frames_used(case.settings.frames).ok(),
         outcome: r.outcome,
+        profile: r.profile,
         quality: None,
         system: None,
         budgets: Vec::new(),

@@ -8,6 +8,7 @@
 //!
 //! Must not: change the reports it reads; rendering is [`render`]'s, deciding [`verdict`]'s.
 pub mod compat;
+pub mod layers;
 pub mod render;
 pub mod verdict;
 pub mod welch;
@@ -146,9 +147,9 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     let out = if args.json {
         render::json(&cmp)?
     } else if args.markdown {
-        render::markdown(&cmp)
+        render::markdown(&cmp) + &layers::render(&layers::changes(&baseline, &current), true)
     } else {
-        render::text(&cmp)
+        render::text(&cmp) + &layers::render(&layers::changes(&baseline, &current), false)
     };
     crate::out!("{out}");
     Ok(i32::from(cmp.regression))

@@ -94,6 +94,18 @@ pub struct WorkerSpec {
     /// absent for other engines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python_module: Option<String>,
+    /// `run --profile`: this lease runs the case's profiled pass ([`ProfileRequest`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileRequest>,
+}
+
+/// A profiled lease (`run --profile`): after at most one warmup, the one timed pass of each
+/// kind runs profiled, per layer, and the result carries [`WorkerResult::profile`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ProfileRequest {
+    /// Write the profiled passes' Chrome/Perfetto trace here (`<this>.<pass>.json`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<PathBuf>,
 }
 
 /// The part of a [`WorkerSpec`] every case of a run shares (the scheduler keeps one and
@@ -184,6 +196,9 @@ pub struct WorkerResult {
     /// Python worker writes it as `python`.
     #[serde(default, rename = "python", skip_serializing_if = "Option::is_none")]
     pub engine_context: Option<EngineContext>,
+    /// A profiled lease's per-layer profile (raw: the parent completes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<crate::report::profile::CaseProfile>,
 }
 
 impl WorkerResult {
@@ -195,6 +210,7 @@ impl WorkerResult {
             roundtrip_psnr_db: None,
             outputs_error: None,
             engine_context: None,
+            profile: None,
         }
     }
 
@@ -377,6 +393,7 @@ mod tests {
             input_path: None,
             engine_dir: None,
             python_module: None,
+            profile: None,
         };
         let v = serde_json::to_value(&spec).unwrap();
         assert_eq!(v["weights"], "synthetic");

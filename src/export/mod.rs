@@ -16,6 +16,7 @@ pub mod csv_table;
 pub mod dashboards;
 pub mod flags;
 pub mod markdown;
+pub mod profile;
 pub mod svg;
 pub mod text;
 
@@ -37,7 +38,7 @@ pub struct TextTable;
 impl Exporter for TextTable {
     fn render(&self, report: &Report) -> anyhow::Result<String> {
         let block = report.summary.as_ref().map(answer::text).unwrap_or_default();
-        Ok(text::render_table(report) + &block)
+        Ok(text::render_table(report) + &profile::text(report) + &block + &profile::answer_text(report))
     }
 }
 
@@ -47,7 +48,7 @@ pub struct MarkdownTable;
 impl Exporter for MarkdownTable {
     fn render(&self, report: &Report) -> anyhow::Result<String> {
         let block = report.summary.as_ref().map(answer::markdown).unwrap_or_default();
-        Ok(markdown_table(report) + &block)
+        Ok(markdown_table(report) + &profile::markdown(report) + &block + &profile::answer_markdown(report))
     }
 }
 

@@ -59,6 +59,8 @@ impl FeatCache {
 /// `CausalConv3d`: zero padding `2*pt` frames in front (shrunk by the cached frames put
 /// there instead), `ph`/`pw` on both sides in space.
 pub struct CausalConv3d {
+    /// Checkpoint key path, the name of its profile span ([`super::span`]).
+    path: String,
     conv: Conv3d,
     stride: [usize; 3],
     padding: [usize; 3],
@@ -75,6 +77,7 @@ impl CausalConv3d {
         imp: ConvImpl,
     ) -> Result<Self> {
         Ok(CausalConv3d {
+            path: vb.prefix(),
             conv: Conv3d::new(vb, inp, out, kernel, imp)?,
             stride,
             padding,
@@ -87,6 +90,7 @@ impl CausalConv3d {
     }
 
     pub fn forward(&self, x: &Tensor, cache: Option<&Tensor>) -> Result<Tensor> {
+        let _span = super::span::layer(&self.path, x);
         let [pt, ph, pw] = self.padding;
         let mut front = 2 * pt;
         let mut parts = vec![x];
@@ -131,6 +135,8 @@ pub struct RmsNorm {
     scaled_gamma: Tensor,
     /// The same values as f32, for the fused CPU kernel.
     scaled_gamma_f32: Vec<f32>,
+    /// Checkpoint key path ([`super::span`]).
+    path: String,
 }
 
 impl RmsNorm {
@@ -146,6 +152,7 @@ impl RmsNorm {
         Ok(RmsNorm {
             scaled_gamma,
             scaled_gamma_f32,
+            path: vb.prefix(),
         })
     }
 
@@ -156,6 +163,7 @@ impl RmsNorm {
 
     /// Normalize, then SiLU when `silu` (one fused pass on the CPU).
     pub fn forward_act(&self, x: &Tensor, silu: bool) -> Result<Tensor> {
+        let _span = super::span::layer(&self.path, x);
         if let Some(y) = cpu_kernels::tensor::rms_norm(x, &self.scaled_gamma_f32, silu)? {
             return Ok(y);
         }
@@ -220,6 +228,8 @@ pub struct AttentionBlock {
     to_qkv: (Tensor, Tensor),
     proj: (Tensor, Tensor),
     c: usize,
+    /// Checkpoint key path ([`super::span`]): the block is one layer.
+    path: String,
 }
 
 impl AttentionBlock {
@@ -234,10 +244,12 @@ impl AttentionBlock {
             to_qkv: lin("to_qkv", 3 * c)?,
             proj: lin("proj", c)?,
             c,
+            path: vb.prefix(),
         })
     }
 
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let _span = super::span::layer(&self.path, x);
         let (b, c, t, h, w) = x.dims5()?;
         let dtype = x.dtype();
         // 'b c t h w -> (b t) c h w', normalized
@@ -293,6 +305,7 @@ impl Resample {
         let conv2d = |out: usize, stride: usize, pad: usize| -> Result<CausalConv3d> {
             let conv = Conv3d::new_2d(vb.pp("resample").pp("1"), c, out, 3, imp)?;
             Ok(CausalConv3d {
+                path: vb.pp("resample").pp("1").prefix(),
                 conv,
                 stride: [1, stride, stride],
                 padding: [0, pad, pad],
@@ -351,6 +364,7 @@ impl Resample {
                     right: 1,
                     ..Pad::default()
                 };
+                let _span = super::span::layer(&self.resample_1.path, &x);
                 self.resample_1.conv.forward(&x, self.resample_1.stride, pad)?
             }
         };

@@ -8,113 +8,157 @@
 use super::blocks::ResampleMode;
 use super::config::Config;
 
-/// Running total plus the current activation shape (frames, height, width).
+/// Running per-layer list plus the current activation shape (frames, height, width).
 struct Walk {
-    macs: f64,
+    /// `(layer, multiply-adds)` in visiting order, one entry per conv or attention call site.
+    layers: Vec<(String, f64)>,
     t: usize,
     h: usize,
     w: usize,
 }
 
 impl Walk {
-    /// A conv over `frames` output frames at the current spatial size.
-    fn conv(&mut self, cin: usize, cout: usize, taps: usize, frames: usize) {
-        self.macs += (cin * cout * taps) as f64 * (frames * self.h * self.w) as f64;
+    /// A conv named `layer` over `frames` output frames at the current spatial size.
+    fn conv(&mut self, layer: String, cin: usize, cout: usize, taps: usize, frames: usize) {
+        let macs = (cin * cout * taps) as f64 * (frames * self.h * self.w) as f64;
+        self.layers.push((layer, macs));
     }
-    fn residual(&mut self, cin: usize, cout: usize) {
-        self.conv(cin, cout, 27, self.t);
-        self.conv(cout, cout, 27, self.t);
+    /// A residual block at checkpoint path `p` (`p.residual.2`, `p.residual.6`, `p.shortcut`).
+    fn residual(&mut self, p: &str, cin: usize, cout: usize) {
+        self.conv(format!("{p}.residual.2"), cin, cout, 27, self.t);
+        self.conv(format!("{p}.residual.6"), cout, cout, 27, self.t);
         if cin != cout {
-            self.conv(cin, cout, 1, self.t);
+            self.conv(format!("{p}.shortcut"), cin, cout, 1, self.t);
         }
     }
-    fn attention(&mut self, c: usize) {
+    /// An attention block at `p`: one layer (its norm, projections and product together).
+    fn attention(&mut self, p: &str, c: usize) {
         let l = (self.h * self.w) as f64;
         let t = self.t as f64;
         // qkv and proj projections, q k^T and attn v.
-        self.macs += t * (4.0 * (c * c) as f64 * l + 2.0 * l * l * c as f64);
+        let macs = t * (4.0 * (c * c) as f64 * l + 2.0 * l * l * c as f64);
+        self.layers.push((p.to_string(), macs));
     }
-    fn middle(&mut self, c: usize) {
-        self.residual(c, c);
-        self.attention(c);
-        self.residual(c, c);
+    fn middle(&mut self, p: &str, c: usize) {
+        self.residual(&format!("{p}.0"), c, c);
+        self.attention(&format!("{p}.1"), c);
+        self.residual(&format!("{p}.2"), c, c);
+    }
+    /// GFLOP per layer (2 x multiply-adds), summed per name, in first-visit order.
+    fn finish(self) -> Vec<(String, f64)> {
+        let mut out: Vec<(String, f64)> = Vec::new();
+        for (name, macs) in self.layers {
+            match out.iter_mut().find(|(n, _)| *n == name) {
+                Some(e) => e.1 += 2.0 * macs / 1e9,
+                None => out.push((name, 2.0 * macs / 1e9)),
+            }
+        }
+        out
     }
 }
 
 /// Cost of encoding `frames` frames (trailing frames past `1+4k` are not encoded).
 pub fn encode_gflop(cfg: &Config, frames: usize, width: usize, height: usize) -> f64 {
+    encode_layers(cfg, frames, width, height).iter().map(|(_, g)| g).sum()
+}
+
+/// [`encode_gflop`] per layer: `(checkpoint key path, GFLOP)`, e.g.
+/// `("encoder.downsamples.0.residual.2", 1.2)`; an attention block is one layer
+/// (`encoder.middle.1`). Norms and parameter-free layers cost nothing here and are absent.
+pub fn encode_layers(cfg: &Config, frames: usize, width: usize, height: usize) -> Vec<(String, f64)> {
     let tc = cfg.temporal_compression();
     let t = 1 + tc * ((frames.max(1) - 1) / tc);
     let p = cfg.patch_size;
     let mut m = Walk {
-        macs: 0.0,
+        layers: Vec::new(),
         t,
         h: height / p,
         w: width / p,
     };
-    m.conv(cfg.image_channels(), cfg.dim, 27, t);
-    for st in cfg.encoder_stages() {
-        m.residual(st.inp, st.out);
-        for _ in 1..st.res_blocks {
-            m.residual(st.out, st.out);
+    m.conv("encoder.conv1".into(), cfg.image_channels(), cfg.dim, 27, t);
+    let mut flat = 0;
+    for (i, st) in cfg.encoder_stages().iter().enumerate() {
+        let mut inp = st.inp;
+        for j in 0..st.res_blocks {
+            let path = format!("encoder.{}", cfg.block_path("downsamples", i, j, flat));
+            m.residual(&path, inp, st.out);
+            inp = st.out;
+            flat += 1;
         }
         if let Some(mode) = st.resample {
+            let path = format!("encoder.{}", cfg.block_path("downsamples", i, st.res_blocks, flat));
+            flat += 1;
             let c = st.out;
             // stride-2 conv2d on every frame (output at half size)
             m.h = m.h.div_ceil(2);
             m.w = m.w.div_ceil(2);
-            m.conv(c, c, 9, m.t);
+            m.conv(format!("{path}.resample.1"), c, c, 9, m.t);
             if mode == ResampleMode::Downsample3d {
                 // time conv (3,1,1) stride 2: skipped on the first frame, then halves the rest
                 let computed = (m.t - 1) / 2;
-                m.conv(c, c, 3, computed);
+                m.conv(format!("{path}.time_conv"), c, c, 3, computed);
                 m.t = 1 + computed;
             }
         }
     }
-    m.middle(cfg.encoder_width());
+    m.middle("encoder.middle", cfg.encoder_width());
     let z = cfg.z_dim;
-    m.conv(cfg.encoder_width(), 2 * z, 27, m.t);
-    m.conv(2 * z, 2 * z, 1, m.t);
-    2.0 * m.macs / 1e9
+    let t = m.t;
+    m.conv("encoder.head.2".into(), cfg.encoder_width(), 2 * z, 27, t);
+    m.conv("conv1".into(), 2 * z, 2 * z, 1, t);
+    m.finish()
 }
 
 /// Cost of decoding the latent of a `frames`-frame `width` x `height` video.
 pub fn decode_gflop(cfg: &Config, frames: usize, width: usize, height: usize) -> f64 {
+    decode_layers(cfg, frames, width, height).iter().map(|(_, g)| g).sum()
+}
+
+/// [`decode_gflop`] per layer, as [`encode_layers`] (`conv2`, `decoder.conv1`,
+/// `decoder.upsamples.N...`, `decoder.head.2`).
+pub fn decode_layers(cfg: &Config, frames: usize, width: usize, height: usize) -> Vec<(String, f64)> {
     let z = cfg.z_dim;
     let lt = 1 + (frames.max(1) - 1) / cfg.temporal_compression();
     let sc = cfg.spatial_compression();
     let mut m = Walk {
-        macs: 0.0,
+        layers: Vec::new(),
         t: lt,
         h: height / sc,
         w: width / sc,
     };
     let c = cfg.decoder_width();
-    m.conv(z, z, 1, lt);
-    m.conv(z, c, 27, lt);
-    m.middle(c);
+    m.conv("conv2".into(), z, z, 1, lt);
+    m.conv("decoder.conv1".into(), z, c, 27, lt);
+    m.middle("decoder.middle", c);
     let mut last = c;
-    for st in cfg.decoder_stages() {
-        m.residual(st.inp, st.out);
-        for _ in 1..st.res_blocks {
-            m.residual(st.out, st.out);
+    let mut flat = 0;
+    for (i, st) in cfg.decoder_stages().iter().enumerate() {
+        let mut inp = st.inp;
+        for j in 0..st.res_blocks {
+            let path = format!("decoder.{}", cfg.block_path("upsamples", i, j, flat));
+            m.residual(&path, inp, st.out);
+            inp = st.out;
+            flat += 1;
         }
         if let Some(mode) = st.resample {
+            let path = format!("decoder.{}", cfg.block_path("upsamples", i, st.res_blocks, flat));
+            flat += 1;
             if mode == ResampleMode::Upsample3d {
                 // time conv (3,1,1) C -> 2C on every frame but the first, doubling them
                 let computed = m.t - 1;
-                m.conv(st.out, 2 * st.out, 3, computed);
+                m.conv(format!("{path}.time_conv"), st.out, 2 * st.out, 3, computed);
                 m.t = 1 + 2 * computed;
             }
             m.h *= 2;
             m.w *= 2;
-            m.conv(st.out, st.resampled, 9, m.t);
+            let t = m.t;
+            m.conv(format!("{path}.resample.1"), st.out, st.resampled, 9, t);
         }
         last = st.resampled;
     }
-    m.conv(last, cfg.image_channels(), 27, m.t);
-    2.0 * m.macs / 1e9
+    let t = m.t;
+    m.conv("decoder.head.2".into(), last, cfg.image_channels(), 27, t);
+    m.finish()
 }
 
 #[cfg(test)]
@@ -128,6 +172,28 @@ mod tests {
         let d = decode_gflop(&Config::wan21(), 5, 64, 64);
         assert!((e - 109.25).abs() < 0.01, "encode {e}");
         assert!((d - 182.40).abs() < 0.01, "decode {d}");
+    }
+
+    #[test]
+    fn every_layer_is_a_checkpoint_key_path() {
+        // Each named layer owns weights in the checkpoint (`<layer>.weight`, or the
+        // attention block's `<layer>.to_qkv.weight`), so a profile joins by these names.
+        for cfg in [Config::wan21(), Config::wan22()] {
+            let keys: std::collections::BTreeSet<String> = crate::weights::layout::expected_tensors(&cfg)
+                .into_iter()
+                .map(|t| t.name)
+                .collect();
+            let layers = [encode_layers(&cfg, 5, 64, 64), decode_layers(&cfg, 5, 64, 64)].concat();
+            assert!(layers.len() > 20);
+            for (name, gflop) in layers {
+                assert!(gflop > 0.0, "{name}");
+                let owned = [format!("{name}.weight"), format!("{name}.to_qkv.weight")];
+                assert!(
+                    owned.iter().any(|k| keys.contains(k)),
+                    "{name} is not a checkpoint layer"
+                );
+            }
+        }
     }
 
     #[test]

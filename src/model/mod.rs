@@ -14,6 +14,7 @@ pub mod cpu_kernels;
 pub mod flops;
 pub mod fold;
 pub mod kernels;
+pub mod span;
 pub mod temporal_tiling;
 pub mod tiling;
 mod vae;

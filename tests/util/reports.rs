@@ -48,6 +48,7 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
             ..Outcome::new(CaseStatus::Ok, None, Default::default())
         },
         quality: None,
+        profile: None,
         system: None,
         budgets: Vec::new(),
         run: None,

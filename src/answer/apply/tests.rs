@@ -45,6 +45,7 @@ fn record(row: &Row) -> (Report, CaseRecord) {
         system: None,
         run: None,
         budgets: vec![],
+        profile: None,
     };
     let report = Report {
         schema_version: crate::report::SCHEMA_VERSION,

@@ -10,6 +10,7 @@ use crate::error::UserError;
 
 pub mod fault;
 pub mod memory;
+pub mod profile;
 pub mod worker;
 
 /// Arguments of the hidden `worker` command.

@@ -107,6 +107,8 @@ struct Timed {
     enc: Vec<f64>,
     dec: Vec<f64>,
     last: Option<(Option<Tensor>, Option<Tensor>)>,
+    /// A profiled lease's per-layer profile ([`super::profile`]).
+    profile: Option<crate::report::profile::CaseProfile>,
 }
 
 /// What the last pass's outputs said: round trip, why they could not be saved, and the
@@ -154,7 +156,8 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
     memory::reset_peak_rss();
     phase("inputs");
     let inputs = read_inputs(spec, &device)?;
-    let timed = time_passes(spec, loaded, &inputs, &device)?;
+    let mut timed = time_passes(spec, loaded, &inputs, &device)?;
+    let profile = timed.profile.take();
     let checked = match timed.last {
         Some((latent, decoded)) => {
             phase("outputs");
@@ -189,6 +192,7 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
     result.model = Some(loaded.model.clone());
     result.roundtrip_psnr_db = checked.roundtrip_psnr_db;
     result.outputs_error = checked.outputs_error;
+    result.profile = profile;
     Ok(result)
 }
 
@@ -295,6 +299,7 @@ fn time_passes(spec: &WorkerSpec, loaded: &Loaded, inputs: &Inputs, device: &Dev
     };
     let (warmup, runs) = (spec.run.warmup, spec.run.runs);
     let mut t = Timed::default();
+    let mut rec = super::profile::Recorder::new(spec.profile.clone());
     for i in 0..warmup + runs {
         let warm = i < warmup;
         let label = if warm {
@@ -306,7 +311,12 @@ fn time_passes(spec: &WorkerSpec, loaded: &Loaded, inputs: &Inputs, device: &Dev
             (Some(z), _) => z.clone(),
             (None, Some(video)) => {
                 phase(&format!("encode {label}"));
-                let (z, secs) = timed(device, || vae.encode(video, &opts))?;
+                let (z, secs) = match rec.wants(warm) {
+                    true => rec
+                        .pass("encode", device, || vae.encode(video, &opts))
+                        .map_err(classify)?,
+                    false => timed(device, || vae.encode(video, &opts))?,
+                };
                 let samples = if warm { &mut t.enc_warm } else { &mut t.enc };
                 samples.push(secs);
                 z
@@ -315,7 +325,10 @@ fn time_passes(spec: &WorkerSpec, loaded: &Loaded, inputs: &Inputs, device: &Dev
         };
         let out = if s.passes.decodes() {
             phase(&format!("decode {label}"));
-            let (out, secs) = timed(device, || decode(&z))?;
+            let (out, secs) = match rec.wants(warm) {
+                true => rec.pass("decode", device, || decode(&z)).map_err(classify)?,
+                false => timed(device, || decode(&z))?,
+            };
             let samples = if warm { &mut t.dec_warm } else { &mut t.dec };
             samples.push(secs);
             Some(out)
@@ -327,6 +340,7 @@ fn time_passes(spec: &WorkerSpec, loaded: &Loaded, inputs: &Inputs, device: &Dev
         let own_latent = inputs.given_latent.is_none().then_some(z);
         t.last = (i + 1 == warmup + runs).then_some((own_latent, out));
     }
+    t.profile = rec.finish();
     Ok(t)
 }
 

@@ -38,6 +38,7 @@ pub const COMMON: &[PyFile] = &[
     PyFile::new("wan_configs.py", include_str!("wan_configs.py")),
     PyFile::new("wan_levers.py", include_str!("wan_levers.py")),
     PyFile::new("wan_clip.py", include_str!("wan_clip.py")),
+    PyFile::new("wan_profile.py", include_str!("wan_profile.py")),
 ];
 
 /// Every file of the Python worker: [`COMMON`] and each Python engine's modules (each once);

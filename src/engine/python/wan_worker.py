@@ -352,6 +352,8 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
 
     enc_w, dec_w, enc, dec = [], [], [], []
     last = None
+    import wan_profile  # `run --profile`: the timed pass of a profiled lease, per layer
+    rec = wan_profile.Recorder(torch, eng, device, spec.get("profile"), set(session.shapes), spec.get("python_module"))
     total = spec["warmup"] + spec["runs"]
     retries_warm = 0  # an engine's out-of-memory retries during warmup (comfyui's `retries`)
     for i in range(total):
@@ -364,14 +366,14 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
             phase(f"encode {label}")
             sync()
             t = time.perf_counter()
-            z = run_engine(eng.encode, enc_in, opts)
+            z = rec.call("encode", warm, lambda: run_engine(eng.encode, enc_in, opts))
             sync()
             (enc_w if warm else enc).append(time.perf_counter() - t)
         if decodes:
             phase(f"decode {label}")
             sync()
             t = time.perf_counter()
-            out = decode(z)
+            out = rec.call("decode", warm, lambda: decode(z))
             sync()
             (dec_w if warm else dec).append(time.perf_counter() - t)
         last = (z if encodes else None, out) if i + 1 == total else None
@@ -428,6 +430,8 @@ def measure(spec: dict, session: Optional[Session] = None) -> dict:
         result["device_peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated(device))
         result["device_peak_reserved_bytes"] = int(torch.cuda.max_memory_reserved(device))
         result["device_memory_bytes"] = result["device_peak_reserved_bytes"]
+    if rec.result() is not None:
+        result["profile"] = rec.result()
     return result
 
 

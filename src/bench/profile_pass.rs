@@ -1,0 +1,74 @@
+//! The profiled lease of `run --profile` (issue 39): after an `ok` measured case, the same
+//! spec once more, leased for [`Purpose::Profile`] (it takes the group's kept worker and
+//! passes it on, as a measured case does), with at most one warmup, one pass of each kind,
+//! no outputs and a [`ProfileRequest`]. The scheduler calls it outside the case's telemetry
+//! sampler, and its figures never enter the case's statistics: only its profile is kept,
+//! completed by [`crate::profile::finish`].
+//!
+//! Must not: render, or touch the case's timings.
+use std::collections::BTreeMap;
+
+use super::executor::{Executor, Purpose, WorkerEvent};
+use super::progress::Progress;
+use crate::engine::protocol::{ProfileRequest, WorkerSpec};
+use crate::profile::options::{file_name, Profiling};
+use crate::report::profile::CaseProfile;
+use crate::report::{CaseStatus, Outcome};
+
+/// Run `spec`'s profiled lease and return the case's profile (or why there is none).
+pub fn run(
+    executor: &mut Executor,
+    spec: &WorkerSpec,
+    measured: &Outcome,
+    vars: &BTreeMap<String, String>,
+    unset: &[String],
+    profiling: &Profiling,
+    progress: &Progress,
+) -> CaseProfile {
+    let mut p = spec.clone();
+    p.outputs = None;
+    p.run.warmup = p.run.warmup.min(1);
+    p.run.runs = 1;
+    p.profile = Some(ProfileRequest {
+        trace: profiling.trace_dir.as_ref().map(|d| d.join(file_name(&spec.id))),
+    });
+    let result = executor.run(&p, vars, unset, Purpose::Profile, &mut |e| match e {
+        WorkerEvent::Phase(ph) => progress.phase(&format!("profile {ph}")),
+        WorkerEvent::Output(line) => progress.output(line),
+    });
+    if result.outcome.status != CaseStatus::Ok {
+        let why = result.outcome.error_line().unwrap_or("no message").to_string();
+        return CaseProfile {
+            error: Some(format!(
+                "the profiled pass ended {}: {why}",
+                result.outcome.status.name()
+            )),
+            ..Default::default()
+        };
+    }
+    let Some(raw) = result.profile else {
+        return CaseProfile {
+            error: Some("the worker returned no profile".into()),
+            ..Default::default()
+        };
+    };
+    let s = &spec.settings;
+    let cfg = match &spec.run.weights_path {
+        Some(path) => crate::weights::peek_config(path).ok(),
+        None => crate::weights::resolve_config(&spec.run.weights, spec.run.model).ok(),
+    };
+    let facts = crate::profile::CaseFacts {
+        cfg: cfg.as_ref(),
+        frames: s.frames,
+        width: s.width,
+        height: s.height,
+        encode: measured.encode.as_ref(),
+        decode: measured.decode.as_ref(),
+    };
+    let mut profile = crate::profile::finish(raw, &facts);
+    if let Some(log) = &result.outcome.miopen {
+        crate::profile::miopen::join(&mut profile, log);
+    }
+    crate::profile::miopen::reproducers(&mut profile, &spec.run.device);
+    profile
+}

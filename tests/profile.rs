@@ -1,0 +1,334 @@
+//! `run --profile` (issue 39) for real, on the CPU: candle and torch (and diffusers) on the
+//! tiny fixture weights. The profile's rows sum to its pass, its layers' GFLOP to the case's,
+//! the costliest layer is a convolution, and every engine names the same layers the same
+//! (the checkpoint keys' prefixes). The profiled pass never enters the timings.
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use crate::need;
+use crate::util::cli::*;
+use wan_vae_bench::report::profile::{PassProfile, OUTSIDE};
+use wan_vae_bench::report::{CaseRecord, CaseStatus, PassStats, Report};
+
+fn profiled_run(dir: &Path, extra: &[&str]) -> Report {
+    let mut args = vec![
+        "--precision",
+        "fp32",
+        "--warmup",
+        "0",
+        "--runs",
+        "1",
+        "--profile",
+        "--timeout",
+        "300",
+    ];
+    args.extend_from_slice(extra);
+    let (out, path) = run(dir, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    load(&path)
+}
+
+/// The checks every profiled pass must pass; returns its layer names.
+fn check_pass(case: &CaseRecord, name: &str, p: &PassProfile, timed: &PassStats) -> BTreeSet<String> {
+    let sum_ms: f64 = p.layers.iter().map(|r| r.ms).sum();
+    assert!(
+        (sum_ms - p.total_ms).abs() <= 1e-6 * p.total_ms,
+        "{}: rows {sum_ms} ms, pass {} ms",
+        case.id,
+        p.total_ms
+    );
+    let sum_gflop: f64 = p.layers.iter().map(|r| r.gflop).sum();
+    assert!(timed.gflop > 0.0);
+    assert!(
+        (sum_gflop - timed.gflop).abs() <= 1e-9 * timed.gflop,
+        "{} {name}: layers {sum_gflop} GFLOP, case {}",
+        case.id,
+        timed.gflop
+    );
+    assert_eq!(p.layers.last().unwrap().layer, OUTSIDE);
+    let top = p.layers.iter().find(|r| r.layer != OUTSIDE).unwrap();
+    assert!(
+        top.op.starts_with("conv"),
+        "{} {name}: costliest layer {} is a {}",
+        case.id,
+        top.layer,
+        top.op
+    );
+    assert!(
+        top.calls >= 1 && !top.input_shape.is_empty() && top.dtype == "f32",
+        "{top:?}"
+    );
+    assert!((p.timed_median_ms - timed.median_s * 1e3).abs() < 1e-9 && p.overhead > 0.0);
+    let by_op: f64 = p.by_op.iter().map(|r| r.ms).sum();
+    assert!((by_op - p.total_ms).abs() <= 1e-6 * p.total_ms);
+    p.layers
+        .iter()
+        .filter(|r| r.layer != OUTSIDE)
+        .map(|r| r.layer.clone())
+        .collect()
+}
+
+fn top(p: &PassProfile, n: usize) -> BTreeSet<String> {
+    p.layers
+        .iter()
+        .filter(|r| r.layer != OUTSIDE)
+        .take(n)
+        .map(|r| r.layer.clone())
+        .collect()
+}
+
+#[test]
+fn candle_and_torch_profile_the_same_layers_by_their_official_names() {
+    let py = need!(python());
+    let dir = scratch();
+    let traces = dir.path().join("traces");
+    let weights = fixture("wan21_tiny.weights.safetensors");
+    let r = profiled_run(
+        dir.path(),
+        &[
+            "--engine",
+            "candle,torch",
+            "--python",
+            py.to_str().unwrap(),
+            "--weights",
+            weights.to_str().unwrap(),
+            "--frames",
+            "5",
+            "--size",
+            "64x64",
+            "--export-trace",
+            traces.to_str().unwrap(),
+        ],
+    );
+    let mut names = Vec::new();
+    for c in &r.cases {
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{:?}", c.outcome.error);
+        let profile = c.profile.as_ref().expect("a profile");
+        assert_eq!(profile.error, None);
+        let mut passes = Vec::new();
+        for (name, p) in profile.passes() {
+            let timed = if name == "encode" {
+                &c.outcome.encode
+            } else {
+                &c.outcome.decode
+            };
+            let timed = timed.as_ref().unwrap();
+            // The profiled pass is not a timed sample.
+            assert_eq!(timed.samples_s.len(), 1);
+            passes.push((check_pass(c, name, p, timed), p.clone()));
+        }
+        assert_eq!(passes.len(), 2, "{}: encode and decode", c.id);
+        // One trace per profiled pass, in the trace event format.
+        assert_eq!(profile.trace_files.len(), 2, "{:?}", profile.trace_files);
+        for t in &profile.trace_files {
+            let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();
+            assert!(!v["traceEvents"].as_array().unwrap().is_empty(), "{t}");
+        }
+        let torch = c.settings.engine.name() == "torch";
+        assert_eq!(profile.method, if torch { "torch.profiler" } else { "spans" });
+        if torch {
+            // The operators behind the costliest convolution, classified.
+            let p = profile.decode.as_ref().unwrap();
+            let conv = p.layers.iter().find(|r| r.op == "conv3d").unwrap();
+            assert!(
+                !conv.kernels.is_empty() && conv.kernels.iter().all(|k| !k.family.is_empty()),
+                "{conv:?}"
+            );
+        }
+        names.push(passes);
+    }
+    assert_eq!(names.len(), 2);
+    for (a, b) in names[0].iter().zip(&names[1]) {
+        assert_eq!(a.0, b.0, "candle and torch name the same layers");
+        // Each one's costliest layers are, by name, the same layers in the other: same op,
+        // same input shape.
+        for (x, y) in [(&a.1, &b.1), (&b.1, &a.1)] {
+            for name in top(x, 5) {
+                let row = |p: &PassProfile| p.layers.iter().find(|r| r.layer == name).unwrap().clone();
+                let (rx, ry) = (row(x), row(y));
+                assert_eq!((&rx.op, &rx.input_shape), (&ry.op, &ry.input_shape), "{name}");
+            }
+        }
+    }
+    let text = std::fs::read_dir(&traces).unwrap().count();
+    assert_eq!(text, 4);
+}
+
+#[test]
+fn diffusers_maps_its_module_names_onto_the_official_ones() {
+    let py = need!(python());
+    let dir = scratch();
+    let weights = fixture("wan22_tiny.weights.safetensors");
+    let r = profiled_run(
+        dir.path(),
+        &[
+            "--engine",
+            "diffusers,candle",
+            "--python",
+            py.to_str().unwrap(),
+            "--weights",
+            weights.to_str().unwrap(),
+            "--frames",
+            "1",
+            "--size",
+            "32x32",
+        ],
+    );
+    let mut layers = Vec::new();
+    for c in &r.cases {
+        assert_eq!(c.outcome.status, CaseStatus::Ok, "{:?}", c.outcome.error);
+        let p = c.profile.as_ref().unwrap().decode.as_ref().expect("a decode profile");
+        let sum_gflop: f64 = p.layers.iter().map(|r| r.gflop).sum();
+        let case_gflop = c.outcome.decode.as_ref().unwrap().gflop;
+        assert!(
+            (sum_gflop - case_gflop).abs() <= 1e-9 * case_gflop,
+            "{}: {sum_gflop} vs {case_gflop}",
+            c.id
+        );
+        let names: BTreeSet<String> = p.layers.iter().map(|r| r.layer.clone()).collect();
+        assert!(
+            names.contains("decoder.middle.1") && names.contains("decoder.head.2"),
+            "{names:?}"
+        );
+        layers.push(names);
+    }
+    assert_eq!(layers[0], layers[1], "diffusers' rows carry candle's (official) names");
+}
+
+#[test]
+fn without_profile_no_profile_and_a_bad_trace_folder_is_refused() {
+    let dir = scratch();
+    let (out, path) = run(
+        dir.path(),
+        &[
+            "--engine",
+            "candle",
+            "--precision",
+            "fp32",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+            "--weights",
+            fixture("wan21_tiny.weights.safetensors").to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(load(&path).cases.iter().all(|c| c.profile.is_none()));
+    let file = write(dir.path(), "a-file", "x");
+    let (out, _) = run(
+        dir.path(),
+        &[
+            "--engine",
+            "candle",
+            "--export-trace",
+            file.join("sub").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--export-trace"), "{}", stderr(&out));
+}
+
+#[test]
+fn the_table_and_the_markdown_say_where_the_time_goes() {
+    use crate::util::reports::{case, report};
+    use wan_vae_bench::report::profile::{CaseProfile, LayerRow, Rollup};
+    let mut c = case("fp32-chunk1-untiled-5x64x64-baseline", &[0.1], &[0.2]);
+    let row = |layer: &str, op: &str, ms: f64| LayerRow {
+        layer: layer.into(),
+        op: op.into(),
+        calls: 2,
+        ms,
+        share: ms / 200.0,
+        ..Default::default()
+    };
+    c.profile = Some(CaseProfile {
+        decode: Some(PassProfile {
+            total_ms: 200.0,
+            timed_median_ms: 190.0,
+            overhead: 200.0 / 190.0,
+            layers: vec![
+                row("decoder.upsamples.12.residual.2", "conv3d", 150.0),
+                row(OUTSIDE, "other", 50.0),
+            ],
+            by_op: vec![Rollup {
+                name: "conv3d".into(),
+                ms: 150.0,
+                share: 0.75,
+                gflop: 1.0,
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    let r = report("h", vec![c]);
+    let text = wan_vae_bench::export::profile::text(&r);
+    assert!(
+        text.contains("fp32-chunk1-untiled-5x64x64-baseline decode: profiled 200.0 ms (1.05x the timed median)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("decoder.upsamples.12.residual.2") && text.contains("by op: conv3d 75%"),
+        "{text}"
+    );
+    let md = wan_vae_bench::export::profile::markdown(&r);
+    assert!(
+        md.contains("## Where the time goes") && md.contains("| `decoder.upsamples.12.residual.2` | conv3d |"),
+        "{md}"
+    );
+    let p = r.cases[0].profile.as_ref().unwrap().decode.as_ref().unwrap();
+    assert_eq!(
+        wan_vae_bench::export::profile::one_line(p),
+        "conv3d 75% (costliest: decoder.upsamples.12.residual.2 75%)"
+    );
+}
+
+#[test]
+fn comfyui_profiles_carry_the_official_names() {
+    let py = need!(python());
+    let dir = scratch();
+    let folder = need!(comfyui(dir.path()));
+    // ComfyUI hard-codes the real widths: synthetic weights, one frame at 16x16.
+    let r = profiled_run(
+        dir.path(),
+        &[
+            "--engine",
+            "comfyui",
+            "--comfyui",
+            folder.to_str().unwrap(),
+            "--python",
+            py.to_str().unwrap(),
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+        ],
+    );
+    let c = &r.cases[0];
+    assert_eq!(c.outcome.status, CaseStatus::Ok, "{:?}", c.outcome.error);
+    let profile = c.profile.as_ref().unwrap();
+    for (name, p) in profile.passes() {
+        let timed = if name == "encode" {
+            &c.outcome.encode
+        } else {
+            &c.outcome.decode
+        };
+        let case_gflop = timed.as_ref().unwrap().gflop;
+        let sum_gflop: f64 = p.layers.iter().map(|r| r.gflop).sum();
+        assert!(
+            (sum_gflop - case_gflop).abs() <= 1e-9 * case_gflop,
+            "{name}: {sum_gflop} vs {case_gflop}"
+        );
+        let sum_ms: f64 = p.layers.iter().map(|r| r.ms).sum();
+        assert!((sum_ms - p.total_ms).abs() <= 1e-6 * p.total_ms);
+        let middle = format!("{}r.middle.1", if name == "encode" { "encode" } else { "decode" });
+        assert!(
+            p.layers.iter().any(|r| r.layer == middle && r.op == "attention"),
+            "{name}: no {middle}"
+        );
+    }
+}
