@@ -200,11 +200,11 @@ fn comfyui_takes_both_levers_exactly_against_its_default_case() {
             "--precision",
             "fp32",
             "--tile",
-            "none,16:8",
+            "none,64:32",
             "--frames",
             "1",
             "--size",
-            "32x32",
+            "96x64",
             "--warmup",
             "0",
             "--runs",
@@ -215,7 +215,7 @@ fn comfyui_takes_both_levers_exactly_against_its_default_case() {
     );
     assert!(path.is_file(), "{}", stderr(&out));
     let r = load(&path);
-    let reference = "comfyui-fp32-chunk1-untiled-1x32x32-baseline";
+    let reference = "comfyui-fp32-chunk1-untiled-1x96x64-baseline";
     assert_eq!(
         r.cases.len(),
         3,

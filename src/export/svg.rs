@@ -3,7 +3,8 @@
 //! (width x height, frames). Cases that were not measured keep a labelled empty row. When the
 //! cases carry telemetry, a panel under the bars draws the device's clock (% of its maximum,
 //! with the 75% throttle line) and temperature over the run, the cases one after another, so
-//! a person sees where a sweep ran hot.
+//! a person sees where a sweep ran hot. A case run with `--profile` has each bar split by op
+//! kind (conv3d, conv2d, attention, norm, other), in the shares of its profiled pass.
 //! Drawn with plotters' SVG backend only: text is emitted as SVG `<text>`, no system fonts.
 //!
 //! Must not: write files (the [`super::ExportManager`] does).
@@ -20,6 +21,14 @@ const ENCODE: RGBColor = RGBColor(0x1f, 0x77, 0xb4);
 const DECODE: RGBColor = RGBColor(0xff, 0x7f, 0x0e);
 const CLOCK: RGBColor = RGBColor(0x2c, 0xa0, 0x2c);
 const TEMP: RGBColor = RGBColor(0xd6, 0x27, 0x28);
+/// The op kinds of a profile's roll-up (`crate::profile::op_of`), as the bars split them.
+const OPS: [(&str, RGBColor); 5] = [
+    ("conv3d", RGBColor(0x94, 0x67, 0xbd)),
+    ("conv2d", RGBColor(0x8c, 0x56, 0x4b)),
+    ("attention", RGBColor(0xe3, 0x77, 0xc2)),
+    ("norm", RGBColor(0x17, 0xbe, 0xcf)),
+    ("other", RGBColor(0x7f, 0x7f, 0x7f)),
+];
 /// Height of the telemetry panel, when drawn.
 const TELEMETRY_PX: u32 = 240;
 
@@ -122,6 +131,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
             .color(&RGBColor(0x80, 0x80, 0x80))
             .pos(Pos::new(HPos::Left, VPos::Center));
         let mut bars: [Vec<Rectangle<(f64, f64)>>; 2] = [Vec::new(), Vec::new()];
+        let mut by_op: Vec<Vec<Rectangle<(f64, f64)>>> = OPS.iter().map(|_| Vec::new()).collect();
         let mut whiskers = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             let top = (n - i) as f64;
@@ -152,6 +162,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
                             let (y0, y1) = (top - 0.12 - 0.38 * k as f64, top - 0.48 - 0.38 * k as f64);
                             let color = if k == 0 { ENCODE } else { DECODE };
                             bars[k].push(Rectangle::new([(0.0, y0), (p.median_s, y1)], color.filled()));
+                            split_by_op(c, k, p.median_s, (y0, y1), &mut by_op);
                             whiskers.extend(whisker(p, (y0 + y1) / 2.0, 0.12));
                         }
                     }
@@ -169,6 +180,15 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
             .map_err(plot_err)?
             .label("decode")
             .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], DECODE.filled()));
+        for ((name, color), rects) in OPS.iter().zip(by_op) {
+            if !rects.is_empty() {
+                chart
+                    .draw_series(rects)
+                    .map_err(plot_err)?
+                    .label(format!("profiled: {name}"))
+                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+            }
+        }
         chart.draw_series(whiskers).map_err(plot_err)?;
         chart
             .configure_series_labels()
@@ -188,6 +208,32 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
         root.present().map_err(plot_err)?;
     }
     Ok(buf)
+}
+
+/// The bar of pass `k` (0 encode, 1 decode) of a profiled case, `median_s` long between `y`,
+/// cut into one segment per op kind in the shares of its profiled pass, pushed onto `by_op`
+/// (in [`OPS`] order); nothing for a case or pass without a profile.
+fn split_by_op(c: &CaseRecord, k: usize, median_s: f64, y: (f64, f64), by_op: &mut [Vec<Rectangle<(f64, f64)>>]) {
+    let pass = c
+        .profile
+        .as_ref()
+        .and_then(|p| if k == 0 { p.encode.as_ref() } else { p.decode.as_ref() });
+    let Some(pass) = pass.filter(|p| !p.by_op.is_empty()) else {
+        return;
+    };
+    let total: f64 = pass.by_op.iter().map(|r| r.share).sum();
+    if total.is_nan() || total <= 0.0 {
+        return;
+    }
+    let mut x = 0.0;
+    for (i, (name, color)) in OPS.iter().enumerate() {
+        let share: f64 = pass.by_op.iter().filter(|r| r.name == *name).map(|r| r.share).sum();
+        if share > 0.0 {
+            let w = median_s * share / total;
+            by_op[i].push(Rectangle::new([(x, y.0), (x + w, y.1)], color.filled()));
+            x += w;
+        }
+    }
 }
 
 /// The device's clock (% of its maximum) and temperature over the run: the sampled cases'
@@ -290,4 +336,89 @@ fn whisker(p: &PassStats, y: f64, cap: f64) -> [PathElement<(f64, f64)>; 3] {
 
 fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
     anyhow::anyhow!("cannot draw the SVG chart: {e}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::profile::{CaseProfile, PassProfile, Rollup};
+    use crate::report::{ModelInfo, Outcome};
+    use crate::settings::CaseSettings;
+
+    fn ok_case(median_s: f64) -> CaseRecord {
+        let s = CaseSettings::defaults();
+        let mut outcome = Outcome::new(CaseStatus::Ok, None, Default::default());
+        outcome.decode = Some(PassStats::from_samples(vec![median_s; 3], vec![], 5, 10.0));
+        CaseRecord {
+            id: s.id(),
+            added_as_reference: false,
+            settings: s,
+            frames_used: Some(5),
+            outcome,
+            quality: None,
+            system: None,
+            run: None,
+            budgets: vec![],
+            profile: None,
+        }
+    }
+
+    fn report_of(cases: Vec<CaseRecord>) -> Report {
+        Report {
+            schema_version: crate::report::SCHEMA_VERSION,
+            tool: Default::default(),
+            created_at: String::new(),
+            system: Default::default(),
+            model: ModelInfo::default(),
+            run: Default::default(),
+            cases,
+            engines: Default::default(),
+            summary: None,
+        }
+    }
+
+    /// A profiled case's bars are split by op kind, in its profile's shares; an unprofiled
+    /// report's chart has no such segment.
+    #[test]
+    fn a_profiled_case_has_its_bars_split_by_op_kind() {
+        let mut c = ok_case(2.0);
+        let plain = svg_chart(&report_of(vec![c.clone()])).unwrap();
+        assert!(!plain.contains("profiled: conv3d"), "{plain}");
+        let roll = |name: &str, share: f64| Rollup {
+            name: name.into(),
+            ms: share * 2000.0,
+            share,
+            ..Default::default()
+        };
+        c.profile = Some(CaseProfile {
+            decode: Some(PassProfile {
+                by_op: vec![roll("conv3d", 0.75), roll("norm", 0.25)],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        let svg = svg_chart(&report_of(vec![c])).unwrap();
+        assert!(
+            svg.contains("profiled: conv3d") && svg.contains("profiled: norm"),
+            "{svg}"
+        );
+        assert!(!svg.contains("profiled: attention"), "{svg}");
+        // The conv3d segment is three times the norm one: 75% and 25% of the 2 s median.
+        let fill = |c: RGBColor| format!("fill=\"#{:02X}{:02X}{:02X}\"", c.0, c.1, c.2);
+        let widths = |c: RGBColor| -> Vec<f64> {
+            svg.lines()
+                .filter(|l| l.contains("<rect") && l.contains(&fill(c)))
+                .filter_map(|l| {
+                    let w = l.split("width=\"").nth(1)?.split('"').next()?;
+                    w.parse().ok()
+                })
+                .collect()
+        };
+        let (conv, norm) = (widths(OPS[0].1), widths(OPS[3].1));
+        let (conv, norm) = (
+            conv.iter().cloned().fold(0.0, f64::max),
+            norm.iter().cloned().fold(0.0, f64::max),
+        );
+        assert!(norm > 0.0 && (conv / norm - 3.0).abs() < 0.2, "{conv} {norm}");
+    }
 }
