@@ -2,7 +2,7 @@
 //! `[matrix]` and `[[budgets.case]]`, its default, its parser and canonical spelling, its
 //! part of the case id ([`ID_ORDER`] places the parts), and whether it multiplies every case,
 //! is a PyTorch knob recorded `n/a` where it does not act ([`crate::engine::knobs_apply`]), or
-//! is a lever whose other values only some engines take ([`crate::levers::takes`]). The
+//! is a lever whose other values only some engines take ([`Axis::takes`]). The
 //! flags (`bench::flags`), the matrix file (`bench::config`), the matrix's values and count
 //! (`bench::options::Axes`), case expansion (`bench::matrix`), budget filters
 //! (`bench::budgets`), [`CaseSettings::defaults`] and [`CaseSettings::id`] all read it.
@@ -69,7 +69,7 @@ pub enum Applies {
     /// ([`crate::engine::knobs_apply`]), recorded `n/a` elsewhere.
     WhereKnobsAct,
     /// A lever: its default everywhere, its other values only in the engines that take them
-    /// ([`crate::levers::takes`]); a case of a value its engine does not take is not planned.
+    /// ([`Axis::takes`]); a case of a value its engine does not take is not planned.
     WhereEngineTakes,
 }
 
@@ -131,15 +131,19 @@ impl Axis {
         }
     }
 
+    /// Whether `engine` runs `value` of this axis where it is a lever
+    /// ([`Applies::WhereEngineTakes`]): every engine its default, the engines whose worker is
+    /// the Python worker (`wan_levers.py` acts on their PyTorch model) every value.
+    pub fn takes(&self, engine: crate::values::Engine, value: &str) -> bool {
+        value == self.default || crate::engine::spec(engine).runs_python()
+    }
+
     /// How many cases of `values` a case like `s` (its engine) on `device` becomes: all of
     /// them, one where a knob does not act, those its engine takes for a lever.
     pub fn planned_count(&self, s: &CaseSettings, device: &str, values: &[String]) -> u64 {
         match self.applies {
             _ if !self.multiplies(s, device) => 1,
-            Applies::WhereEngineTakes => values
-                .iter()
-                .filter(|v| crate::levers::takes(self, s.engine, v))
-                .count() as u64,
+            Applies::WhereEngineTakes => values.iter().filter(|v| self.takes(s.engine, v)).count() as u64,
             _ => values.len() as u64,
         }
     }
@@ -359,7 +363,7 @@ pub static PASSES: Axis = Axis {
 };
 
 // The levers (issue 40): the Python engines take both values; candle only the default
-// (`levers::takes`), and the run says once which cases that leaves unplanned.
+// (`Axis::takes`), and the run says once which cases that leaves unplanned.
 pub static LAYOUT: Axis = Axis {
     key: "layout",
     flag: "--layout",

@@ -1,5 +1,5 @@
 //! The levers of issue 40, the `layout` and `conv3d` axes (`axes::LAYOUT`, `axes::CONV3D`):
-//! which engines take which of their values ([`takes`]), the filter that leaves a case of a
+//! which engines take which of their values ([`Axis::takes`]), the filter that leaves a case of a
 //! value its engine does not take unplanned ([`planned`]), the one-per-run note naming those
 //! ([`unplanned_note`]), and `validate`'s `--layout` / `--conv3d` ([`LeverArgs`]).
 //!
@@ -14,12 +14,6 @@ use crate::bench::options::BenchOptions;
 use crate::error::UserError;
 use crate::settings::CaseSettings;
 use crate::values::{Conv3dMode, Engine, Layout};
-
-/// Whether `engine` runs `value` of the lever `axis`: every engine its default, the engines
-/// whose worker is the Python worker (`wan_levers.py` acts on their PyTorch model) every value.
-pub fn takes(axis: &Axis, engine: Engine, value: &str) -> bool {
-    value == axis.default || crate::engine::spec(engine).runs_python()
-}
 
 /// Why `engine` does not take a lever's other values (`None`: it takes them).
 pub fn why_not(engine: Engine) -> Option<String> {
@@ -46,7 +40,7 @@ fn levers() -> impl Iterator<Item = &'static Axis> {
 
 /// Whether a case of `s` is planned: its engine takes each of its levers' values.
 pub fn planned(s: &CaseSettings) -> bool {
-    levers().all(|a| takes(a, s.engine, &(a.get)(s)))
+    levers().all(|a| a.takes(s.engine, &(a.get)(s)))
 }
 
 /// The note for lever values given that an engine of the matrix does not take: their cases
@@ -62,7 +56,7 @@ pub fn unplanned_note(opts: &BenchOptions) -> Option<String> {
                 .get(axis)
                 .iter()
                 .map(String::as_str)
-                .filter(|v| !takes(axis, e.engine, v))
+                .filter(|v| !axis.takes(e.engine, v))
                 .collect();
             if !dropped.is_empty() {
                 parts.push(format!("{} {} for {}", axis.flag, dropped.join(","), e.engine));
@@ -99,7 +93,7 @@ impl LeverArgs {
     pub fn check(&self, engine: Engine) -> Result<(), UserError> {
         use crate::axes::{CONV3D, LAYOUT};
         for (axis, value) in [(&LAYOUT, self.layout.name()), (&CONV3D, self.conv3d.name())] {
-            if !takes(axis, engine, value) {
+            if !axis.takes(engine, value) {
                 return Err(UserError::invalid(
                     axis.flag,
                     value,
@@ -133,14 +127,11 @@ mod tests {
     #[test]
     fn candle_takes_only_the_defaults_and_the_python_engines_every_value() {
         for e in [Engine::Torch, Engine::Diffusers, Engine::Comfyui] {
-            assert!(
-                takes(&LAYOUT, e, "channels_last_3d") && takes(&CONV3D, e, "split"),
-                "{e}"
-            );
+            assert!(LAYOUT.takes(e, "channels_last_3d") && CONV3D.takes(e, "split"), "{e}");
             assert!(why_not(e).is_none());
         }
-        assert!(takes(&LAYOUT, Engine::Candle, "ncdhw") && takes(&CONV3D, Engine::Candle, "native"));
-        assert!(!takes(&LAYOUT, Engine::Candle, "channels_last_3d") && !takes(&CONV3D, Engine::Candle, "split"));
+        assert!(LAYOUT.takes(Engine::Candle, "ncdhw") && CONV3D.takes(Engine::Candle, "native"));
+        assert!(!LAYOUT.takes(Engine::Candle, "channels_last_3d") && !CONV3D.takes(Engine::Candle, "split"));
         let mut s = CaseSettings::defaults();
         assert!(planned(&s));
         s.conv3d = Conv3dMode::Split;

@@ -498,6 +498,29 @@ impl Isolate {
     }
 }
 
+/// `--shard K/N`: part `index` (1-based) of `count`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardSpec {
+    /// K, 1..=N.
+    pub index: usize,
+    /// N, at least 1.
+    pub count: usize,
+}
+
+/// Parse `K/N` (clap value parser of `--shard`).
+pub fn shard_flag(s: &str) -> Result<ShardSpec, String> {
+    let bad = || format!("expected K/N with 1 <= K <= N (e.g. 2/4), got {s:?}");
+    let (k, n) = s.trim().split_once('/').ok_or_else(bad)?;
+    let (index, count): (usize, usize) = (
+        k.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if count == 0 || index == 0 || index > count {
+        return Err(bad());
+    }
+    Ok(ShardSpec { index, count })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,8 +118,8 @@ pub struct MatrixFlags {
     /// stays with its quality reference, the parts are balanced by GFLOP and do not depend on
     /// the seed; the report records the part and the plan's fingerprint, and `merge` of the N
     /// reports checks that they are the parts of one plan.
-    #[arg(long, value_name = "K/N", value_parser = super::shard::parse_flag)]
-    pub shard: Option<super::shard::ShardSpec>,
+    #[arg(long, value_name = "K/N", value_parser = crate::values::shard_flag)]
+    pub shard: Option<crate::values::ShardSpec>,
     /// Sample the device's clock, temperature, power and load every MS milliseconds while a
     /// case runs (in the parent; 0 turns it off) [default: 100].
     #[arg(long = "telemetry-ms", value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]

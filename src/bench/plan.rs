@@ -12,7 +12,7 @@ use super::matrix;
 use super::options::BenchOptions;
 use crate::axes::{Applies, AXES, ENGINE, FRAMES};
 use crate::error::UserError;
-use crate::model::flops::{decode_gflop, encode_gflop};
+use crate::model::flops::passes_gflop;
 use crate::model::Config;
 use crate::settings::CaseSettings;
 
@@ -179,16 +179,7 @@ pub fn list(
     for (c, id) in cases.iter().zip(&ids) {
         let s = &c.settings;
         // Only the passes the case runs are counted.
-        let e = if s.passes.encodes() {
-            encode_gflop(cfg, s.frames, s.width, s.height)
-        } else {
-            0.0
-        };
-        let d = if s.passes.decodes() {
-            decode_gflop(cfg, s.frames, s.width, s.height)
-        } else {
-            0.0
-        };
+        let (e, d) = passes_gflop(cfg, s.passes.encodes(), s.passes.decodes(), s.frames, s.width, s.height);
         let label = match (s.passes.encodes(), s.passes.decodes()) {
             (true, true) => "encode+decode",
             (true, false) => "encode",

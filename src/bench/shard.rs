@@ -17,32 +17,11 @@ use sha2::{Digest, Sha256};
 
 use super::matrix::Case;
 use super::options::BenchOptions;
-use crate::model::flops::{decode_gflop, encode_gflop};
+use crate::model::flops::passes_gflop;
 use crate::model::Config;
 use crate::report::shard::ShardRecord;
 
-/// `--shard K/N`: part `index` (1-based) of `count`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShardSpec {
-    /// K, 1..=N.
-    pub index: usize,
-    /// N, at least 1.
-    pub count: usize,
-}
-
-/// Parse `K/N` (clap value parser of `--shard`).
-pub fn parse_flag(s: &str) -> Result<ShardSpec, String> {
-    let bad = || format!("expected K/N with 1 <= K <= N (e.g. 2/4), got {s:?}");
-    let (k, n) = s.trim().split_once('/').ok_or_else(bad)?;
-    let (index, count): (usize, usize) = (
-        k.trim().parse().map_err(|_| bad())?,
-        n.trim().parse().map_err(|_| bad())?,
-    );
-    if count == 0 || index == 0 || index > count {
-        return Err(bad());
-    }
-    Ok(ShardSpec { index, count })
-}
+pub use crate::values::{shard_flag as parse_flag, ShardSpec};
 
 /// Keep only the cases of part `spec` of the plan `cases` (references included); the
 /// record says which part of which plan. `None` leaves the plan whole.
@@ -144,16 +123,7 @@ fn units(cases: &[Case], device: &str) -> Vec<String> {
 /// The analytic GFLOP of the passes a case times (one of each).
 fn gflop(cfg: &Config, c: &Case) -> f64 {
     let s = &c.settings;
-    let e = if s.passes.encodes() {
-        encode_gflop(cfg, s.frames, s.width, s.height)
-    } else {
-        0.0
-    };
-    let d = if s.passes.decodes() {
-        decode_gflop(cfg, s.frames, s.width, s.height)
-    } else {
-        0.0
-    };
+    let (e, d) = passes_gflop(cfg, s.passes.encodes(), s.passes.decodes(), s.frames, s.width, s.height);
     e + d
 }
 

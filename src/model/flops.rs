@@ -114,6 +114,28 @@ pub fn decode_gflop(cfg: &Config, frames: usize, width: usize, height: usize) ->
     decode_layers(cfg, frames, width, height).iter().map(|(_, g)| g).sum()
 }
 
+/// `(encode, decode)` GFLOP of the passes a case runs (0 for a pass it does not run).
+pub fn passes_gflop(
+    cfg: &Config,
+    encodes: bool,
+    decodes: bool,
+    frames: usize,
+    width: usize,
+    height: usize,
+) -> (f64, f64) {
+    let e = if encodes {
+        encode_gflop(cfg, frames, width, height)
+    } else {
+        0.0
+    };
+    let d = if decodes {
+        decode_gflop(cfg, frames, width, height)
+    } else {
+        0.0
+    };
+    (e, d)
+}
+
 /// [`decode_gflop`] per layer, as [`encode_layers`] (`conv2`, `decoder.conv1`,
 /// `decoder.upsamples.N...`, `decoder.head.2`).
 pub fn decode_layers(cfg: &Config, frames: usize, width: usize, height: usize) -> Vec<(String, f64)> {
