@@ -84,15 +84,6 @@ fn check_pass(case: &CaseRecord, name: &str, p: &PassProfile, timed: &PassStats)
         .collect()
 }
 
-fn top(p: &PassProfile, n: usize) -> BTreeSet<String> {
-    p.layers
-        .iter()
-        .filter(|r| r.layer != OUTSIDE)
-        .take(n)
-        .map(|r| r.layer.clone())
-        .collect()
-}
-
 #[test]
 fn candle_and_torch_profile_the_same_layers_by_their_official_names() {
     let py = need!(python());
@@ -156,15 +147,19 @@ fn candle_and_torch_profile_the_same_layers_by_their_official_names() {
     assert_eq!(names.len(), 2);
     for (a, b) in names[0].iter().zip(&names[1]) {
         assert_eq!(a.0, b.0, "candle and torch name the same layers");
-        // Each one's costliest layers are, by name, the same layers in the other: same op,
-        // same input shape.
-        for (x, y) in [(&a.1, &b.1), (&b.1, &a.1)] {
-            for name in top(x, 5) {
-                let row = |p: &PassProfile| p.layers.iter().find(|r| r.layer == name).unwrap().clone();
-                let (rx, ry) = (row(x), row(y));
-                assert_eq!((&rx.op, &rx.input_shape), (&ry.op, &ry.input_shape), "{name}");
-            }
-        }
+        // Every layer is, by name, the same layer in the other: same op, same input shape
+        // (the reference's, e.g. a resample's 2D conv sees frames folded into the batch).
+        // All of them, not the costliest few: which layers cost most depends on the CPU.
+        let rows = |p: &PassProfile| -> Vec<(String, String, Vec<usize>)> {
+            let mut v: Vec<_> = p
+                .layers
+                .iter()
+                .map(|r| (r.layer.clone(), r.op.clone(), r.input_shape.clone()))
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(rows(&a.1), rows(&b.1));
     }
     let text = std::fs::read_dir(&traces).unwrap().count();
     assert_eq!(text, 4);

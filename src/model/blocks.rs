@@ -91,6 +91,12 @@ impl CausalConv3d {
 
     pub fn forward(&self, x: &Tensor, cache: Option<&Tensor>) -> Result<Tensor> {
         let _span = super::span::layer(&self.path, x);
+        self.forward_unspanned(x, cache)
+    }
+
+    /// [`Self::forward`] without its span, for a caller that enters the span itself (a
+    /// `Resample`'s 2D conv, whose reference input is 4D).
+    fn forward_unspanned(&self, x: &Tensor, cache: Option<&Tensor>) -> Result<Tensor> {
         let [pt, ph, pw] = self.padding;
         let mut front = 2 * pt;
         let mut parts = vec![x];
@@ -356,7 +362,8 @@ impl Resample {
         x = match self.mode {
             Upsample2d | Upsample3d => {
                 let up = upsample_nearest2x(&x)?;
-                self.resample_1.forward(&up, None)?
+                let _span = super::span::layer_2d(&self.resample_1.path, &up, 0)?;
+                self.resample_1.forward_unspanned(&up, None)?
             }
             Downsample2d | Downsample3d => {
                 let pad = Pad {
@@ -364,7 +371,7 @@ impl Resample {
                     right: 1,
                     ..Pad::default()
                 };
-                let _span = super::span::layer(&self.resample_1.path, &x);
+                let _span = super::span::layer_2d(&self.resample_1.path, &x, 1)?;
                 self.resample_1.conv.forward(&x, self.resample_1.stride, pad)?
             }
         };
