@@ -23,34 +23,56 @@ cargo --version
 PACKAGES=(torch diffusers safetensors psutil einops transformers tokenizers sentencepiece
           scipy torchsde torchvision pyyaml:yaml)
 
-if [ -z "${WAN_VAE_BENCH_TEST_PYTHON:-}" ]; then
-  py=.venv-torch/bin/python
+# Make (or top up) .venv-torch. It runs beside the build below: pip mostly downloads and
+# unpacks, cargo compiles, so the first run costs the longer of the two, not their sum.
+make_python() {
+  local py=.venv-torch/bin/python
   if [ ! -x "$py" ]; then
     command -v python3 >/dev/null 2>&1 || {
       echo "scripts/test.sh: python3 not found: install Python 3.10 or newer with its venv module" >&2
-      exit 1
+      return 1
     }
     echo "scripts/test.sh: creating .venv-torch (first run: 3.1 GB from PyPI)" >&2
     python3 -m venv .venv-torch || {
       echo "scripts/test.sh: python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
       rm -rf .venv-torch
-      exit 1
+      return 1
     }
   fi
-  pips=() imports=()
+  local pips=() imports=() p
   for p in "${PACKAGES[@]}"; do
     pips+=("${p%%:*}")
     imports+=("${p##*:}")
   done
   if ! "$py" -c "import $(IFS=,; echo "${imports[*]}")" >/dev/null 2>&1; then
     echo "scripts/test.sh: installing into .venv-torch: ${pips[*]}" >&2
-    "$py" -m pip install --quiet --disable-pip-version-check "${pips[@]}"
+    "$py" -m pip install --quiet --disable-pip-version-check "${pips[@]}" || return 1
   fi
   "$py" -c "import torch, diffusers; print('test python: torch', torch.__version__, 'diffusers', diffusers.__version__)"
-fi
+}
 
 skips=$(mktemp "${TMPDIR:-/tmp}/test-skips.XXXXXX")
-trap 'rm -f "$skips"' EXIT
+python_pid=
+# On an early exit (Ctrl-C, a failed build) pip is stopped, not left running; a half-filled
+# .venv-torch fails the import check next time and is topped up.
+trap 'rm -f "$skips"; [ -z "$python_pid" ] || kill "$python_pid" 2>/dev/null || true' EXIT
+if [ -z "${WAN_VAE_BENCH_TEST_PYTHON:-}" ]; then
+  make_python &
+  python_pid=$!
+fi
+build=0
+cargo test --release --no-run "$@" || build=$?
+if [ -n "$python_pid" ]; then
+  python=0
+  wait "$python_pid" || python=$?
+  python_pid=
+  if [ "$python" -ne 0 ]; then
+    echo "scripts/test.sh: making the test Python .venv-torch failed (exit $python; its error is above)" >&2
+    exit 1
+  fi
+fi
+[ "$build" -eq 0 ] || exit "$build"
+
 export WAN_VAE_BENCH_SKIP_LOG=$skips
 status=0
 cargo test --release "$@" || status=$?
