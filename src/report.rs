@@ -18,6 +18,8 @@ pub mod profile;
 pub mod shard;
 mod summary;
 pub mod telemetry;
+#[cfg(test)]
+pub mod testing;
 mod worker_use;
 
 pub use worker_use::WorkerUse;
@@ -629,21 +631,9 @@ mod tests {
         let settings: CaseSettings = serde_json::from_value(serde_json::json!({"precision": "fp32", "chunk": 1,
             "tile_px": null, "overlap_px": null, "frames": 5, "width": 64, "height": 64}))
         .unwrap();
-        let rec = CaseRecord {
-            id: settings.id(),
-            added_as_reference: false,
-            settings,
-            frames_used: Some(5),
-            outcome: Outcome {
-                encode: Some(PassStats::from_samples(vec![1.0], vec![], 5, 1.0)),
-                ..Outcome::new(CaseStatus::Ok, None, BTreeMap::new())
-            },
-            quality: None,
-            profile: None,
-            system: None,
-            run: None,
-            budgets: Vec::new(),
-        };
+        let mut outcome = testing::ok();
+        outcome.encode = Some(PassStats::from_samples(vec![1.0], vec![], 5, 1.0));
+        let rec = testing::case(settings, outcome);
         let v = serde_json::to_value(&rec).unwrap();
         let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
         let mut want = vec![

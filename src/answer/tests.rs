@@ -5,7 +5,7 @@
 //! anything: the reports are built in memory.
 use super::*;
 use crate::model::{Precision, Tiling};
-use crate::report::{BudgetCheck, ErrorStats, ModelInfo, Outcome, PassStats, Quality as Q, RunSettings};
+use crate::report::{testing, BudgetCheck, ErrorStats, ModelInfo, Outcome, PassStats, Quality as Q};
 use crate::settings::{CaseSettings, Knobs};
 use crate::values::{Engine, Passes};
 
@@ -44,45 +44,28 @@ fn case(s: CaseSettings, samples: &[f64], psnr: Option<f64>) -> CaseRecord {
         roundtrip_psnr_db: None,
         cross_engine: None,
     };
-    CaseRecord {
-        id,
-        added_as_reference: false,
-        settings: s,
-        frames_used: Some(5),
-        outcome: Outcome {
-            compute_dtype: Some("f32".into()),
-            decode: Some(PassStats::from_samples(samples.to_vec(), vec![], 5, 10.0)),
-            load_s: Some(0.1),
-            peak_rss_bytes: Some(1 << 30),
-            ..Outcome::new(
-                CaseStatus::Ok,
-                None,
-                [("OMP_NUM_THREADS".to_string(), "2".to_string())].into(),
-            )
-        },
-        quality: Some(quality),
-        profile: None,
-        system: None,
-        run: None,
-        budgets: vec![],
-    }
+    let outcome = Outcome {
+        compute_dtype: Some("f32".into()),
+        decode: Some(PassStats::from_samples(samples.to_vec(), vec![], 5, 10.0)),
+        load_s: Some(0.1),
+        peak_rss_bytes: Some(1 << 30),
+        ..Outcome::new(
+            CaseStatus::Ok,
+            None,
+            [("OMP_NUM_THREADS".to_string(), "2".to_string())].into(),
+        )
+    };
+    let mut c = testing::case(s, outcome);
+    c.quality = Some(quality);
+    c
 }
 
 fn report(cases: Vec<CaseRecord>) -> Report {
-    Report {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: Default::default(),
-        created_at: String::new(),
-        system: Default::default(),
-        model: ModelInfo {
-            z_dim: 16,
-            ..Default::default()
-        },
-        run: RunSettings::default(),
-        cases,
-        engines: Default::default(),
-        summary: None,
-    }
+    let model = ModelInfo {
+        z_dim: 16,
+        ..Default::default()
+    };
+    testing::report(model, cases)
 }
 
 const BASE: [f64; 5] = [2.0, 2.1, 1.9, 2.05, 1.95];

@@ -342,39 +342,18 @@ fn plot_err<E: std::fmt::Display>(e: E) -> anyhow::Error {
 mod tests {
     use super::*;
     use crate::report::profile::{CaseProfile, PassProfile, Rollup};
-    use crate::report::{ModelInfo, Outcome};
+    use crate::report::{testing, ModelInfo};
     use crate::settings::CaseSettings;
 
     fn ok_case(median_s: f64) -> CaseRecord {
         let s = CaseSettings::defaults();
-        let mut outcome = Outcome::new(CaseStatus::Ok, None, Default::default());
+        let mut outcome = testing::ok();
         outcome.decode = Some(PassStats::from_samples(vec![median_s; 3], vec![], 5, 10.0));
-        CaseRecord {
-            id: s.id(),
-            added_as_reference: false,
-            settings: s,
-            frames_used: Some(5),
-            outcome,
-            quality: None,
-            system: None,
-            run: None,
-            budgets: vec![],
-            profile: None,
-        }
+        testing::case(s, outcome)
     }
 
     fn report_of(cases: Vec<CaseRecord>) -> Report {
-        Report {
-            schema_version: crate::report::SCHEMA_VERSION,
-            tool: Default::default(),
-            created_at: String::new(),
-            system: Default::default(),
-            model: ModelInfo::default(),
-            run: Default::default(),
-            cases,
-            engines: Default::default(),
-            summary: None,
-        }
+        testing::report(ModelInfo::default(), cases)
     }
 
     /// A profiled case's bars are split by op kind, in its profile's shares; an unprofiled

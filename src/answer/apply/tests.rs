@@ -9,7 +9,7 @@ use serde_json::json;
 use super::apply;
 use crate::model::temporal_tiling::TemporalTiling;
 use crate::model::{Precision, Tiling};
-use crate::report::{CaseRecord, CaseStatus, ModelInfo, Outcome, Report};
+use crate::report::{testing, CaseRecord, ModelInfo, Report};
 use crate::settings::{CaseSettings, Knobs};
 use crate::values::{Engine, Passes, Switch};
 
@@ -29,39 +29,17 @@ fn record(row: &Row) -> (Report, CaseRecord) {
     let mut s = CaseSettings::defaults();
     s.engine = row.engine;
     (row.set)(&mut s);
-    let mut outcome = Outcome::new(CaseStatus::Ok, None, Default::default());
+    let mut outcome = testing::ok();
     outcome.compute_dtype = Some(row.compute_dtype.into());
     outcome.engine_case = row
         .engine_case
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
-    let case = CaseRecord {
-        id: s.id(),
-        added_as_reference: false,
-        settings: s,
-        frames_used: Some(5),
-        outcome,
-        quality: None,
-        system: None,
-        run: None,
-        budgets: vec![],
-        profile: None,
+    let model = ModelInfo {
+        z_dim: if row.wan22 { 48 } else { 16 },
+        ..Default::default()
     };
-    let report = Report {
-        schema_version: crate::report::SCHEMA_VERSION,
-        tool: Default::default(),
-        created_at: String::new(),
-        system: Default::default(),
-        model: ModelInfo {
-            z_dim: if row.wan22 { 48 } else { 16 },
-            ..Default::default()
-        },
-        run: Default::default(),
-        cases: vec![],
-        engines: Default::default(),
-        summary: None,
-    };
-    (report, case)
+    (testing::report(model, vec![]), testing::case(s, outcome))
 }
 
 fn bf16(s: &mut CaseSettings) {
