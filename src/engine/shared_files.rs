@@ -36,10 +36,9 @@ pub fn write_shared(
         WeightsSource::Synthetic { seed } => {
             let path = scratch.join(format!("weights-synthetic-{seed}.safetensors"));
             let w = crate::weights::load_model(weights, model)?;
-            crate::files::write_atomic_with(&path, |tmp| {
-                candle_core::safetensors::save(&w.tensors, tmp)
-                    .with_context(|| format!("cannot write {}", tmp.display()))
-            })?;
+            let mut tensors: Vec<(&str, &Tensor)> = w.tensors.iter().map(|(k, t)| (k.as_str(), t)).collect();
+            tensors.sort_by_key(|(k, _)| *k);
+            save_f32_all(&path, &tensors)?;
             Some(path)
         }
         WeightsSource::File(_) => None,
@@ -60,39 +59,54 @@ fn save_clip(path: &Path, clip: &Tensor) -> anyhow::Result<()> {
 }
 
 /// Write `tensor` as the one tensor `name` (dtype F32) of a safetensors file at `path`
-/// (temp file + rename), straight from its storage: the header, then its values as
+/// (temp file + rename); see [`save_f32_all`].
+pub fn save_f32(path: &Path, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
+    save_f32_all(path, &[(name, tensor)])
+}
+
+/// Write `tensors` (dtype F32, in the order given) as a safetensors file at `path` (temp
+/// file + rename), straight from their storage: the header, then each one's values as
 /// little-endian bytes, a buffer at a time. No second copy of the data is made (candle's
 /// `safetensors::save` copies every tensor whole first, infallibly: a clip that fits in
-/// memory once but not twice would abort the process).
-pub fn save_f32(path: &Path, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
+/// memory once but not twice would abort the process, and Wan 2.2's synthetic weights,
+/// 2.8 GB, took 7.8 s to write that way against 1.5 s to generate).
+pub fn save_f32_all(path: &Path, tensors: &[(&str, &Tensor)]) -> anyhow::Result<()> {
     crate::files::write_atomic_with(path, |tmp| {
-        write_f32(tmp, name, tensor).with_context(|| format!("cannot write {}", tmp.display()))
+        write_f32(tmp, tensors).with_context(|| format!("cannot write {}", tmp.display()))
     })
 }
 
-fn write_f32(path: &Path, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
+fn write_f32(path: &Path, tensors: &[(&str, &Tensor)]) -> anyhow::Result<()> {
     use std::io::Write;
     // A tensor that is not f32, contiguous and on the CPU is made so first (a copy; the
-    // parent's clips and inputs are all f32 CPU tensors built from one Vec).
-    let owned;
-    let t = if tensor.dtype() == DType::F32 && tensor.is_contiguous() && tensor.device().is_cpu() {
-        tensor
-    } else {
-        owned = tensor.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.contiguous()?;
-        &owned
-    };
-    let (storage, layout) = t.storage_and_layout();
-    let (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(all)), Some((start, end))) =
-        (&*storage, layout.contiguous_offsets())
-    else {
-        anyhow::bail!("tensor `{name}` is not a contiguous f32 tensor on the CPU");
-    };
-    let values = &all[start..end];
-    let bytes = values.len() as u64 * 4;
-    let mut header = serde_json::json!({
-        name: { "dtype": "F32", "shape": t.dims(), "data_offsets": [0, bytes] }
-    })
-    .to_string();
+    // parent's clips, inputs and synthetic weights are all f32 CPU tensors built from one Vec).
+    let mut owned = Vec::new();
+    for (name, tensor) in tensors {
+        if !(tensor.dtype() == DType::F32 && tensor.is_contiguous() && tensor.device().is_cpu()) {
+            owned.push((
+                *name,
+                tensor.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.contiguous()?,
+            ));
+        }
+    }
+    let plain: Vec<(&str, &Tensor)> = tensors
+        .iter()
+        .map(|&(name, t)| match owned.iter().find(|(n, _)| *n == name) {
+            Some((_, o)) => (name, o),
+            None => (name, t),
+        })
+        .collect();
+    let mut header = serde_json::Map::new();
+    let mut offset = 0u64;
+    for (name, t) in &plain {
+        let bytes = t.elem_count() as u64 * 4;
+        header.insert(
+            name.to_string(),
+            serde_json::json!({ "dtype": "F32", "shape": t.dims(), "data_offsets": [offset, offset + bytes] }),
+        );
+        offset += bytes;
+    }
+    let mut header = serde_json::Value::Object(header).to_string();
     // The data starts 8-byte aligned: the header is padded with spaces (the format's rule).
     while !header.len().is_multiple_of(8) {
         header.push(' ');
@@ -101,10 +115,18 @@ fn write_f32(path: &Path, name: &str, tensor: &Tensor) -> anyhow::Result<()> {
     out.write_all(&(header.len() as u64).to_le_bytes())?;
     out.write_all(header.as_bytes())?;
     let mut buf = Vec::with_capacity(WRITE_CHUNK * 4);
-    for chunk in values.chunks(WRITE_CHUNK) {
-        buf.clear();
-        buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
-        out.write_all(&buf)?;
+    for (name, t) in &plain {
+        let (storage, layout) = t.storage_and_layout();
+        let (candle_core::Storage::Cpu(candle_core::CpuStorage::F32(all)), Some((start, end))) =
+            (&*storage, layout.contiguous_offsets())
+        else {
+            anyhow::bail!("tensor `{name}` is not a contiguous f32 tensor on the CPU");
+        };
+        for chunk in all[start..end].chunks(WRITE_CHUNK) {
+            buf.clear();
+            buf.extend(chunk.iter().flat_map(|v| v.to_le_bytes()));
+            out.write_all(&buf)?;
+        }
     }
     out.flush()?;
     Ok(())
@@ -203,5 +225,14 @@ mod tests {
         let back = read_worker_input(&path, "x", &Device::Cpu).unwrap();
         assert_eq!(back.dims(), &[4, 3]);
         assert_eq!(back.to_vec2::<f32>().unwrap()[1], vec![1.0, 5.0, 9.0]);
+        // Several tensors (the synthetic weights): each at its own offset, in the order given.
+        save_f32_all(&path, &[("b", &t), ("a", &wide)]).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+        assert_eq!(st.tensor("b").unwrap().data().len(), 7 * 4);
+        assert_eq!(st.tensor("a").unwrap().shape(), &[3, 4]);
+        let back = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
+        assert_eq!(back["a"].to_vec2::<f32>().unwrap(), wide.to_vec2::<f32>().unwrap());
+        assert_eq!(back["b"].to_vec2::<f32>().unwrap(), t.to_vec2::<f32>().unwrap());
     }
 }

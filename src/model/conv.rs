@@ -58,23 +58,24 @@ pub struct Pad {
     pub right: usize,
 }
 
-/// Weights laid out for a CPU path.
-enum CpuWeights {
+/// The weights, laid out for the path that computes: one copy only (Wan 2.2's are 2.8 GB
+/// in f32; the checkpoint's tensor is dropped once a CPU path has its own layout).
+enum Weights {
+    /// `[out, in, kt, kh, kw]`, for [`ConvImpl::Candle`].
+    Candle(Tensor),
     /// `[out, kt*kh*kw*in]` row-major f32 weights and f32 bias, for the gemm crate.
     Portable(Vec<f32>, Vec<f32>),
     /// Packed for the AVX-512 kernels.
     Packed(PackedWeights),
 }
 
-/// Convolution weights `[out, in, kt, kh, kw]` plus bias, with a CPU copy laid out for the
-/// CPU path when that runs.
+/// Convolution weights `[out, in, kt, kh, kw]` plus bias, laid out for the path that runs.
 pub struct Conv3d {
-    weight: Tensor,
+    weights: Weights,
     bias: Tensor,
     out_ch: usize,
     in_ch: usize,
     kernel: [usize; 3],
-    cpu: Option<CpuWeights>,
 }
 
 impl Conv3d {
@@ -106,36 +107,31 @@ impl Conv3d {
     /// `isa` (at most [`Isa::hardware`]): tests and benchmarks compare the CPU paths with it.
     pub fn with_isa(weight: Tensor, bias: Tensor, imp: ConvImpl, isa: Isa) -> candle_core::Result<Self> {
         let (out_ch, in_ch, kt, kh, kw) = weight.dims5()?;
-        let cpu = if imp == ConvImpl::Auto && weight.device().is_cpu() {
+        let weights = if imp == ConvImpl::Auto && weight.device().is_cpu() {
             // Values as rounded to the model dtype, held in f32 (or bf16) for the kernels.
             let b = bias.to_dtype(DType::F32)?.to_vec1::<f32>()?;
-            Some(if isa >= Isa::Avx512 {
+            if isa >= Isa::Avx512 {
                 let operands = if isa >= Isa::Avx512Bf16 && weight.dtype() == DType::BF16 {
                     Operands::Bf16
                 } else {
                     Operands::F32
                 };
                 let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-                CpuWeights::Packed(PackedWeights::new(&w, &b, out_ch, in_ch, [kt, kh, kw], operands))
+                Weights::Packed(PackedWeights::new(&w, &b, out_ch, in_ch, [kt, kh, kw], operands))
             } else {
                 // [out, in, kt, kh, kw] -> [out, kt, kh, kw, in], the patch order of the im2col.
-                let w = weight
-                    .to_dtype(DType::F32)?
-                    .permute((0, 2, 3, 4, 1))?
-                    .flatten_all()?
-                    .to_vec1::<f32>()?;
-                CpuWeights::Portable(w, b)
-            })
+                let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+                Weights::Portable(im2col::weights_in_patch_order(&w, in_ch, kt * kh * kw), b)
+            }
         } else {
-            None
+            Weights::Candle(weight)
         };
         Ok(Conv3d {
-            weight,
+            weights,
             bias,
             out_ch,
             in_ch,
             kernel: [kt, kh, kw],
-            cpu,
         })
     }
 
@@ -153,20 +149,15 @@ impl Conv3d {
                 candle_core::bail!("conv expects {} input channels, got {c}", self.in_ch);
             }
         }
-        if let Some(CpuWeights::Packed(pw)) = &self.cpu {
-            return self.forward_packed(parts, pw, stride, pad);
-        }
-        let joined;
-        let x = match parts {
-            [x] => *x,
-            _ => {
-                joined = Tensor::cat(parts, 2)?;
-                &joined
-            }
+        // The other paths read one tensor: the parts joined (a copy) when there are several.
+        let joined = || match parts {
+            [x] => Ok((*x).clone()),
+            _ => Tensor::cat(parts, 2),
         };
-        match &self.cpu {
-            Some(CpuWeights::Portable(w, b)) => self.forward_im2col(x, w, b, stride, pad),
-            _ => self.forward_candle(x, stride, pad),
+        match &self.weights {
+            Weights::Packed(pw) => self.forward_packed(parts, pw, stride, pad),
+            Weights::Portable(w, b) => self.forward_im2col(&joined()?, w, b, stride, pad),
+            Weights::Candle(weight) => self.forward_candle(&joined()?, weight, stride, pad),
         }
     }
 
@@ -303,7 +294,7 @@ impl Conv3d {
         Tensor::from_vec(out, (b, self.out_ch, to, ho, wo), &Device::Cpu)?.to_dtype(dtype)
     }
 
-    fn forward_candle(&self, x: &Tensor, stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
+    fn forward_candle(&self, x: &Tensor, weight: &Tensor, stride: [usize; 3], pad: Pad) -> candle_core::Result<Tensor> {
         let dtype = x.dtype();
         // candle's CPU conv2d has no bf16 kernel: compute 16-bit types in f32 there.
         let cdt = if x.device().is_cpu() && dtype != DType::F32 {
@@ -338,8 +329,7 @@ impl Conv3d {
             taps.push(frames.permute((0, 2, 1, 3, 4))?.reshape((b * to, c, hp, wp))?);
         }
         let stacked = Tensor::cat(&taps, 1)?;
-        let weight = self
-            .weight
+        let weight = weight
             .to_dtype(cdt)?
             .permute((0, 2, 1, 3, 4))?
             .reshape((self.out_ch, kt * c, kh, kw))?;
