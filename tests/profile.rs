@@ -343,3 +343,78 @@ fn comfyui_profiles_carry_the_official_names() {
         );
     }
 }
+
+/// `compare` points at the layer that slowed down, in its text and in `--json`, and the
+/// layers never decide the verdict.
+#[test]
+fn compare_points_at_the_layer_that_slowed_in_text_and_json() {
+    use crate::util::reports::{bench, case, report, save};
+    use wan_vae_bench::report::profile::{CaseProfile, LayerRow};
+    let profiled = |conv_ms: f64| {
+        let mut c = case(
+            "fp32-chunk1-untiled-5x64x64-baseline",
+            &[0.1, 0.1, 0.1],
+            &[0.2, 0.2, 0.2],
+        );
+        let row = |layer: &str, ms: f64| LayerRow {
+            layer: layer.into(),
+            op: "conv3d".into(),
+            calls: 2,
+            ms,
+            ..Default::default()
+        };
+        c.profile = Some(CaseProfile {
+            decode: Some(PassProfile {
+                layers: vec![
+                    row("decoder.head.2", 40.0),
+                    row("decoder.upsamples.12.residual.2", conv_ms),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        report("h", vec![c])
+    };
+    let dir = scratch();
+    let (b, c) = (
+        save(dir.path(), "b.json", &profiled(100.0)),
+        save(dir.path(), "c.json", &profiled(160.0)),
+    );
+    let text = bench(&["compare".as_ref(), b.as_os_str(), c.as_os_str()]);
+    assert_eq!(
+        text.code, 0,
+        "equal timed samples: no regression, whatever the layers say"
+    );
+    assert!(
+        text.stdout.contains(
+            "fp32-chunk1-untiled-5x64x64-baseline decode decoder.upsamples.12.residual.2: 100.0 ms -> 160.0 ms (+60.0 ms)"
+        ),
+        "{}",
+        text.stdout
+    );
+    let json = bench(&["compare".as_ref(), b.as_os_str(), c.as_os_str(), "--json".as_ref()]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let first = &v["layer_changes"][0];
+    assert_eq!(first["layer"], "decoder.upsamples.12.residual.2", "{v}");
+    assert_eq!(
+        (first["baseline_ms"].as_f64(), first["current_ms"].as_f64()),
+        (Some(100.0), Some(160.0))
+    );
+    assert_eq!(first["pass"], "decode");
+    // Without a profile on one side, the list is there and empty.
+    let plain = save(
+        dir.path(),
+        "p.json",
+        &report(
+            "h",
+            vec![case(
+                "fp32-chunk1-untiled-5x64x64-baseline",
+                &[0.1, 0.1, 0.1],
+                &[0.2, 0.2, 0.2],
+            )],
+        ),
+    );
+    let json = bench(&["compare".as_ref(), plain.as_os_str(), c.as_os_str(), "--json".as_ref()]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(v["layer_changes"], serde_json::json!([]), "{v}");
+}

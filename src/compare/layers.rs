@@ -1,6 +1,7 @@
 //! `compare` pointing at layers (`run --profile`, issue 39): when both reports carry a
 //! profile of the same case and pass, the layers whose time changed most, so a regression
-//! points at a layer. Rendered after the verdict table (text or Markdown).
+//! points at a layer. Rendered after the verdict table (text or Markdown), and in `--json`
+//! as the comparison's `layer_changes`.
 //!
 //! Must not: decide verdicts (the profiled pass is one sample: these are pointers, not tests).
 use std::fmt::Write;
@@ -12,7 +13,7 @@ use crate::report::Report;
 pub const TOP: usize = 5;
 
 /// One layer's time in both reports.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct LayerChange {
     pub case: String,
     pub pass: &'static str,

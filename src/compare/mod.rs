@@ -147,9 +147,9 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     let out = if args.json {
         render::json(&cmp)?
     } else if args.markdown {
-        render::markdown(&cmp) + &layers::render(&layers::changes(&baseline, &current), true)
+        render::markdown(&cmp) + &layers::render(&cmp.layer_changes, true)
     } else {
-        render::text(&cmp) + &layers::render(&layers::changes(&baseline, &current), false)
+        render::text(&cmp) + &layers::render(&cmp.layer_changes, false)
     };
     crate::out!("{out}");
     Ok(i32::from(cmp.regression))

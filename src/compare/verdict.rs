@@ -59,6 +59,10 @@ pub struct Comparison {
     pub only_in_current: Vec<String>,
     /// Incompatibilities overridden with `--force`, and other warnings.
     pub warnings: Vec<String>,
+    /// Per case and pass profiled (`run --profile`) in both reports, the layers whose time
+    /// changed most, largest change first: pointers from one profiled pass each, never
+    /// part of a verdict. Empty when no case was profiled in both.
+    pub layer_changes: Vec<super::layers::LayerChange>,
 }
 
 /// One case present in both reports.
@@ -192,6 +196,7 @@ pub fn compare(baseline: &Report, current: &Report, rules: Rules) -> Comparison 
         only_in_baseline,
         only_in_current,
         warnings,
+        layer_changes: super::layers::changes(baseline, current),
     }
 }
 
