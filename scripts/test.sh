@@ -7,7 +7,7 @@
 #
 # The test Python is WAN_VAE_BENCH_TEST_PYTHON when set (used as it is), else
 # .venv-torch/bin/python (outside git): created with `python3 -m venv` and filled from PyPI
-# on the first run, reused after. The first run downloads about 3.5 GB (PyPI's torch wheel
+# on the first run, reused after. The first run downloads about 3.1 GB (PyPI's torch wheel
 # brings its CUDA libraries) and installs about 5.5 GB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,7 @@ make_python() {
       echo "scripts/test.sh: python3 not found: install Python 3.10 or newer with its venv module" >&2
       return 1
     }
-    echo "scripts/test.sh: creating .venv-torch (first run: 3.1 GB from PyPI)" >&2
+    echo "scripts/test.sh: creating .venv-torch (first run: about 3.1 GB from PyPI)" >&2
     python3 -m venv .venv-torch || {
       echo "scripts/test.sh: python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)" >&2
       rm -rf .venv-torch
@@ -53,16 +53,30 @@ make_python() {
 
 skips=$(mktemp "${TMPDIR:-/tmp}/test-skips.XXXXXX")
 python_pid=
-# On an early exit (Ctrl-C, a failed build) pip is stopped, not left running; a half-filled
-# .venv-torch fails the import check next time and is topped up.
-trap 'rm -f "$skips"; [ -z "$python_pid" ] || kill "$python_pid" 2>/dev/null || true' EXIT
+# pip runs in a process group of its own, so that stopping this script (Ctrl-C, TERM, HUP)
+# stops pip and its children too instead of leaving them writing .venv-torch. A build
+# that fails still lets pip finish (a pip killed half way can leave a package that pip
+# calls installed but that does not import).
+cleanup() {
+  rm -f "$skips"
+  if [ -n "$python_pid" ]; then
+    kill -TERM -- "-$python_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 if [ -z "${WAN_VAE_BENCH_TEST_PYTHON:-}" ]; then
+  set -m
   make_python &
   python_pid=$!
+  set +m
 fi
 build=0
 cargo test --release --no-run "$@" || build=$?
 if [ -n "$python_pid" ]; then
+  [ "$build" -eq 0 ] || echo "scripts/test.sh: the build failed (above); waiting for pip to finish .venv-torch" >&2
   python=0
   wait "$python_pid" || python=$?
   python_pid=

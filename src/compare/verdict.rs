@@ -59,9 +59,11 @@ pub struct Comparison {
     pub only_in_current: Vec<String>,
     /// Incompatibilities overridden with `--force`, and other warnings.
     pub warnings: Vec<String>,
-    /// Per case and pass profiled (`run --profile`) in both reports, the layers whose time
-    /// changed most, largest change first: pointers from one profiled pass each, never
-    /// part of a verdict. Empty when no case was profiled in both.
+    /// Per case and pass profiled (`run --profile`) in both reports, the 5 layers whose time
+    /// changed most (largest change first within each case and pass; the time outside any
+    /// layer is a row too, and a row may show no change when few layers changed): pointers
+    /// from one profiled pass each, never part of a verdict. Empty when no case was
+    /// profiled in both.
     pub layer_changes: Vec<super::layers::LayerChange>,
 }
 

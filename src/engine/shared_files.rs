@@ -80,21 +80,24 @@ fn write_f32(path: &Path, tensors: &[(&str, &Tensor)]) -> anyhow::Result<()> {
     use std::io::Write;
     // A tensor that is not f32, contiguous and on the CPU is made so first (a copy; the
     // parent's clips, inputs and synthetic weights are all f32 CPU tensors built from one Vec).
-    let mut owned = Vec::new();
+    let mut names = std::collections::HashSet::new();
+    let mut owned: Vec<Option<Tensor>> = Vec::with_capacity(tensors.len());
     for (name, tensor) in tensors {
-        if !(tensor.dtype() == DType::F32 && tensor.is_contiguous() && tensor.device().is_cpu()) {
-            owned.push((
-                *name,
-                tensor.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.contiguous()?,
-            ));
+        if !names.insert(*name) {
+            anyhow::bail!("tensor `{name}` is given twice: a safetensors file names each tensor once");
         }
+        owned.push(
+            if tensor.dtype() == DType::F32 && tensor.is_contiguous() && tensor.device().is_cpu() {
+                None
+            } else {
+                Some(tensor.to_device(&Device::Cpu)?.to_dtype(DType::F32)?.contiguous()?)
+            },
+        );
     }
     let plain: Vec<(&str, &Tensor)> = tensors
         .iter()
-        .map(|&(name, t)| match owned.iter().find(|(n, _)| *n == name) {
-            Some((_, o)) => (name, o),
-            None => (name, t),
-        })
+        .zip(&owned)
+        .map(|(&(name, t), o)| (name, o.as_ref().unwrap_or(t)))
         .collect();
     let mut header = serde_json::Map::new();
     let mut offset = 0u64;
@@ -226,7 +229,8 @@ mod tests {
         assert_eq!(back.dims(), &[4, 3]);
         assert_eq!(back.to_vec2::<f32>().unwrap()[1], vec![1.0, 5.0, 9.0]);
         // Several tensors (the synthetic weights): each at its own offset, in the order given.
-        save_f32_all(&path, &[("b", &t), ("a", &wide)]).unwrap();
+        let strided = wide.t().unwrap().to_dtype(DType::BF16).unwrap();
+        save_f32_all(&path, &[("b", &t), ("s", &strided), ("a", &wide)]).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
         assert_eq!(st.tensor("b").unwrap().data().len(), 7 * 4);
@@ -234,5 +238,8 @@ mod tests {
         let back = candle_core::safetensors::load(&path, &Device::Cpu).unwrap();
         assert_eq!(back["a"].to_vec2::<f32>().unwrap(), wide.to_vec2::<f32>().unwrap());
         assert_eq!(back["b"].to_vec2::<f32>().unwrap(), t.to_vec2::<f32>().unwrap());
+        assert_eq!(back["s"].to_vec2::<f32>().unwrap()[1], vec![1.0, 5.0, 9.0]);
+        let twice = save_f32_all(&path, &[("a", &t), ("a", &wide)]).unwrap_err();
+        assert!(format!("{twice:#}").contains("tensor `a` is given twice"), "{twice:#}");
     }
 }

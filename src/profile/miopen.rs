@@ -134,12 +134,7 @@ pub fn torch_snippet(row: &LayerRow, device: &str) -> String {
     format!(
         "import torch; x = torch.randn({shape}, dtype={dtype}, device='{device}'); \
          w = torch.randn({c}, {c}, {k}, dtype={dtype}, device='{device}'); \
-         torch.nn.functional.{conv}(x{}, w); torch.cuda.synchronize() if x.is_cuda else None",
-        if conv == "conv2d" && row.input_shape.len() == 5 {
-            ".flatten(0, 1)"
-        } else {
-            ""
-        }
+         torch.nn.functional.{conv}(x, w); torch.cuda.synchronize() if x.is_cuda else None"
     )
 }
 

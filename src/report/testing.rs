@@ -4,12 +4,13 @@
 use super::{CaseRecord, CaseStatus, ModelInfo, Outcome, Report, SCHEMA_VERSION};
 use crate::settings::CaseSettings;
 
-/// The case of `settings` (its id from them, all its frames used) with `outcome`.
+/// The case of `settings` (its id from them, the frames the model uses of its frames)
+/// with `outcome`.
 pub fn case(settings: CaseSettings, outcome: Outcome) -> CaseRecord {
     CaseRecord {
         id: settings.id(),
         added_as_reference: false,
-        frames_used: Some(settings.frames),
+        frames_used: crate::model::frames_used(settings.frames).ok(),
         settings,
         outcome,
         quality: None,

@@ -117,6 +117,9 @@ fn live_time_taps(g: &Geometry) -> std::ops::Range<usize> {
 /// (Wan 2.2's 2.8 GB took 3 s through candle's strided copy on one thread).
 pub(super) fn weights_in_patch_order(w: &[f32], in_ch: usize, k: usize) -> Vec<f32> {
     let per = in_ch * k;
+    if per == 0 {
+        return Vec::new();
+    }
     let mut out = vec![0f32; w.len()];
     out.par_chunks_mut(per).zip(w.par_chunks(per)).for_each(|(dst, src)| {
         for (ci, taps) in src.chunks(k).enumerate() {
