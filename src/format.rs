@@ -1,7 +1,8 @@
 //! How numbers are shown to people, in one place: seconds (with and without a unit), PSNR
 //! values (identical outputs have infinite PSNR, stored as null) and counts of things (`1
-//! case`, `3 cases`). Every table, export
-//! and comparison renders through these, so a change of style happens once.
+//! case`, `3 cases`), and untrusted text (case ids, env variant names) made safe for a
+//! Markdown cell. Every table, export and comparison renders through these, so a change of
+//! style happens once.
 //!
 //! Must not: decide what to show (that is the table's or exporter's job) or touch JSON.
 
@@ -70,6 +71,22 @@ pub fn printable(s: &str) -> String {
         .collect()
 }
 
+/// Escape text for a Markdown table cell.
+pub fn md_cell(s: &str) -> String {
+    // Untrusted text (ids carry env variant names): no table break, no line break, no end of
+    // a code span (a backtick becomes U+02CB), no raw HTML, no terminal escape.
+    s.chars()
+        .map(|c| match c {
+            '`' => "\u{2cb}".to_string(),
+            '<' => "&lt;".to_string(),
+            '>' => "&gt;".to_string(),
+            '|' => "\\|".to_string(),
+            c if c.is_control() => " ".to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -101,5 +118,13 @@ mod tests {
         assert_eq!(count(1, "case"), "1 case");
         assert_eq!(count(0, "case"), "0 cases");
         assert_eq!(count(3, "report"), "3 reports");
+    }
+
+    #[test]
+    fn markdown_cells_cannot_break_out() {
+        assert_eq!(
+            md_cell("a`<img src=x>`|b\n\u{1b}"),
+            "a\u{2cb}&lt;img src=x&gt;\u{2cb}\\|b  "
+        );
     }
 }

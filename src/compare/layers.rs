@@ -86,7 +86,7 @@ pub fn render(changes: &[LayerChange], markdown: bool) -> String {
             let _ = writeln!(
                 o,
                 "| `{}` | {} | `{}` | {} | {} | {delta} |",
-                super::render::md_cell(&c.case),
+                crate::format::md_cell(&c.case),
                 c.pass,
                 c.layer,
                 secs(c.baseline_ms),

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use super::verdict::{CaseComparison, Comparison, PassComparison, Verdict};
 
-use crate::format::seconds_plain as secs;
+use crate::format::{md_cell, seconds_plain as secs};
 
 fn p_text(p: &PassComparison) -> String {
     match p.p_value {
@@ -110,22 +110,6 @@ fn status_suffix(case: &CaseComparison) -> String {
     }
 }
 
-/// Escape text for a Markdown table cell.
-pub fn md_cell(s: &str) -> String {
-    // Untrusted text (ids carry env variant names): no table break, no line break, no end of
-    // a code span (a backtick becomes U+02CB), no raw HTML, no terminal escape.
-    s.chars()
-        .map(|c| match c {
-            '`' => "\u{2cb}".to_string(),
-            '<' => "&lt;".to_string(),
-            '>' => "&gt;".to_string(),
-            '|' => "\\|".to_string(),
-            c if c.is_control() => " ".to_string(),
-            c => c.to_string(),
-        })
-        .collect()
-}
-
 /// Markdown for a PR comment.
 pub fn markdown(c: &Comparison) -> String {
     let mut o = String::new();
@@ -214,17 +198,4 @@ pub fn markdown(c: &Comparison) -> String {
 /// Pretty JSON.
 pub fn json(c: &Comparison) -> anyhow::Result<String> {
     Ok(serde_json::to_string_pretty(c)? + "\n")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn markdown_cells_cannot_break_out() {
-        assert_eq!(
-            md_cell("a`<img src=x>`|b\n\u{1b}"),
-            "a\u{2cb}&lt;img src=x&gt;\u{2cb}\\|b  "
-        );
-    }
 }

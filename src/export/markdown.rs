@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-use crate::compare::render::md_cell;
+use crate::format::md_cell;
 use crate::format::seconds_plain as secs;
 use crate::report::{CaseRecord, CaseStatus, ErrorStats, PassStats, Report};
 

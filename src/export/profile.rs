@@ -7,6 +7,7 @@
 //! Must not: compute the profile (`crate::profile`) or the answer (`crate::answer`).
 use std::fmt::Write;
 
+use crate::format::md_cell;
 use crate::report::profile::{PassProfile, OUTSIDE};
 use crate::report::Report;
 
@@ -99,14 +100,14 @@ pub fn markdown(report: &Report) -> String {
             o.push_str("\n## Where the time goes\n\nOne profiled pass per pass kind, after the timed ones (not in the timings).\n");
         }
         if let Some(e) = &profile.error {
-            let _ = writeln!(o, "\n`{}`: no profile: {e}", c.id);
+            let _ = writeln!(o, "\n`{}`: no profile: {e}", md_cell(&c.id));
             continue;
         }
         for (name, p) in profile.passes() {
             let _ = writeln!(
                 o,
                 "\n### `{}` {name}\n\nProfiled {} ({:.2}x the timed median); by op: {}.\n",
-                c.id,
+                md_cell(&c.id),
                 ms(p.total_ms),
                 p.overhead,
                 p.by_op

@@ -137,7 +137,7 @@ pub fn text(h: &History) -> String {
 
 /// Markdown: a table of series, then one bullet per step.
 pub fn markdown(h: &History) -> String {
-    let cell = |s: &str| s.replace('|', "\\|");
+    let cell = crate::format::md_cell;
     let mut out =
         String::from("## Benchmark history\n\n| case | pass | machine | runs | segments (median) | verdict |\n");
     out.push_str("| --- | --- | --- | ---: | --- | --- |\n");
@@ -164,9 +164,9 @@ pub fn markdown(h: &History) -> String {
             s.steps.iter().map(move |st| {
                 format!(
                     "- `{}` {} on {}: {:+.1}% at {}: {}",
-                    s.case_id,
+                    cell(&s.case_id),
                     s.pass,
-                    s.machine,
+                    cell(&s.machine),
                     st.change * 100.0,
                     when(h, s, st),
                     changed(st)
