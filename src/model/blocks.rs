@@ -362,7 +362,7 @@ impl Resample {
         x = match self.mode {
             Upsample2d | Upsample3d => {
                 let up = upsample_nearest2x(&x)?;
-                let _span = super::span::layer_2d(&self.resample_1.path, &up, 0)?;
+                let _span = super::span::layer_2d(&self.resample_1.path, &up, 0);
                 self.resample_1.forward_unspanned(&up, None)?
             }
             Downsample2d | Downsample3d => {
@@ -371,7 +371,7 @@ impl Resample {
                     right: 1,
                     ..Pad::default()
                 };
-                let _span = super::span::layer_2d(&self.resample_1.path, &x, 1)?;
+                let _span = super::span::layer_2d(&self.resample_1.path, &x, 1);
                 self.resample_1.conv.forward(&x, self.resample_1.stride, pad)?
             }
         };

@@ -15,9 +15,12 @@ pub fn layer(path: &str, x: &Tensor) -> tracing::span::EnteredSpan {
 /// Enter the span of a `Resample`'s 2D conv (`resample.1`) on the 5D `x`, shaped as the
 /// reference's conv sees it: frames folded into the batch (`b c t h w -> (b t) c h w`) and
 /// `zero_pad` rows and columns of the reference's `ZeroPad2d` (its `resample.0`) added, so
-/// that every engine's row for the layer has one input shape.
-pub fn layer_2d(path: &str, x: &Tensor, zero_pad: usize) -> candle_core::Result<tracing::span::EnteredSpan> {
-    let (b, c, t, h, w) = x.dims5()?;
-    let shape = [b * t, c, h + zero_pad, w + zero_pad];
-    Ok(tracing::trace_span!("layer", path = path, shape = ?shape, dtype = x.dtype().as_str()).entered())
+/// that every engine's row for the layer has one input shape. Like [`layer`]'s, the shape is
+/// only computed when a subscriber (the profiled pass) takes the span.
+pub fn layer_2d(path: &str, x: &Tensor, zero_pad: usize) -> tracing::span::EnteredSpan {
+    let folded = |d: &[usize]| match *d {
+        [b, c, t, h, w] => vec![b * t, c, h + zero_pad, w + zero_pad],
+        _ => d.to_vec(),
+    };
+    tracing::trace_span!("layer", path = path, shape = ?folded(x.dims()), dtype = x.dtype().as_str()).entered()
 }
