@@ -180,6 +180,8 @@ def check_case(name, c, device):
             line("FAIL", check, f"ok but {bad or problem}")
             return
         line("PASS", check, f"{timing(c)}; {mem}; computes {c.get('compute_dtype')}")
+        if on_gpu(device):
+            check_telemetry(name, c)
     elif status == "unsupported":
         line("UNSUPPORTED", check, first_line(c.get("error")))
     else:
@@ -201,6 +203,50 @@ def check_case(name, c, device):
             line("PASS" if ok else "FAIL", f"cross_engine {name} {case_label(c)}", f"{detail} (fp32 bound {bound:.3e})")
         else:
             line("INFO", f"cross_engine {name} {case_label(c)}", detail)
+
+
+def check_telemetry(name, c):
+    """A GPU case's telemetry: where it was read, the clock, temperature and power of its timed
+    passes, and the throttle verdict. A case marked throttled FAILs unless the driver named a
+    thermal or power limit: a low clock alone on short passes is the false verdict to catch."""
+    check = f"telemetry {name} {case_label(c)}"
+    t = c.get("telemetry")
+    if not t:
+        line("FAIL", check, "no telemetry in the case")
+        return
+    if not t.get("source"):
+        line("FAIL", check, f"unavailable: {first_line(json.dumps(t.get('unavailable')))}")
+        return
+    parts, missing = [], []
+    for kind in ("encode", "decode"):
+        p = t.get(kind)
+        if not p:
+            continue
+        vals = {k: p.get(k) for k in ("clock_median_mhz", "temp_peak_c", "power_mean_w")}
+        missing += [f"{kind}.{k}" for k, v in vals.items() if v is None]
+        frac = p.get("clock_median_fraction")
+        parts.append(
+            f"{kind}: {p.get('samples')} samples, clock {vals['clock_median_mhz']} MHz"
+            f" ({'?' if frac is None else f'{frac:.0%}'} of {t.get('clock_max_mhz')}), "
+            f"{vals['temp_peak_c']} C peak, {vals['power_mean_w']} W mean"
+            + (f", reasons {','.join(p['throttle_reasons'])}" if p.get("throttle_reasons") else "")
+        )
+    if not parts:
+        line("FAIL", check, f"no timed pass sampled ({t.get('samples')} samples; {json.dumps(t.get('unavailable'))})")
+        return
+    detail = f"{t.get('source')}; " + "; ".join(parts)
+    verdicts = t.get("unavailable") or {}
+    if t.get("throttled"):
+        limits = [r for k in ("encode", "decode") for r in ((t.get(k) or {}).get("throttle_reasons") or [])
+                  if any(w in r for w in ("thermal", "power"))]
+        line("INFO" if limits else "FAIL", check,
+             f"throttled ({t.get('throttle_why')}){'' if limits else ' with no thermal or power reason: false verdict?'}; {detail}")
+    elif missing:
+        line("FAIL", check, f"missing {', '.join(missing)}; {detail}")
+    else:
+        verdict = "no verdict: " + "; ".join(f"{k} {v}" for k, v in verdicts.items()) if any(
+            k.endswith("_verdict") for k in verdicts) else "not throttled"
+        line("PASS", check, f"{verdict}; {detail}")
 
 
 def check_context(name, rep, device):
@@ -371,6 +417,47 @@ def cmd_profile(a):
             line("PASS", label, "; ".join(kernels) or "per-layer profile")
 
 
+def lever_of(c):
+    return (c.get("layout") or "ncdhw", c.get("conv3d") or "native")
+
+
+def cmd_levers(a):
+    """The levers' matrix: each lever case against the default (ncdhw, native) case of the same
+    engine and precision. fp32: the same arithmetic, so its decoded video within 1e-4 of the
+    default's (quality.decoded, which the report takes against the fp32 default); every lever:
+    the decode median's ratio to the default's (INFO: a timing, not a pass/fail)."""
+    rep = load_json(a.report, f"levers {a.name}")
+    if rep is None:
+        return
+    groups = {}
+    for c in rep.get("cases") or []:
+        if c.get("status") == "ok" and (c.get("decode") or {}).get("median_s"):
+            groups.setdefault((c.get("engine", "candle"), c.get("precision")), {})[lever_of(c)] = c
+    if not groups:
+        line("FAIL", f"levers {a.name}", "no ok case with a decode median")
+        return
+    for (engine, precision), by_lever in sorted(groups.items()):
+        base = by_lever.get(("ncdhw", "native"))
+        for lever, c in sorted(by_lever.items()):
+            if lever == ("ncdhw", "native"):
+                continue
+            label = f"levers {a.name} {engine} {precision} layout={lever[0]} conv3d={lever[1]}"
+            q = (c.get("quality") or {}).get("decoded")
+            if precision == "fp32":
+                if not q:
+                    line("FAIL", label, "no decoded quality against the default case")
+                else:
+                    ok = q.get("max_abs") is not None and q["max_abs"] <= FP32_CROSS_ENGINE_TOL
+                    line("PASS" if ok else "FAIL", label,
+                         f"vs {(c.get('quality') or {}).get('reference_id')}: max_abs {q['max_abs']:.3e} (bound 1e-4)")
+            if base:
+                b, m = base["decode"]["median_s"], c["decode"]["median_s"]
+                psnr = "" if not q else (" identical" if q.get("identical") else f", PSNR {q.get('psnr_db')} dB vs the fp32 default")
+                line("INFO", f"{label} speed",
+                     f"decode median {m:.3f} s vs default {b:.3f} s: {b / m:.2f}x{psnr}"
+                     f" ({len(c['decode'].get('samples_s') or [])} timed runs)")
+
+
 def main(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -395,11 +482,14 @@ def main(argv):
     pr.add_argument("--rc", type=int, required=True)
     pr.add_argument("--log", required=True)
     pr.add_argument("report")
+    lv = sub.add_parser("levers")
+    lv.add_argument("--name", required=True)
+    lv.add_argument("report")
     g = sub.add_parser("growth")
     g.add_argument("reports", nargs="*")
     a = p.parse_args(argv)
     {"system": cmd_system, "validate": cmd_validate, "run": cmd_run, "growth": cmd_growth,
-     "profile": cmd_profile}[a.cmd](a)
+     "profile": cmd_profile, "levers": cmd_levers}[a.cmd](a)
     return 0
 
 

@@ -184,9 +184,11 @@ if wants validate; then
     done
 fi
 
-common=(--device "$device" --engine "$engines" "${py_args[@]}")
-[[ -n $comfyui ]] && common+=(--comfyui "$comfyui")
-[[ $quick == 1 ]] && common+=(--runs 1 --cudnn on --cudnn-benchmark off)
+base=(--device "$device" --engine "$engines" "${py_args[@]}")
+[[ -n $comfyui ]] && base+=(--comfyui "$comfyui")
+common=("${base[@]}")
+[[ $quick == 1 ]] && common+=(--cudnn on --cudnn-benchmark off)
+[[ $quick == 1 && $smoke == 0 ]] && common+=(--runs 1) # --smoke sets --runs 1 itself
 [[ $smoke == 1 ]] && common+=(--frames 5 --size 64x64 --tile none --warmup 0 --runs 1)
 
 matrix_reports=()
@@ -223,6 +225,8 @@ for cfg in "${config_list[@]}"; do
     oom_flag=()
     [[ $is_oom == 1 ]] && oom_flag=(--oom)
     report run --name "$name" --device "$device" --rc "$rc" --log "$out/$name.log" "${oom_flag[@]}" "$out/$name.json"
+    # The levers: exact in fp32 against the default case, and their speed against it.
+    [[ $name == levers && -f $out/$name.json ]] && report levers --name "$name" "$out/$name.json"
     # The growth check compares default cases across sizes; the levers' matrix is one size.
     [[ $is_oom == 0 && $name != levers ]] && matrix_reports+=("$out/$name.json")
 done
@@ -233,7 +237,8 @@ fi
 if wants profile; then
     size=320x320
     [[ $smoke == 1 ]] && size=64x64
-    args=(run --output "$out/profile.json" "${common[@]}" --frames 5 --size "$size" --tile none
+    # Its own sizes and runs: --quick's and --smoke's would repeat these flags.
+    args=(run --output "$out/profile.json" "${base[@]}" --frames 5 --size "$size" --tile none
         --precision fp32,bf16 --warmup 1 --runs 1 --profile --export-trace "$out/traces")
     [[ -n $w21 ]] && args+=(--weights "$w21")
     say "run profile: ${args[*]} ${extra[*]}"

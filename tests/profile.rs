@@ -1,13 +1,13 @@
 //! `run --profile` (issue 39) for real, on the CPU: candle and torch (and diffusers) on the
 //! tiny fixture weights. The profile's rows sum to its pass, its layers' GFLOP to the case's,
-//! the costliest layer is a convolution, and every engine names the same layers the same
+//! convolutions hold its work, and every engine names the same layers the same
 //! (the checkpoint keys' prefixes). The profiled pass never enters the timings.
 use std::collections::BTreeSet;
 use std::path::Path;
 
 use crate::need;
 use crate::util::cli::*;
-use wan_vae_bench::report::profile::{PassProfile, OUTSIDE};
+use wan_vae_bench::report::profile::{LayerRow, PassProfile, OUTSIDE};
 use wan_vae_bench::report::{CaseRecord, CaseStatus, PassStats, Report};
 
 fn profiled_run(dir: &Path, extra: &[&str]) -> Report {
@@ -46,29 +46,23 @@ fn check_pass(case: &CaseRecord, name: &str, p: &PassProfile, timed: &PassStats)
         timed.gflop
     );
     assert_eq!(p.layers.last().unwrap().layer, OUTSIDE);
-    // Where the time goes is convolution: the costliest op kind, and most of the five
-    // costliest layers (one pass is one sample: under load a norm may take a top place).
-    let top = p.layers.iter().find(|r| r.layer != OUTSIDE).unwrap();
-    assert_eq!(
-        p.by_op.first().map(|r| r.name.as_str()),
-        Some("conv3d"),
-        "{} {name}: {:?}",
-        case.id,
-        p.by_op
-    );
-    let convs = p
-        .layers
-        .iter()
-        .filter(|r| r.layer != OUTSIDE)
-        .take(5)
-        .filter(|r| r.op.starts_with("conv"))
-        .count();
+    // Which layer or op costs most is a timing, one sample of it, and depends on the CPU and
+    // its load: asserted here is only what is deterministic. The rows are ordered costliest
+    // first (by their own ms) with the outside row last; every op kind's rollup is the sum of
+    // its rows; and the work is convolution's (by GFLOP, analytic).
+    let rows: Vec<&LayerRow> = p.layers.iter().filter(|r| r.layer != OUTSIDE).collect();
+    assert!(rows.windows(2).all(|w| w[0].ms >= w[1].ms), "{} {name}: rows not costliest first", case.id);
+    assert!(p.by_op.windows(2).all(|w| w[0].ms >= w[1].ms), "{} {name}: {:?}", case.id, p.by_op);
+    for op in &p.by_op {
+        let sum: f64 = p.layers.iter().filter(|r| r.op == op.name).map(|r| r.ms).sum();
+        assert!((sum - op.ms).abs() <= 1e-6 * p.total_ms.max(1.0), "{} {name}: {op:?} vs rows {sum}", case.id);
+    }
+    let conv_gflop: f64 = rows.iter().filter(|r| r.op.starts_with("conv")).map(|r| r.gflop).sum();
     assert!(
-        convs >= 3,
-        "{} {name}: {convs} of the 5 costliest layers are convolutions (first: {} {})",
+        conv_gflop >= 0.9 * timed.gflop,
+        "{} {name}: convolutions hold {conv_gflop} of {} GFLOP",
         case.id,
-        top.layer,
-        top.op
+        timed.gflop
     );
     assert!(
         top.calls >= 1 && !top.input_shape.is_empty() && top.dtype == "f32",

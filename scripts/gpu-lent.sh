@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# The whole GPU check in one call on a lent GPU machine (docs/gpu.md, "One call on a lent
+# GPU"): there is no Rust and no network there, each call has a hard time limit, and only a
+# few files come back. So this script
+#   - unpacks the binaries built here and carried along (.gpu/wan-vae-bench-cuda.gz, a
+#     `--features cuda` build; .gpu/wan-vae-bench.gz, the CPU build, if the first cannot start),
+#   - runs scripts/gpu-check.sh one step at a time, most wanted first, each under its own time
+#     cap and never past the deadline (a step stopped by its cap keeps what it measured: `run`
+#     writes its report on SIGTERM),
+#   - and after every step packs everything into DEST/gpu-lent.tar.gz (one file: what comes
+#     back even when the call is cut off), with the session log beside it.
+#
+#   scripts/gpu-lent.sh DEST [DEADLINE_S]     # DEST: e.g. $OUT; DEADLINE_S default 540
+#   GPU_LENT_SMOKE=1 scripts/gpu-lent.sh /tmp/x 900   # the same plumbing on the CPU (gpu-check --smoke)
+#
+# Steps (engines torch then candle; diffusers is not installed there, and ran on the H100):
+#   setup       nvidia-smi, its telemetry query, torch's versions, the binary's libraries
+#   validate    candle and torch, both models, fp32 (TF32 off) and bf16; torch with each lever
+#   decode-320  --quick: decode only, 17x320x320, the latent encoded on the device first
+#   wan21       --quick: 21x832x480 encode + decode, fp32/bf16, untiled/256:64 (cross_engine)
+#   levers      torch, 21x832x480 decode, layout x conv3d, warmup 1 + 3 runs
+#   oom         torch, 5x3072x1792 fp32, while a second process holds all but 40 GiB of the
+#               GPU (so the allocator fails even on a 141 GB card), then 5x320x320
+#   profile     --profile --export-trace, 5x320x320, fp32 and bf16
+#   candle-vs-torch   21x832x480 untiled, fp32 and bf16, warmup 1 + 3 runs (only if time is left)
+#   decode-81, wan22  --quick (only if time is left)
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+dest=${1:?usage: scripts/gpu-lent.sh DEST [DEADLINE_S]}
+deadline=${2:-540}
+mkdir -p "$dest"
+work=/tmp/wvb-lent
+rm -rf "$work" && mkdir -p "$work"
+log=$work/session.txt
+t0=$SECONDS
+
+say() { echo "[+$((SECONDS - t0))s] $*" | tee -a "$log"; }
+left() { echo $((deadline - (SECONDS - t0))); }
+pack() {
+    tar czf "$dest/gpu-lent.tar.gz.part" --exclude wvb-lent/bin -C /tmp wvb-lent 2>/dev/null && mv "$dest/gpu-lent.tar.gz.part" "$dest/gpu-lent.tar.gz"
+    cp "$log" "$dest/session.txt"
+}
+ballast_pid=""
+cleanup() { [[ -n $ballast_pid ]] && kill "$ballast_pid" 2>/dev/null; pack; }
+trap cleanup EXIT
+
+# step NAME NEED_S CAP_S CMD...: run CMD when NEED_S seconds are left, under min(CAP_S, left - 15)
+step() {
+    local name=$1 need=$2 cap=$3 l s rc
+    shift 3
+    l=$(left)
+    if ((l < need)); then
+        say "SKIP step $name: $l s left, it needs about $need"
+        return
+    fi
+    ((cap > l - 15)) && cap=$((l - 15))
+    say "step $name (cap ${cap} s): $*"
+    s=$SECONDS
+    timeout -s TERM -k 10 "$cap" "$@" 2>&1 | tee "$work/$name.out" | grep -E '^(PASS|FAIL|UNSUPPORTED|SKIP|INFO|summary)' >> "$log"
+    rc=${PIPESTATUS[0]}
+    say "step $name: exit $rc, wall $((SECONDS - s)) s$([[ $rc == 124 ]] && echo ' (stopped by its cap)')"
+    pack
+}
+
+# ---- setup: the binary and what it needs
+mkdir -p "$work/bin"
+for b in wan-vae-bench-cuda wan-vae-bench; do
+    [[ -f $root/.gpu/$b.gz ]] && gunzip -c "$root/.gpu/$b.gz" > "$work/bin/$b" && chmod +x "$work/bin/$b"
+done
+libdirs=$(python3 -c 'import glob, os, nvidia
+print(":".join(sorted({os.path.dirname(p) for d in nvidia.__path__ for p in glob.glob(os.path.join(d, "*", "lib", "lib*.so*"))})))' 2>/dev/null)
+[[ -d /usr/local/cuda/lib64 ]] && libdirs="${libdirs:+$libdirs:}/usr/local/cuda/lib64"
+export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Any library still missing (libcurand.so.10 is not in every torch's wheels): look wider.
+if [[ -x $work/bin/wan-vae-bench-cuda ]]; then
+    for lib in $(ldd "$work/bin/wan-vae-bench-cuda" 2>/dev/null | awk '/not found/ {print $1}'); do
+        found=$(find /usr/local /opt /usr/lib -name "$lib" 2>/dev/null | head -1)
+        echo "== $lib not found on LD_LIBRARY_PATH; found: ${found:-nothing}" >> "$work/setup.txt"
+        [[ -n $found ]] && export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$(dirname "$found")"
+    done
+fi
+bin=""
+for b in "$work/bin/wan-vae-bench-cuda" "$work/bin/wan-vae-bench" "$root/target/release/wan-vae-bench"; do
+    if [[ -x $b ]] && "$b" --version > /dev/null 2>> "$work/setup.txt"; then bin=$b; break; fi
+done
+{
+    echo "== date: $(date -u +%FT%TZ)"
+    echo "== nvidia-smi"; nvidia-smi 2>&1
+    echo "== the telemetry query (src/bench/telemetry/sources.rs)"
+    nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,clocks_throttle_reasons.active \
+        --format=csv,noheader,nounits 2>&1
+    echo "== python"; python3 -c 'import sys, torch; print(sys.version); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), torch.cuda.get_device_name(0))' 2>&1
+    echo "== nproc $(nproc); $(grep -m1 'model name' /proc/cpuinfo)"
+    echo "== LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+    for b in "$work"/bin/*; do echo "== ldd $b"; ldd "$b" 2>&1; done
+} >> "$work/setup.txt" 2>&1
+[[ -n $bin ]] || { say "no binary starts (see setup.txt)"; exit 1; }
+export WAN_VAE_BENCH=$bin
+say "binary $bin: $("$bin" --version 2>&1 | head -1)"
+check=("$root/scripts/gpu-check.sh")
+[[ ${GPU_LENT_SMOKE:-0} == 1 ]] && check+=(--smoke)
+cfg=$root/configs
+
+# ---- the checks, most wanted first
+step validate 100 170 "${check[@]}" --steps system,validate --engines candle,torch --out "$work/validate"
+step decode-320 40 90 "${check[@]}" --quick --steps decode-320 --engines torch,candle --out "$work/decode-320"
+step wan21 60 200 "${check[@]}" --quick --steps wan21 --engines torch,candle --out "$work/wan21"
+step levers 40 100 "${check[@]}" --steps levers --engines torch --out "$work/levers"
+
+# oom: hold all but 40 GiB of the GPU in a second process, as another program (ComfyUI's
+# diffusion model) would, so that 5x3072x1792 fp32 cannot fit on any card.
+if (($(left) > 45)) && [[ ${GPU_LENT_SMOKE:-0} != 1 ]]; then
+    rm -f "$work/ballast.ready"
+    python3 -c '
+import sys, time, torch
+free, total = torch.cuda.mem_get_info()
+n = max(0, free - (40 << 30))
+x = torch.empty(n, dtype=torch.uint8, device="cuda")
+print(f"ballast: holding {n / 2**30:.1f} GiB of {total / 2**30:.1f} GiB; {(free - n) / 2**30:.1f} GiB left free", flush=True)
+open(sys.argv[1], "w").close()
+time.sleep(600)
+' "$work/ballast.ready" >> "$log" 2>&1 &
+    ballast_pid=$!
+    for _ in $(seq 60); do [[ -f $work/ballast.ready ]] && break; sleep 0.5; done
+    step oom 40 90 "${check[@]}" --steps oom --engines torch --out "$work/oom"
+    kill "$ballast_pid" 2>/dev/null; wait "$ballast_pid" 2>/dev/null; ballast_pid=""
+fi
+
+step profile 40 90 "${check[@]}" --quick --steps profile --engines torch,candle --out "$work/profile"
+vs=(--cudnn on --cudnn-benchmark off)
+[[ ${GPU_LENT_SMOKE:-0} == 1 ]] || vs+=(--tile none) # --smoke sets --tile none itself
+step candle-vs-torch 60 150 "${check[@]}" --steps wan21 --engines torch,candle --out "$work/candle-vs-torch" -- "${vs[@]}"
+step decode-81 60 120 "${check[@]}" --quick --steps decode-81 --engines torch,candle --out "$work/decode-81"
+step wan22 60 150 "${check[@]}" --quick --steps wan22 --engines torch,candle --out "$work/wan22"
+say "done in $((SECONDS - t0)) s"
+grep -h '^summary' "$work"/*.out 2>/dev/null | tee -a "$log"
+grep -h '^FAIL' "$work"/*/checks.txt 2>/dev/null | head -40 | tee -a "$log"
