@@ -12,6 +12,7 @@
 #
 #   scripts/gpu-lent.sh DEST [DEADLINE_S]     # DEST: e.g. $OUT; DEADLINE_S default 540
 #   GPU_LENT_SMOKE=1 scripts/gpu-lent.sh /tmp/x 900   # the same plumbing on the CPU (gpu-check --smoke)
+#   GPU_LENT_STEPS=levers,wan22-torch scripts/gpu-lent.sh $OUT 250   # only these steps (a second call)
 #
 # Steps (engines torch then candle; diffusers is not installed there, and ran on the H100):
 #   setup       nvidia-smi, its telemetry query, torch's versions, the binary's libraries
@@ -50,6 +51,9 @@ trap cleanup EXIT
 step() {
     local name=$1 need=$2 cap=$3 l s rc
     shift 3
+    if [[ -n ${GPU_LENT_STEPS:-} && ,$GPU_LENT_STEPS, != *,$name,* ]]; then
+        return
+    fi
     l=$(left)
     if ((l < need)); then
         say "SKIP step $name: $l s left, it needs about $need"
@@ -60,6 +64,9 @@ step() {
     s=$SECONDS
     timeout -s TERM -k 10 "$cap" "$@" 2>&1 | tee "$work/$name.out" | grep -E '^(PASS|FAIL|UNSUPPORTED|SKIP|INFO|summary)' >> "$log"
     rc=${PIPESTATUS[0]}
+    # timeout returns when gpu-check.sh ends; a `run` it started may still be finishing its
+    # report after the SIGTERM: wait for it (at most 20 s) before packing.
+    for _ in $(seq 40); do pgrep -f "$WAN_VAE_BENCH" > /dev/null || break; sleep 0.5; done
     say "step $name: exit $rc, wall $((SECONDS - s)) s$([[ $rc == 124 ]] && echo ' (stopped by its cap)')"
     pack
 }
@@ -111,7 +118,7 @@ step levers 40 100 "${check[@]}" --steps levers --engines torch --out "$work/lev
 
 # oom: hold all but 40 GiB of the GPU in a second process, as another program (ComfyUI's
 # diffusion model) would, so that 5x3072x1792 fp32 cannot fit on any card.
-if (($(left) > 45)) && [[ ${GPU_LENT_SMOKE:-0} != 1 ]]; then
+if (($(left) > 45)) && [[ ${GPU_LENT_SMOKE:-0} != 1 ]] && [[ -z ${GPU_LENT_STEPS:-} || ,$GPU_LENT_STEPS, == *,oom,* ]]; then
     rm -f "$work/ballast.ready"
     python3 -c '
 import sys, time, torch
@@ -134,6 +141,11 @@ vs=(--cudnn on --cudnn-benchmark off)
 step candle-vs-torch 60 150 "${check[@]}" --steps wan21 --engines torch,candle --out "$work/candle-vs-torch" -- "${vs[@]}"
 step decode-81 60 120 "${check[@]}" --quick --steps decode-81 --engines torch,candle --out "$work/decode-81"
 step wan22 60 150 "${check[@]}" --quick --steps wan22 --engines torch,candle --out "$work/wan22"
+# Not by default: the same without candle (the Wan 2.2 cases torch alone can run in a short call).
+[[ -n ${GPU_LENT_STEPS:-} ]] &&
+    step wan22-torch 40 120 "${check[@]}" --quick --steps wan22 --engines torch --out "$work/wan22-torch"
+[[ -n ${GPU_LENT_STEPS:-} ]] &&
+    step decode-81-torch 40 120 "${check[@]}" --quick --steps decode-81 --engines torch --out "$work/decode-81-torch"
 say "done in $((SECONDS - t0)) s"
 grep -h '^summary' "$work"/*.out 2>/dev/null | tee -a "$log"
 grep -h '^FAIL' "$work"/*/checks.txt 2>/dev/null | head -40 | tee -a "$log"

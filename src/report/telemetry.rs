@@ -2,7 +2,8 @@
 //! temperature, power, load and memory, summarized per pass ([`CaseTelemetry`], a case's
 //! `telemetry` in the report), with the throttle verdict: a timed pass whose median clock
 //! fell below [`THROTTLE_CLOCK_FRACTION`] of the clock's maximum, or in at least half of whose
-//! samples the driver reported a thermal or power limit, is marked (`ok` cases only), and no
+//! samples the driver reported a hardware slowdown, or a software power or thermal cap with
+//! the clock below [`SOFT_CAP_CLOCK_FRACTION`], is marked (`ok` cases only), and no
 //! answer is drawn from it. Only readings taken inside the passes' own time windows count;
 //! with fewer than [`MIN_PASS_SAMPLES`] there is no verdict (`unavailable` says "too few
 //! samples for a verdict").
@@ -15,6 +16,12 @@ use serde::{Deserialize, Serialize};
 /// A timed pass whose median clock is below this fraction of the maximum is throttled
 /// (nvbench drops samples below 75% of the peak clock, too).
 pub const THROTTLE_CLOCK_FRACTION: f64 = 0.75;
+
+/// A software power or thermal cap (NVIDIA's `sw_power_cap`, `sw_thermal_slowdown`) reported
+/// in at least half of a pass's samples marks it throttled only with its median clock below
+/// this fraction of the maximum: a datacenter card at full load sits at its power cap with
+/// its clock within a few percent of the maximum (an H200: 95-99% of 1980 MHz).
+pub const SOFT_CAP_CLOCK_FRACTION: f64 = 0.9;
 
 /// Fewest readings taken during a kind's timed passes for a verdict on them.
 pub const MIN_PASS_SAMPLES: usize = 3;
@@ -99,8 +106,9 @@ pub struct PassTelemetry {
     /// `clocks_throttle_reasons.active`, e.g. `hw_thermal_slowdown`, `sw_power_cap`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub throttle_reasons: Vec<String>,
-    /// Median clock below [`THROTTLE_CLOCK_FRACTION`] of the maximum, or a thermal or power
-    /// throttle reason in at least half of the samples (judged for `ok` cases with at least
+    /// Median clock below [`THROTTLE_CLOCK_FRACTION`] of the maximum, or a hardware slowdown in
+    /// at least half of the samples, or a software power or thermal cap there with the median
+    /// clock below [`SOFT_CAP_CLOCK_FRACTION`] (judged for `ok` cases with at least
     /// [`MIN_PASS_SAMPLES`] samples only).
     #[serde(default)]
     pub throttled: bool,

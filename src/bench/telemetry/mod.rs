@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::report::telemetry::{CaseTelemetry, PassTelemetry, MAX_SERIES, MIN_PASS_SAMPLES, THROTTLE_CLOCK_FRACTION};
+use crate::report::telemetry::{
+    CaseTelemetry, PassTelemetry, MAX_SERIES, MIN_PASS_SAMPLES, SOFT_CAP_CLOCK_FRACTION, THROTTLE_CLOCK_FRACTION,
+};
 use crate::report::Outcome;
 pub use devices::WorkerEnv;
 use sources::{Observation, Reading};
@@ -292,7 +294,12 @@ fn why(name: &str, p: &PassTelemetry) -> String {
             f * 100.0,
             THROTTLE_CLOCK_FRACTION * 100.0
         ),
-        _ => format!("{name}: the driver reported {}", limits.join(", ")),
+        Some(f) => format!(
+            "{name}: the driver reported {} at a median clock {:.0}% of its maximum",
+            limits.join(", "),
+            f * 100.0
+        ),
+        None => format!("{name}: the driver reported {}", limits.join(", ")),
     }
 }
 
@@ -321,13 +328,18 @@ fn pass_telemetry(readings: &[&Reading], max: Option<f64>, median_pass_s: Option
         throttle_reasons: reasons,
         throttled: false,
     };
-    // A limit the driver reported in at least half of the pass's samples (a datacenter card
-    // touches its power cap now and then at full clock).
-    let limited = readings
-        .iter()
-        .filter(|r| r.reasons.iter().any(|n| sources::is_thermal_or_power(n)))
-        .count();
-    p.throttled = p.clock_median_fraction.is_some_and(|f| f < THROTTLE_CLOCK_FRACTION) || 2 * limited >= readings.len();
+    // A limit the driver reported in at least half of the pass's samples. The hardware's
+    // slowdowns count as they are; the driver's software caps only where the clock fell too
+    // (below SOFT_CAP_CLOCK_FRACTION, or unknown): an H200 at full load reported
+    // sw_power_cap in every sample at 95-99% of its 1980 MHz, timings that are no throttled run.
+    let in_half = |limit: &dyn Fn(&str) -> bool| {
+        let n = readings.iter().filter(|r| r.reasons.iter().any(|n| limit(n))).count();
+        n > 0 && 2 * n >= readings.len()
+    };
+    let clock_fell = p.clock_median_fraction.is_none_or(|f| f < SOFT_CAP_CLOCK_FRACTION);
+    p.throttled = p.clock_median_fraction.is_some_and(|f| f < THROTTLE_CLOCK_FRACTION)
+        || in_half(&sources::is_hardware_slowdown)
+        || (clock_fell && in_half(&sources::is_thermal_or_power));
     p
 }
 
@@ -352,11 +364,23 @@ mod tests {
         assert!((p.clock_min_fraction.unwrap() - 1400.0 / 2900.0).abs() < 1e-12);
         assert_eq!(p.energy_per_pass_j, Some(200.0));
         assert!(pass_telemetry(&[&half, &half, &full], Some(2900.0), None).throttled);
+        // The driver's power cap at (nearly) full clock is a card at its power limit, not a
+        // throttled run (an H200: sw_power_cap in every sample at 1965 of 1980 MHz) ...
         let capped = reading(2900.0, &["sw_power_cap"]);
-        assert!(pass_telemetry(&[&capped], Some(2900.0), None).throttled);
+        let near = reading(2750.0, &["sw_power_cap"]);
+        assert!(!pass_telemetry(&[&capped], Some(2900.0), None).throttled);
+        let p = pass_telemetry(&[&near, &near, &capped], Some(2900.0), None);
+        assert!(!p.throttled && p.throttle_reasons == ["sw_power_cap"], "{p:?}");
+        // ... but below 90% of the maximum it is, as it is where the clock is unknown.
+        let cut = reading(2500.0, &["sw_power_cap"]);
+        assert!(pass_telemetry(&[&cut, &cut, &full], Some(2900.0), None).throttled);
+        assert!(pass_telemetry(&[&capped], None, None).throttled);
         // A limit in one sample of three is not enough; in two of three it is.
-        assert!(!pass_telemetry(&[&capped, &full, &full], Some(2900.0), None).throttled);
-        assert!(pass_telemetry(&[&capped, &capped, &full], Some(2900.0), None).throttled);
+        assert!(!pass_telemetry(&[&cut, &full, &full], Some(2900.0), None).throttled);
+        // The hardware's own slowdown counts whatever the sampled clock.
+        let hw = reading(2900.0, &["hw_thermal_slowdown"]);
+        assert!(pass_telemetry(&[&hw, &hw, &full], Some(2900.0), None).throttled);
+        assert!(!pass_telemetry(&[&hw, &full, &full], Some(2900.0), None).throttled);
         let idle = reading(2900.0, &["gpu_idle"]);
         assert!(!pass_telemetry(&[&idle], Some(2900.0), None).throttled);
         // No maximum: no fraction, and no verdict from the clock.

@@ -191,6 +191,13 @@ pub fn is_thermal_or_power(reason: &str) -> bool {
     NVIDIA_REASONS.iter().any(|(_, n, limit)| *limit && *n == reason)
 }
 
+/// Whether a limit is the hardware's own slowdown (NVML: the clock cut by half or more),
+/// rather than the driver's software scaling (`sw_power_cap`, `sw_thermal_slowdown`), which
+/// a datacenter card at full load touches while it keeps its clock near the maximum.
+pub fn is_hardware_slowdown(reason: &str) -> bool {
+    is_thermal_or_power(reason) && reason.starts_with("hw_")
+}
+
 /// The query `nvidia-smi` answers, in this order.
 const NVIDIA_QUERY: &str =
     "clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,clocks_throttle_reasons.active";
