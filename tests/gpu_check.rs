@@ -251,3 +251,153 @@ fn gpu_check_takes_the_comfyui_engine_into_its_matrices() {
         stderr(&out)
     );
 }
+
+/// A matrix report of `cases` (JSON objects) on `cuda:0`, read by `gpu-check-report.py CMD`.
+fn read_report(dir: &Path, name: &str, cmd: &[&str], cases: &str) -> Vec<(String, String)> {
+    let path = write(dir, name, &format!(r#"{{"run": {{"device": "cuda:0"}}, "cases": [{cases}]}}"#));
+    let out = Command::new("python3")
+        .arg(script("gpu-check-report.py"))
+        .args(cmd)
+        .arg(&path)
+        .output()
+        .expect("run python3");
+    assert!(out.status.success(), "{}", stderr(&out));
+    verdicts(&stdout(&out))
+}
+
+#[test]
+fn gpu_check_oom_expects_the_true_fp32_twin_of_the_big_case_to_fail_too() {
+    // On NVIDIA `run` adds the fp32 case's TF32-off reference, as large: the H200 check of
+    // 2026-11-26 called its `oom` a failed "next case".
+    let dir = scratch();
+    let msg = "out of memory: 5 frames at 3072x1792, encode+decode, fp32, untiled, chunk 1 on cuda:0 (failed in \
+               `encode run 1/1`; 139.80 GiB total, 2.92 GiB free when it failed); try spatial tiles";
+    let big = |id: &str| {
+        format!(
+            r#"{{"id": "{id}", "engine": "torch", "width": 3072, "height": 1792, "precision": "fp32", "status": "oom", "error": "{msg}"}}"#
+        )
+    };
+    let small = |id: &str| {
+        format!(
+            r#"{{"id": "{id}", "engine": "torch", "width": 320, "height": 320, "status": "ok", "encode": {{"median_s": 0.4}}, "decode": {{"median_s": 0.1}}}}"#
+        )
+    };
+    let cases = [big("big"), big("big-tf32_off"), small("small"), small("small-tf32_off")].join(",");
+    let v = read_report(
+        dir.path(),
+        "oom.json",
+        &["run", "--name", "oom", "--device", "cuda:0", "--rc", "0", "--log", "/dev/null", "--oom"],
+        &cases,
+    );
+    assert_eq!(v.len(), 4, "{v:?}");
+    assert!(v.iter().all(|(verdict, _)| verdict == "PASS"), "{v:?}");
+    assert!(v[1].1.starts_with("oom oom big-tf32_off: status oom"), "{v:?}");
+}
+
+/// A lever case of the levers' matrix: decode median `median_s`, `tf32` as the axis says and
+/// `in_force` as torch read it back, error `max_abs` against the run's fp32 reference.
+fn lever_case(id: &str, layout: &str, tf32: &str, in_force: &str, median_s: f64, max_abs: f64, reference: bool) -> String {
+    format!(
+        r#"{{"id": "{id}", "engine": "torch", "precision": "fp32", "layout": "{layout}", "conv3d": "native",
+            "tf32": "{tf32}", "cudnn": "auto", "cudnn_benchmark": "auto", "added_as_reference": {reference},
+            "knobs_in_force": {{"tf32": "{in_force}"}}, "status": "ok",
+            "decode": {{"median_s": {median_s}, "samples_s": [{median_s}]}},
+            "quality": {{"reference_id": "ref", "decoded": {{"max_abs": {max_abs}, "psnr_db": 70.0, "identical": false}}}}}}"#
+    )
+}
+
+#[test]
+fn gpu_check_levers_compares_each_lever_with_the_default_of_the_same_knobs() {
+    // The H200 check of 2026-11-26: TF32 lever cases were held to the 1e-4 bound against the
+    // true-fp32 reference (their error was TF32's, 4e-3), and timed against that reference
+    // (2.6 s) instead of the TF32 default (0.72 s).
+    let dir = scratch();
+    let on = "conv on, matmul off";
+    let cases = [
+        lever_case("default", "ncdhw", "auto", on, 0.72, 4.1e-3, false),
+        lever_case("cl3d", "channels_last_3d", "auto", on, 0.64, 4.3e-3, false),
+        lever_case("ref", "ncdhw", "off", "conv off, matmul off", 2.62, 0.0, true),
+        lever_case("cl3d-tf32_off", "channels_last_3d", "off", "conv off, matmul off", 2.66, 1.3e-5, false),
+    ]
+    .join(",");
+    let v = read_report(dir.path(), "levers.json", &["levers", "--name", "levers"], &cases);
+    let find = |prefix: &str| v.iter().find(|(_, rest)| rest.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {v:?}"));
+    let tf32 = find("levers levers torch fp32 layout=channels_last_3d conv3d=native:");
+    assert_eq!(tf32.0, "INFO", "TF32's own error is no lever's: {v:?}");
+    assert!(tf32.1.contains("the default's own 4.100e-03"), "{v:?}");
+    let speed = find("levers levers torch fp32 layout=channels_last_3d conv3d=native speed:");
+    assert!(speed.1.contains("0.640 s vs default 0.720 s: 1.12x"), "{v:?}");
+    let exact = find("levers levers torch fp32 tf32=off layout=channels_last_3d conv3d=native:");
+    assert_eq!(exact.0, "PASS", "{v:?}");
+    let speed = find("levers levers torch fp32 tf32=off layout=channels_last_3d conv3d=native speed:");
+    assert!(speed.1.contains("2.660 s vs default 2.620 s: 0.98x"), "{v:?}");
+
+    // In true fp32 a lever whose output moved is a failure.
+    let cases = [
+        lever_case("ref", "ncdhw", "off", "conv off, matmul off", 2.62, 0.0, false),
+        lever_case("cl3d", "channels_last_3d", "off", "conv off, matmul off", 2.66, 1e-3, false),
+    ]
+    .join(",");
+    let v = read_report(dir.path(), "levers2.json", &["levers", "--name", "levers"], &cases);
+    assert!(v.iter().any(|(verdict, rest)| verdict == "FAIL" && rest.contains("max_abs 1.000e-03")), "{v:?}");
+}
+
+#[test]
+fn gpu_check_reads_each_gpu_cases_telemetry() {
+    let dir = scratch();
+    let case = |id: &str, telemetry: &str| {
+        format!(
+            r#"{{"id": "{id}", "engine": "torch", "passes": "decode", "status": "ok", "device_peak_allocated_bytes": 1073741824,
+                "decode": {{"median_s": 0.5}} {telemetry}}}"#
+        )
+    };
+    let pass = r#"{"samples": 15, "clock_median_fraction": 0.99, "clock_median_mhz": 1965.0, "temp_peak_c": 63.0,
+                   "power_mean_w": 630.9, "throttle_reasons": ["sw_power_cap"], "throttled": false}"#;
+    let cases = [
+        case("fine", &format!(r#", "telemetry": {{"source": "nvidia-smi (GPU 0)", "clock_max_mhz": 1980.0, "decode": {pass}}}"#)),
+        case("none", ""),
+        case(
+            "false-verdict",
+            &format!(
+                r#", "telemetry": {{"source": "nvidia-smi (GPU 0)", "clock_max_mhz": 1980.0, "throttled": true,
+                    "throttle_why": "decode: median clock 50%", "decode": {}}}"#,
+                pass.replace("[\"sw_power_cap\"]", "[]")
+            ),
+        ),
+    ]
+    .join(",");
+    let v = read_report(
+        dir.path(),
+        "run.json",
+        &["run", "--name", "m", "--device", "cuda:0", "--rc", "0", "--log", "/dev/null"],
+        &cases,
+    );
+    let of = |id: &str| v.iter().find(|(_, rest)| rest.starts_with(&format!("telemetry m {id}:"))).unwrap_or_else(|| panic!("{id}: {v:?}"));
+    assert_eq!(of("fine").0, "PASS", "{v:?}");
+    assert!(of("fine").1.contains("not throttled; nvidia-smi (GPU 0); decode: 15 samples, clock 1965.0 MHz (99% of 1980.0)"), "{v:?}");
+    assert_eq!(of("none").0, "FAIL", "{v:?}");
+    assert_eq!(of("false-verdict").0, "FAIL", "throttled with no thermal or power reason: {v:?}");
+}
+
+#[test]
+fn gpu_check_profiles_under_quick_and_smoke() {
+    // --quick and --smoke each add --runs (and --smoke the size) to every run: the profile
+    // step, which sets its own, was refused ("cannot be used multiple times") before 2026-11-26.
+    let dir = scratch();
+    let out_dir = dir.path().join("out");
+    let out = gpu_check(&[
+        "--smoke",
+        "--quick",
+        "--steps",
+        "profile",
+        "--engines",
+        "candle",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    let v = verdicts(&text);
+    assert_eq!(v.len(), 2, "fp32 and bf16: {v:?}");
+    assert!(v.iter().all(|(verdict, rest)| verdict == "PASS" && rest.contains("per-layer profile")), "{v:?}");
+}

@@ -64,6 +64,8 @@ fn check_pass(case: &CaseRecord, name: &str, p: &PassProfile, timed: &PassStats)
         case.id,
         timed.gflop
     );
+    // Whichever layer came first: recorded with its calls, input shape and dtype.
+    let top = rows[0];
     assert!(
         top.calls >= 1 && !top.input_shape.is_empty() && top.dtype == "f32",
         "{top:?}"
