@@ -8,7 +8,7 @@
 # The test Python is WAN_VAE_BENCH_TEST_PYTHON when set (used as it is), else
 # .venv-torch/bin/python (outside git): created with `python3 -m venv` and filled from PyPI
 # on the first run, reused after. The first run downloads about 3.1 GB (PyPI's torch wheel
-# brings its CUDA libraries) and installs about 5.5 GB.
+# brings its CUDA libraries) and installs about 5.9 GB (`du -sh .venv-torch`, 2026-11-26).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v cargo >/dev/null 2>&1; then

@@ -12,12 +12,53 @@ pub struct CompletionsArgs {
     pub shell: Shell,
 }
 
-/// Print the completion script of `command` for the asked shell.
-pub fn command(args: CompletionsArgs, mut command: clap::Command) -> anyhow::Result<i32> {
+/// Print the completion script of `command` for the asked shell, without what `--help`
+/// hides (the internal `worker` command, `--fault-hooks`): clap_complete offers hidden
+/// subcommands and flags as it finds them.
+pub fn command(args: CompletionsArgs, command: clap::Command) -> anyhow::Result<i32> {
+    let mut command = visible(&command);
     let name = command.get_name().to_string();
     // Rendered into memory first: clap_complete panics when its writer fails.
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut command, name, &mut script);
     crate::out!("{}", String::from_utf8_lossy(&script));
     Ok(0)
+}
+
+/// `c` with its hidden subcommands and arguments left out, recursively: what completion
+/// needs (names, flags, values, help texts) and nothing else.
+fn visible(c: &clap::Command) -> clap::Command {
+    // clap adds --help and --version to the new command itself.
+    let own = |a: &&clap::Arg| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version");
+    let mut out = clap::Command::new(c.get_name().to_string())
+        .args(c.get_arguments().filter(own).cloned())
+        .subcommands(c.get_subcommands().filter(|s| !s.is_hide_set()).map(visible));
+    if let Some(about) = c.get_about() {
+        out = out.about(about.clone());
+    }
+    if let Some(version) = c.get_version() {
+        out = out.version(version.to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_shell_is_offered_what_help_hides() {
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            let mut cmd = visible(&crate::cli::command());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "wan-vae-bench", &mut script);
+            let text = String::from_utf8(script).unwrap();
+            for hidden in ["fault-hooks", "subcmd__worker", "using_subcommand worker", "'worker:"] {
+                assert!(!text.contains(hidden), "{shell}: {hidden}");
+            }
+            for shown in ["validate", "compare", "--profile", "--export-trace", "--help"] {
+                assert!(text.contains(shown), "{shell}: {shown}");
+            }
+        }
+    }
 }

@@ -24,6 +24,13 @@
 //! - [`cli`], [`completions`]: the command line and its shell completions.
 //!
 //! Must not: hold logic of its own; it only declares the modules.
+
+// Process groups, signals, /proc and sysfs: the tool is built for Linux (README, "Platforms").
+#[cfg(not(unix))]
+compile_error!(
+    "wan-vae-bench runs on Linux only (it needs process groups, signals, /proc and sysfs); \
+     on Windows, build and run it under WSL2"
+);
 pub mod answer;
 pub mod axes;
 pub mod bench;

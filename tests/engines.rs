@@ -70,6 +70,9 @@ fn validate_torch_and_diffusers_pass_the_fixtures_from_safetensors_and_pth() {
                 "{what}"
             );
             assert_eq!(v["tolerance_rule"], "max_abs_error <= 1e-4 x max(1, max|expected|)");
+            // The test Python has diffusers: its version is named whichever engine ran (it
+            // was null for torch, issue 46).
+            assert!(v["python"]["diffusers"].as_str().is_some_and(|d| !d.is_empty()), "{what}");
             let cases = v["cases"].as_array().unwrap();
             assert_eq!(cases.len(), 4, "{what}");
             for o in cases.iter().flat_map(|c| c["outputs"].as_array().unwrap()) {

@@ -132,7 +132,8 @@ def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
         "hip": torch.version.hip,
         "cuda": torch.version.cuda,
         "cudnn_version": None,
-        "diffusers": diffusers_version,
+        # Installed or not, whichever engine runs: read from the package's metadata (no import).
+        "diffusers": diffusers_version or installed_version("diffusers"),
         "threads": torch.get_num_threads(),
         "device_name": cpu_name(),
         "gcn_arch_name": None,
@@ -180,6 +181,15 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def installed_version(dist: str) -> Optional[str]:
+    """The installed version of a distribution, from its metadata, without importing it."""
+    try:
+        from importlib import metadata
+        return metadata.version(dist)
+    except Exception:
+        return None
 
 
 def diffusers_version() -> Optional[str]:
