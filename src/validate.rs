@@ -63,7 +63,7 @@ pub struct ValidateArgs {
     #[arg(long, default_value = "off", value_parser = values::tf32_flag)]
     pub tf32: crate::values::Switch,
     #[command(flatten)]
-    pub levers: crate::levers::LeverArgs,
+    pub levers: crate::plan::levers::LeverArgs,
     /// Print one JSON object instead of text.
     #[arg(long)]
     pub json: bool,
@@ -91,7 +91,7 @@ pub struct ValidateArgs {
 
 /// `--timeout`: seconds, more than 0 and at most a year.
 fn timeout_flag(s: &str) -> Result<f64, String> {
-    let max = crate::bench::options::MAX_TIMEOUT_S;
+    let max = crate::plan::options::MAX_TIMEOUT_S;
     match s.trim().parse::<f64>() {
         Ok(t) if t.is_finite() && t > 0.0 && t <= max => Ok(t),
         _ => Err(format!(
@@ -546,13 +546,13 @@ fn python_command(args: &ValidateArgs, module: &str) -> anyhow::Result<i32> {
     // The verdict must come from what the worker wrote, not from an exit code alone.
     let verdict_file = dir.path().join("verdict.json");
     cmd.arg("--verdict").arg(&verdict_file);
-    crate::bench::interrupt::install()?;
+    crate::run::interrupt::install()?;
     let status = match run_worker(cmd, std::time::Duration::from_secs_f64(args.timeout)) {
         Ok(Ended::Exited(status)) => status,
         Ok(Ended::Signal(sig)) => {
             crate::errln!(
                 "interrupted by {}: the Python worker's process group was killed",
-                crate::bench::interrupt::name(sig)
+                crate::run::interrupt::name(sig)
             );
             return Ok(128 + sig);
         }
@@ -654,7 +654,7 @@ fn run_worker(mut cmd: std::process::Command, timeout: std::time::Duration) -> s
         if let Some(status) = child.try_wait()? {
             break Ended::Exited(status);
         }
-        if let Some(sig) = crate::bench::interrupt::received() {
+        if let Some(sig) = crate::run::interrupt::received() {
             crate::process::kill_group(child.id());
             let _ = child.wait();
             break Ended::Signal(sig);

@@ -481,7 +481,7 @@ pub fn order_flag(s: &str) -> Result<Order, UserError> {
 /// How cases are spread over worker processes (`run --isolate`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Isolate {
-    /// Cases that may share a process do (`bench::pool::worker_key`).
+    /// Cases that may share a process do (`run::pool::worker_key`).
     #[default]
     Worker,
     /// One process per case.
@@ -509,21 +509,35 @@ pub struct ShardSpec {
 
 /// Parse `K/N` (clap value parser of `--shard`).
 pub fn shard_flag(s: &str) -> Result<ShardSpec, String> {
-    let bad = || format!("expected K/N with 1 <= K <= N (e.g. 2/4), got {s:?}");
+    let bad = || format!("expected K/N with 1 <= K <= N <= {MAX_SHARDS} (e.g. 2/4), got {s:?}");
     let (k, n) = s.trim().split_once('/').ok_or_else(bad)?;
     let (index, count): (usize, usize) = (
         k.trim().parse().map_err(|_| bad())?,
         n.trim().parse().map_err(|_| bad())?,
     );
-    if count == 0 || index == 0 || index > count {
+    if count == 0 || index == 0 || index > count || count > MAX_SHARDS {
         return Err(bad());
     }
     Ok(ShardSpec { index, count })
 }
 
+/// Most parts a run may be split into (`--shard K/N`): far above any CI matrix (GitHub Actions
+/// runs at most 256 jobs of one matrix), and small enough that the parts' bookkeeping stays
+/// small (4294967296 parts aborted the run, 2^64 - 1 overflowed it).
+pub const MAX_SHARDS: usize = 100_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shard_counts_are_bounded() {
+        assert_eq!(shard_flag("1/100000").map(|s| s.count), Ok(100_000));
+        for huge in ["1/100001", "1/4294967296", "1/18446744073709551615", "1/18446744073709551616"] {
+            let e = shard_flag(huge).unwrap_err();
+            assert!(e.contains("N <= 100000") && e.contains(huge), "{e}");
+        }
+    }
 
     #[test]
     fn sizes() {

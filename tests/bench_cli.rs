@@ -57,10 +57,10 @@ fn shipped_configs_parse() {
     for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/configs")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().and_then(|e| e.to_str()) == Some("toml") {
-            wan_vae_bench::bench::config::load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            wan_vae_bench::plan::config::load(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
         }
     }
-    let smoke = wan_vae_bench::bench::config::smoke();
+    let smoke = wan_vae_bench::plan::config::smoke();
     assert_eq!(smoke.case_count(), 2);
 }
 
@@ -87,7 +87,7 @@ fn python_flag_spellings_are_accepted() {
     let wan_vae_bench::cli::Command::Run(args) = cli.command else {
         panic!("not run")
     };
-    let o = wan_vae_bench::bench::options_from_args(&args).unwrap();
+    let o = wan_vae_bench::run::options_from_args(&args).unwrap();
     assert_eq!(o.axes.get(&FRAMES), ["9"]);
     assert_eq!(o.axes.get(&SIZE), ["128x96"]);
     assert_eq!(o.axes.get(&TILE), ["64:16"]);
@@ -105,7 +105,7 @@ fn tile_none_and_tile_px_zero_mean_untiled() {
         let wan_vae_bench::cli::Command::Run(args) = cli.command else {
             panic!("not run")
         };
-        let o = wan_vae_bench::bench::options_from_args(&args).unwrap();
+        let o = wan_vae_bench::run::options_from_args(&args).unwrap();
         let tiles: Vec<_> = o.axes.each(&TILE).map(|s| s.tiling).collect();
         assert_eq!(tiles.len(), 2, "{flags:?}");
         assert_eq!(tiles[0], None, "{flags:?}");

@@ -203,6 +203,24 @@ fn two_machines_never_mix() {
 }
 
 #[test]
+fn a_report_named_twice_counts_once() {
+    // Issue 48: `history results/ results/*.json`, the common way in, counted each file twice.
+    let reports: Vec<Report> = (0..5).map(|i| run("box", i, 1.0 + 0.001 * i as f64, "6.4.1")).collect();
+    let dir = folder(&reports);
+    let link = dir.path().join("again");
+    std::fs::create_dir(&link).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("r01.json"), link.join("r01-link.json")).unwrap();
+    let mut extra: Vec<String> = (1..=5).map(|i| dir.path().join(format!("r{i:02}.json")).display().to_string()).collect();
+    extra.push(link.display().to_string());
+    let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
+    let (out, v) = history(dir.path(), &extra);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    for s in series(&v, "decode") {
+        assert_eq!(s["points"].as_array().unwrap().len(), 5, "{s}");
+    }
+}
+
+#[test]
 fn unusable_input_exits_2_naming_the_file() {
     let mut reports: Vec<Report> = (0..3).map(|i| run("box", i, 1.0, "6.4.1")).collect();
     reports[1].created_at = "last tuesday".into();

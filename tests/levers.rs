@@ -115,6 +115,25 @@ fn lever_cases_of_candle_are_not_planned_and_the_run_says_so_once() {
 }
 
 #[test]
+fn a_matrix_that_plans_no_case_is_refused_and_the_report_left_alone() {
+    // Issue 48: candle with only a lever value it does not take planned nothing, exited 0
+    // and replaced the existing report with an empty one.
+    let dir = scratch();
+    let report = write(dir.path(), "r.json", "{\"mine\": true}");
+    let out = bench()
+        .args(["run", "--engine", "candle", "--layout", "channels_last_3d", "--frames", "1", "--size", "16x16"])
+        .arg("--output")
+        .arg(&report)
+        .output()
+        .unwrap();
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("nothing to run") && e.contains("--layout channels_last_3d for candle"), "{e}");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "{\"mine\": true}");
+    assert!(!dir.path().join("r.json.lock").exists());
+}
+
+#[test]
 fn a_case_of_each_lever_reaches_the_report_with_its_values_read_back() {
     let py = need!(python());
     let dir = scratch();

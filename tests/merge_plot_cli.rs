@@ -156,3 +156,31 @@ fn markdown_table_has_a_row_per_case() {
     assert!(lines[5].contains("| 1.25 |"), "{md}");
     assert!(md.contains("| timeout |") && md.contains("reference"), "{md}");
 }
+
+#[test]
+fn merge_and_history_exports_never_replace_an_input_or_each_other() {
+    // Issue 48: `merge`'s --export-bmf/--export-gab could name an input or -o, and
+    // `history`'s exports an input report; two exports naming one file kept one.
+    let dir = tempfile::tempdir().unwrap();
+    let a = save(dir.path(), "a.json", &report("alpha", vec![case("fp32", &steady(1.0), &steady(1.0))]));
+    let b = save(dir.path(), "b.json", &report("alpha", vec![case("bf16", &steady(1.0), &steady(1.0))]));
+    let before = std::fs::read(&a).unwrap();
+    let all = dir.path().join("all.json");
+    let bmf = dir.path().join("bmf.json");
+    let (a_s, b_s, all_s, bmf_s) = (a.to_str().unwrap(), b.to_str().unwrap(), all.to_str().unwrap(), bmf.to_str().unwrap());
+    let tries: [&[&str]; 6] = [
+        &["merge", a_s, b_s, "-o", all_s, "--export-bmf", a_s],
+        &["merge", a_s, b_s, "-o", all_s, "--export-gab", all_s],
+        &["merge", a_s, b_s, "-o", all_s, "--export-bmf", bmf_s, "--export-gab", bmf_s],
+        &["history", a_s, b_s, "--export-json", a_s],
+        &["history", a_s, b_s, "--export-svg", b_s],
+        &["history", a_s, b_s, "--export-json", bmf_s, "--export-bmf", bmf_s],
+    ];
+    for args in tries {
+        let out = bench(args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains("are the same file"), "{args:?}: {}", out.stderr);
+        assert_eq!(std::fs::read(&a).unwrap(), before, "{args:?}");
+        assert!(!all.exists() && !bmf.exists(), "{args:?}");
+    }
+}

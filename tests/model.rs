@@ -491,10 +491,10 @@ fn inspect_names_the_model_from_the_shapes() {
 #[test]
 fn the_wan22_matrix_file_fits_the_wan22_rules() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/wan22-ti2v.toml");
-    let opts = wan_vae_bench::bench::config::load(&path).unwrap();
+    let opts = wan_vae_bench::plan::config::load(&path).unwrap();
     assert_eq!(opts.weights, "wan2.2");
     let cfg = ModelKind::Wan22.config();
-    let cases = wan_vae_bench::bench::matrix::expand(&opts);
+    let cases = wan_vae_bench::plan::matrix::expand(&opts);
     assert_eq!(cases.len(), 3 * 2 * 2 * 2);
     for case in &cases {
         cfg.check_size(case.settings.width, case.settings.height).unwrap();

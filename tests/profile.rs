@@ -414,3 +414,32 @@ fn compare_points_at_the_layer_that_slowed_in_text_and_json() {
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     assert_eq!(v["layer_changes"], serde_json::json!([]), "{v}");
 }
+
+#[test]
+fn the_trace_folder_is_checked_against_the_outputs_before_anything_runs() {
+    // Issue 48: the report's own path as the trace folder measured the case, then exited 2
+    // with no report (the path had become a folder of traces).
+    let dir = scratch();
+    let report = write(dir.path(), "r.json", "{\"mine\": true}");
+    let traces = dir.path().join("traces");
+    let csv = dir.path().join("t.csv");
+    let cases: [(&[&str], &str); 3] = [
+        (&["--export-trace", report.to_str().unwrap()], "a folder of its own, not -o's path"),
+        (&["--export-trace", traces.to_str().unwrap(), "--export-csv", traces.to_str().unwrap()], "not --export-csv's path"),
+        (&["--export-trace", dir.path().to_str().unwrap(), "--export-csv", csv.to_str().unwrap()], "-o is inside the --export-trace folder"),
+    ];
+    for (args, why) in cases {
+        let out = bench()
+            .args(["run", "--frames", "1", "--size", "16x16", "--precision", "fp32", "--runs", "1", "--warmup", "0"])
+            .arg("--output")
+            .arg(&report)
+            .args(args)
+            .output()
+            .unwrap();
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(why), "{args:?}: {e}");
+        assert_eq!(std::fs::read_to_string(&report).unwrap(), "{\"mine\": true}");
+        assert!(!traces.exists());
+    }
+}

@@ -14,6 +14,7 @@ mod comfyui_today;
 mod compare_cli;
 mod engine_comfyui;
 mod engines;
+mod examples;
 mod gpu_check;
 mod gpu_truth;
 mod history_cli;

@@ -198,7 +198,7 @@ fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
             && bench.contains(&k.cudnn_benchmark)
             && tf32.contains(&k.tf32)
             && matches!(k.miopen_db, MiopenDb::User | MiopenDb::NotApplicable)
-            && crate::levers::at_defaults(s)
+            && crate::plan::levers::at_defaults(s)
     };
     // The knobs as the engine leaves them; else, set to torch's own defaults.
     let left = [Switch::Auto, Switch::NotApplicable];

@@ -3,7 +3,7 @@
 //! so that every engine reads bit-identical inputs: the synthetic weights (as safetensors,
 //! original key names) and one input clip per frames x size
 //! ([`super::clip::structured_clip`], f32 tensor [`INPUT_VIDEO`]); and how the candle worker
-//! reads those clips and its given input (`bench::user_input` writes the user's) back.
+//! reads those clips and its given input (`plan::user_input` writes the user's) back.
 //!
 //! Must not: run workers or decide which engines run.
 use std::collections::BTreeSet;
@@ -156,7 +156,7 @@ pub fn load_clip(path: &Path, frames: usize, width: usize, height: usize, device
     Ok(video)
 }
 
-/// Read the tensor a worker was given: `latent` or `video`, as `bench::user_input` wrote it
+/// Read the tensor a worker was given: `latent` or `video`, as `plan::user_input` wrote it
 /// (or a case's outputs file, whose `latent` is the same normalized f32 latent).
 pub fn read_worker_input(path: &Path, name: &str, device: &Device) -> anyhow::Result<Tensor> {
     let tensors = candle_core::safetensors::load(path, device)

@@ -175,6 +175,15 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
     }
     args.dashboards.check()?;
     let files = report_files(&args.inputs)?;
+    // No export may be one of the reports read, nor another export's file.
+    let labels: Vec<String> = files.iter().map(|p| format!("input report {}", p.display())).collect();
+    let inputs: Vec<_> = labels.iter().zip(&files).map(|(l, p)| (l.as_str(), Some(p.as_path()))).collect();
+    let outputs = [
+        &[("--export-svg", args.export_svg.as_deref()), ("--export-json", args.export_json.as_deref())][..],
+        &args.dashboards.files(),
+    ]
+    .concat();
+    crate::files::check_distinct(&inputs, &outputs)?;
     let mut loaded = Vec::with_capacity(files.len());
     for path in files {
         let report = Report::load(&path)?;
@@ -224,7 +233,8 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
 }
 
 /// The report files: each file given, and each folder's `*.json` files (not its sub-folders),
-/// sorted; none at all is unusable input.
+/// sorted, each file once however often it is named (by path, folder or link); none at all
+/// is unusable input.
 fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
     let mut files = Vec::new();
     for input in inputs {
@@ -241,6 +251,16 @@ fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
             files.push(input.clone());
         }
     }
+    // One file given twice (`history results/ results/*.json`, or through a link) is one run:
+    // counted twice it would weigh double in the fit and could flip a verdict.
+    let mut seen = std::collections::BTreeSet::new();
+    files.retain(|p| {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(p) {
+            Ok(m) => seen.insert((m.dev(), m.ino())),
+            Err(_) => true, // read (and refused, naming it) with the others
+        }
+    });
     if files.is_empty() {
         return Err(UserError::Other(format!(
             "no report found in {}: give reports (JSON files `run` wrote) or folders holding them",

@@ -1,6 +1,6 @@
 //! The MIOpen join: each convolution layer of a profile matched to the `MIOpenDriver`
 //! command MIOpen logged for its problem (`MIOPEN_ENABLE_LOGGING_CMD=1`, parsed by
-//! `bench::miopen` into the case's `miopen` record), by the problem's shape: batch and input
+//! `run::miopen` into the case's `miopen` record), by the problem's shape: batch and input
 //! channels equal, and each input extent of the command the layer's input extent plus at
 //! most the padding its filter needs (the causal convs pad before calling the convolution,
 //! and the time dimension carries up to two cached frames). The solver is named when the

@@ -43,9 +43,13 @@ impl ProfileArgs {
                     )
                 };
                 std::fs::create_dir_all(dir).map_err(|e| bad(e.to_string()))?;
-                let probe = dir.join(".wan-vae-bench-probe");
-                std::fs::write(&probe, b"").map_err(|e| bad(e.to_string()))?;
-                let _ = std::fs::remove_file(&probe);
+                // A new file under a random name (O_CREAT | O_EXCL), removed when dropped: the
+                // probe never opens what is already there (a fixed name could be the user's
+                // symlink, whose target the write truncated).
+                tempfile::Builder::new()
+                    .prefix(".wan-vae-bench-probe-")
+                    .tempfile_in(dir)
+                    .map_err(|e| bad(e.to_string()))?;
                 Some(std::path::absolute(dir).unwrap_or_else(|_| dir.clone()))
             }
         };
@@ -53,15 +57,38 @@ impl ProfileArgs {
     }
 }
 
-/// A case id as a file name: anything but ASCII letters, digits, `-`, `_` and `.` becomes `_`.
+/// A case id as a trace file's stem: the outputs files' rule ([`crate::engine::protocol::file_stem`]),
+/// bounded and unique: ids that differ only in characters mapped to `_` (`X=a b`, `X=a_b`)
+/// get their own traces, and a 260-character id still gives a name a file system takes.
 pub fn file_name(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    crate::engine::protocol::file_stem(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trace_names_are_unique_and_bounded() {
+        assert_ne!(file_name("X=a b"), file_name("X=a_b"));
+        let long = "x".repeat(260);
+        assert!(file_name(&long).len() + ".decode.json".len() < 255);
+    }
+
+    #[test]
+    fn the_write_probe_leaves_what_is_in_the_folder_alone() {
+        // Issue 48: a symlink named as the old fixed probe pointed at the user's file, whose
+        // content the probe's write truncated.
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join("notes.txt");
+        std::fs::write(&mine, "mine").unwrap();
+        let traces = dir.path().join("traces");
+        std::fs::create_dir(&traces).unwrap();
+        std::os::unix::fs::symlink(&mine, traces.join(".wan-vae-bench-probe")).unwrap();
+        let args = ProfileArgs { profile: false, export_trace: Some(traces.clone()) };
+        assert!(args.request().unwrap().unwrap().trace_dir.is_some());
+        assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
+        let left: Vec<_> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, [".wan-vae-bench-probe"], "the probe removed itself");
+    }
 }

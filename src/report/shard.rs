@@ -1,7 +1,7 @@
 //! The report's record of a sharded run (`run.shard`): which part of which plan the report
 //! holds, so that `merge` can check that its inputs are the parts of one plan.
 //!
-//! Must not: decide how a plan is split (that is `bench::shard`'s) or check merges
+//! Must not: decide how a plan is split (that is `plan::shard`'s) or check merges
 //! (`merge`'s); it is the record only.
 use serde::{Deserialize, Serialize};
 

@@ -8,7 +8,7 @@
 //! with fewer than [`MIN_PASS_SAMPLES`] there is no verdict (`unavailable` says "too few
 //! samples for a verdict").
 //!
-//! Must not: read the device (`bench::telemetry` samples it) or decide the answer.
+//! Must not: read the device (`telemetry` samples it) or decide the answer.
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,7 @@
 //! model; `run --isolate case` gives every case its own. The worker writes the part only it
 //! can time (imports, whether it kept its model), the parent the rest.
 //!
-//! Must not: decide which cases share a worker (the executor does, `bench::executor`).
+//! Must not: decide which cases share a worker (the executor does, `run::executor`).
 use serde::{Deserialize, Serialize};
 
 /// How a case's worker process was used, and its fixed costs in this case.

@@ -132,8 +132,7 @@ def context(torch, device, diffusers_version: Optional[str] = None) -> dict:
         "hip": torch.version.hip,
         "cuda": torch.version.cuda,
         "cudnn_version": None,
-        # Installed or not, whichever engine runs: read from the package's metadata (no import).
-        "diffusers": diffusers_version or installed_version("diffusers"),
+        "diffusers": diffusers_version,
         "threads": torch.get_num_threads(),
         "device_name": cpu_name(),
         "gcn_arch_name": None,

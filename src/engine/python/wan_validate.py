@@ -12,6 +12,7 @@ import sys
 from typing import Dict
 
 from wan_runtime import (BadInput, Unsupported, apply_knobs, classify, encode_input, engine_context, engine_module,
+                         installed_version,
                          engine_precision, engine_torch, make_engine, open_device, psnr_db, run_engine, run_options)
 
 
@@ -119,8 +120,17 @@ def validate(args: argparse.Namespace) -> dict:
         "conv": args.engine, "knobs": knobs,
         "tolerance_rule": f"{rule[0]} <= {rust_e(rule[1])} x max(1, max|expected|)", "cases": reports,
         "pass": all(o["pass"] for r in reports for o in r["outputs"]),
-        "python": engine_context(mod, eng, torch, device),
+        "python": interpreter_context(mod, eng, torch, device),
     }
+
+
+def interpreter_context(mod, eng, torch, device) -> dict:
+    """What the interpreter has (the docs show `validate --json` for that): the engine's
+    context, with the installed diffusers named whichever engine ran (a run's torch engine
+    records null there: it does not use diffusers)."""
+    ctx = engine_context(mod, eng, torch, device)
+    ctx["diffusers"] = ctx.get("diffusers") or installed_version("diffusers")
+    return ctx
 
 
 def print_validate_text(r: dict) -> None:

@@ -55,13 +55,13 @@ pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
 }
 
 /// The warnings and notes a run prints once before it starts: [`frames_warning`],
-/// [`collapsed_knobs`], [`collapsed_temporal`] and the levers' unplanned values ([`crate::levers::unplanned_note`]).
+/// [`collapsed_knobs`], [`collapsed_temporal`] and the levers' unplanned values ([`crate::plan::levers::unplanned_note`]).
 pub fn notes(opts: &BenchOptions) -> impl Iterator<Item = String> {
     [
         frames_warning(opts),
         collapsed_knobs(opts),
         collapsed_temporal(opts),
-        crate::levers::unplanned_note(opts),
+        crate::plan::levers::unplanned_note(opts),
     ]
     .into_iter()
     .flatten()

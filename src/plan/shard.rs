@@ -143,7 +143,7 @@ pub fn fingerprint(cases: &[Case], opts: &BenchOptions) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{config, matrix};
+    use crate::plan::{config, matrix};
 
     /// A plan: the matrix of `toml` with its references.
     fn plan(toml: &str) -> (Vec<Case>, BenchOptions) {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::executor::{Executor, Purpose, WorkerEvent};
-use super::matrix::Case;
+use crate::plan::matrix::Case;
 use super::outputs::QualityBook;
 use super::progress::Progress;
 use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, WorkerSpec};
@@ -253,8 +253,8 @@ impl Scheduler {
         }
         let limit = self.pacing.wait_temp_c?;
         let cannot = |why| Some(format!("--wait-temp {limit}: cannot read the temperature: {why}"));
-        let env = super::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
-        let mut thermometer = match super::telemetry::Thermometer::open(&self.run_wide.spec.device, &env) {
+        let env = crate::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
+        let mut thermometer = match crate::telemetry::Thermometer::open(&self.run_wide.spec.device, &env) {
             Ok(t) => t,
             Err(why) => return cannot(why),
         };
@@ -355,9 +355,9 @@ impl Scheduler {
         let progress = &self.progress;
         let mut last_phase = None;
         let interval = self.pacing.telemetry_ms;
-        let env = super::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
+        let env = crate::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
         let sampler = (interval > 0 && input.is_ok())
-            .then(|| super::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
+            .then(|| crate::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
         let mut result = match input {
             Ok(_) => self.executor.run(
                 &spec,

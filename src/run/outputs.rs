@@ -1,7 +1,7 @@
 //! The outputs files and the quality measurement: workers save the outputs of their last
 //! timed pass (f32 safetensors, tensors [`LATENT`] and [`DECODED`]) in the run's scratch
 //! directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
-//! and env variant, see [`super::matrix::Case::reference`]) have both finished, [`QualityBook`]
+//! and env variant, see [`crate::plan::matrix::Case::reference`]) have both finished, [`QualityBook`]
 //! compares the two files with [`crate::quality::error_stats`] and fills the case's
 //! `quality`.
 //!
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use candle_core::{DType, Device};
 
-use super::matrix::Case;
+use crate::plan::matrix::Case;
 use crate::report::{CaseStatus, CrossEngine, ErrorStats, Quality, Report};
 use crate::values::Engine;
 
@@ -261,9 +261,9 @@ mod tests {
     }
 
     fn cases() -> Vec<Case> {
-        let o = crate::bench::config::parse("[matrix]\nprecision=[\"bf16\"]\nchunk=[2]\nsize=[\"32x32\"]").unwrap();
-        let mut cases = super::super::matrix::expand(&o);
-        super::super::matrix::add_references(&mut cases);
+        let o = crate::plan::config::parse("[matrix]\nprecision=[\"bf16\"]\nchunk=[2]\nsize=[\"32x32\"]").unwrap();
+        let mut cases = crate::plan::matrix::expand(&o);
+        crate::plan::matrix::add_references(&mut cases);
         cases
     }
 

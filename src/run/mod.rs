@@ -1,31 +1,18 @@
-//! The benchmark run: `run` (matrix -> shuffled cases -> worker processes, shared per engine and env variant ->
-//! report rewritten after every case -> summary table). `docs/architecture.md` draws the data flow.
-//! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run` flags (one per axis
-//! of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps, [`run_files`] the run's input and output files,
-//! [`config`] the TOML matrix file, [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]`
-//! limits and their verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs,
-//! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each case's engine says,
-//! [`crate::engine`]; [`miopen`] MIOpen's log lines), [`profile_pass`] the profiled lease of `--profile`,
-//! [`outputs`] the outputs files and quality against references, [`progress`] the progress bar, `measured`
-//! the line above the results table, [`interrupt`] SIGINT/SIGTERM, [`tool_env`] the tool's own variables
-//! that alter a run. The engines, their workers and the wire format are [`crate::engine`]'s; the end-of-run
-//! table and the exports are [`crate::export`]'s.
+//! How a run runs: the `run` command takes its flags and matrix file to a checked plan
+//! ([`crate::plan`]), then measures it and writes the report. The data flow, in order:
+//! options -> cases ([`crate::plan`]) -> [`scheduler`] (order, the run loop, pacing) ->
+//! [`executor`] (a case in a worker process: [`pool`] of [`live_worker`]s, leased per engine
+//! and env variant; [`blame`] says whose a death is; [`scratch`] the run's folder; MIOpen's
+//! lines read by [`miopen`]) -> [`outputs`] (the outputs files, quality against references)
+//! -> the report, rewritten after every case. Beside it: [`profile_pass`] (the extra profiled
+//! pass of `--profile`), [`oom`] (what did not fit, in words), [`progress`] (the bar),
+//! `measured` (the line above the results table), [`interrupt`] (SIGINT/SIGTERM: stop, keep
+//! what was measured), [`tool_env`] (the tool's own variables that alter a run). The device's
+//! clock and temperature while a case runs are [`crate::telemetry`]'s.
 //!
-//! Sub-modules: [`options`] the merged options and the axes' values, [`flags`] the `run`
-//! flags (one per axis of `axes::AXES`), [`env_sweep`] the `--env-var` sweeps,
-//! [`run_files`] the run's input and output files, [`config`] the TOML matrix file,
-//! [`user_input`] the user's `--input` file, [`budgets`] the `[budgets]` limits and their
-//! verdicts, [`matrix`] case expansion, [`plan`] what a run will do before it runs, [`shard`]
-//! the part of it a `--shard K/N` run measures, [`profile_pass`] the profiled pass of `--profile`,
-//! [`scheduler`] order and the run loop, [`executor`] worker processes (started as each
-//! case's engine says, [`crate::engine`]; [`miopen`] MIOpen's log lines), [`outputs`] the
-//! outputs files and quality against references, [`progress`] the progress bar,
-//! `measured` the line above the results table, [`interrupt`] SIGINT/SIGTERM, [`tool_env`]
-//! the tool's own variables that alter a run. The engines, their workers and the wire format
-//! are [`crate::engine`]'s; the end-of-run table and the exports are [`crate::export`]'s.
-//!
-//! Must not: hold model code, know what an engine is beyond its `engine::EngineSpec`, or
-//! render exports (those are `model`, `engine` and `export`).
+//! Must not: decide what a run will do (that is [`crate::plan`], checked before anything here
+//! starts), hold model code, know what an engine is beyond its `engine::EngineSpec`, or render
+//! exports (`model`, `engine` and `export`).
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -35,34 +22,25 @@ use crate::engine::EngineDirs;
 use crate::error::UserError;
 use crate::model::Config;
 use crate::report::{CaseStatus, ModelInfo, Report, RunSettings};
-use weights_choice::ResolvedModel;
+use crate::plan::weights_choice::ResolvedModel;
 
 pub mod blame;
-pub mod budgets;
-pub mod config;
-pub mod env_sweep;
 pub mod executor;
-pub mod flags;
 pub mod interrupt;
 pub mod live_worker;
-pub mod matrix;
 mod measured;
 pub mod miopen;
 pub mod oom;
-pub mod options;
 pub mod outputs;
-pub mod plan;
 pub mod pool;
 pub mod profile_pass;
 pub mod progress;
-pub mod run_files;
 pub mod scheduler;
 pub mod scratch;
-pub mod shard;
-pub mod telemetry;
 pub mod tool_env;
-pub mod user_input;
-pub mod weights_choice;
+
+use crate::plan::{budgets, check, config, env_sweep, flags, matrix, options, run_files, shard, user_input, weights_choice};
+use crate::telemetry;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
 use crate::export::{Exporter, TextTable};
@@ -128,7 +106,7 @@ pub struct RunArgs {
 /// The matrix file (or the smoke matrix) with the flags applied.
 pub fn options_from_args(args: &RunArgs) -> anyhow::Result<BenchOptions> {
     // Before any variant is built: a product of sweeps can be astronomically large.
-    let max_cases = args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES);
+    let max_cases = args.max_cases.unwrap_or(check::DEFAULT_MAX_CASES);
     env_sweep::check_count(&args.flags.env_var, max_cases).map_err(UserError::Other)?;
     let mut opts = match &args.config {
         Some(path) => config::load(path)?,
@@ -378,6 +356,9 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
     // No output may be one of the run's inputs or another output.
     let exports = args.exports.files();
     run_files::check(opts, report, &exports)?;
+    if let Some(dir) = &args.profile.export_trace {
+        run_files::check_trace_dir(dir, report, &exports)?;
+    }
     crate::files::check_output(report, "report")?;
     for (flag, path) in exports {
         if let Some(p) = path {
@@ -402,7 +383,12 @@ fn command_words() -> Vec<String> {
 /// the quality references it lacks (with `--shard`, part K's), in run order; the seed; the part.
 fn plan_cases(opts: &BenchOptions, cfg: &Config, part: Option<shard::ShardSpec>) -> anyhow::Result<Planned> {
     let mut cases = matrix::expand(opts);
-    plan::check_cases(&cases, cfg)?;
+    if cases.is_empty() {
+        // Unusable input, not a run of nothing: no report is written (an existing one stays).
+        let why = crate::plan::levers::unplanned_note(opts).map_or(String::new(), |n| format!(" ({n})"));
+        return Err(UserError::Other(format!("nothing to run: the matrix plans no case{why}")).into());
+    }
+    check::check_cases(&cases, cfg)?;
     matrix::add_references(&mut cases);
     matrix::check_unique(&cases)?;
     let shard = shard::apply(&mut cases, part, opts, cfg);
@@ -641,13 +627,13 @@ fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::
 
 /// The matrix size limit, the frame-count and knob notes, `--list` (ends it: `Some(0)`).
 fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
-    plan::check_size(opts, args.max_cases.unwrap_or(plan::DEFAULT_MAX_CASES))?;
-    for w in plan::notes(opts) {
+    check::check_size(opts, args.max_cases.unwrap_or(check::DEFAULT_MAX_CASES))?;
+    for w in check::notes(opts) {
         crate::errln!("{w}");
     }
     if args.list {
         let (cfg, note) = list_config(&opts.weights, opts.model)?;
-        crate::out!("{}", plan::list(opts, &cfg, &note, args.flags.shard)?);
+        crate::out!("{}", check::list(opts, &cfg, &note, args.flags.shard)?);
         return Ok(Some(0));
     }
     Ok(None)

@@ -1,7 +1,8 @@
 //! The files one `run` reads and writes, by flag, checked once before anything is written
 //! ([`crate::files::check_distinct`]): the report and the exports must not be the weights
 //! file, the `--input` file, the matrix file, this tool's own binary, the Python
-//! interpreter, a file inside an engine's folder (`--comfyui DIR`), nor each other.
+//! interpreter, a file inside an engine's folder (`--comfyui DIR`), nor each other; the
+//! `--export-trace` folder must be neither of them nor hold them.
 //!
 //! Must not: read or write any of them.
 use std::path::Path;
@@ -52,14 +53,49 @@ pub fn check(opts: &BenchOptions, report: &Path, exports: &[(&str, Option<&Path>
     Ok(())
 }
 
-/// Whether `path` (existing or not, links followed) lies under `dir` (canonical).
-fn inside(path: &Path, dir: &Path) -> bool {
-    let resolved = std::fs::canonicalize(path).ok().or_else(|| {
+/// Refuse (exit 2) an `--export-trace` folder that is the path of the report or an export, or
+/// that holds one of them: the traces (`<stem>.<pass>.json`) are written there, and the
+/// folder is created before the first case, so either would be replaced or fail at its end.
+pub fn check_trace_dir(dir: &Path, report: &Path, exports: &[(&str, Option<&Path>)]) -> Result<(), UserError> {
+    let Some(folder) = resolve(dir) else { return Ok(()) };
+    let outputs = [&[("-o", Some(report))], exports].concat();
+    for (flag, path) in outputs {
+        let Some(path) = path else { continue };
+        let Some(file) = resolve(path) else { continue };
+        if file == folder {
+            return Err(UserError::invalid(
+                "--export-trace",
+                dir.display().to_string(),
+                format!("a folder of its own, not {flag}'s path"),
+            ));
+        }
+        if file.starts_with(&folder) {
+            return Err(UserError::file(
+                path,
+                format!(
+                    "{flag} is inside the --export-trace folder {}, where the traces are written: give {flag} a \
+                     path outside it, or --export-trace another folder",
+                    dir.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `path` with links followed: itself where it exists, else its parent's canonical path
+/// joined with its name; `None` when neither can be told.
+fn resolve(path: &Path) -> Option<std::path::PathBuf> {
+    std::fs::canonicalize(path).ok().or_else(|| {
         let parent = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or(Path::new("."));
         Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?))
-    });
-    resolved.is_some_and(|p| p.starts_with(dir))
+    })
+}
+
+/// Whether `path` (existing or not, links followed) lies under `dir` (canonical).
+fn inside(path: &Path, dir: &Path) -> bool {
+    resolve(path).is_some_and(|p| p.starts_with(dir))
 }

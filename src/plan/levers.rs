@@ -10,7 +10,7 @@
 //!
 //! Must not: run anything, or know how the Python engines apply a lever.
 use crate::axes::{Applies, Axis, AXES, ENGINE};
-use crate::bench::options::BenchOptions;
+use crate::plan::options::BenchOptions;
 use crate::error::UserError;
 use crate::settings::CaseSettings;
 use crate::values::{Conv3dMode, Engine, Layout};

@@ -90,7 +90,7 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
             temporal_tile: s.temporal_tile.filter(|_| s.passes.decodes()),
             ..s
         })
-        .filter(crate::levers::planned)
+        .filter(crate::plan::levers::planned)
         .filter(|s| seen.insert((s.id(), serde_json::to_string(s).unwrap_or_default())))
         .map(|s| {
             let vars = opts.variants.get(&s.env_variant).cloned().unwrap_or_default();
@@ -148,7 +148,7 @@ mod tests {
 
     #[test]
     fn ids_are_stable_and_unique() {
-        let o = crate::bench::config::parse(
+        let o = crate::plan::config::parse(
             "[matrix]\nprecision=[\"fp32\",\"bf16\"]\ntile=[\"none\",\"256:64\"]\nchunk=[1,2]\nenv=[\"baseline\",\"f\"]\n[env.f]\nA=\"1\"",
         )
         .unwrap();
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn missing_references_are_added_once() {
-        let o = crate::bench::config::parse(
+        let o = crate::plan::config::parse(
             "[matrix]\nprecision=[\"bf16\",\"fp32\"]\nchunk=[2]\ntile=[\"none\",\"16:8\"]\nsize=[\"32x32\",\"64x32\"]",
         )
         .unwrap();
@@ -202,7 +202,7 @@ mod tests {
     #[test]
     fn knobs_multiply_only_where_they_apply() {
         let text = "[matrix]\nengine=[\"candle\",\"torch\"]\ncudnn=[\"on\",\"off\"]\ncudnn_benchmark=[\"off\",\"on\"]\nmiopen_db=[\"user\",\"fresh\"]";
-        let cpu = crate::bench::config::parse(text).unwrap();
+        let cpu = crate::plan::config::parse(text).unwrap();
         let ids: Vec<String> = expand(&cpu).into_iter().map(|c| c.id).collect();
         assert_eq!(
             ids,
