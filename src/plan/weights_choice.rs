@@ -56,6 +56,14 @@ impl ResolvedModel {
         // The model (from the file's shapes, or --model for synthetic weights) decides the
         // size and tile rules.
         let cfg = crate::weights::resolve_config(&resolved.source, opts.model)?;
+        if matches!(resolved.source, WeightsSource::Synthetic { .. }) {
+            // Synthetic weights (f32, as `weights::synthetic` builds them): the layout is the config's, known before any case runs (a
+            // run whose every case fails still names its model).
+            info.params = crate::weights::layout::param_count(&crate::weights::layout::expected_tensors(&cfg));
+            info.dim = cfg.dim;
+            info.z_dim = cfg.z_dim;
+            info.on_disk_dtype = "f32".to_string();
+        }
         Ok(ResolvedModel {
             source: resolved.source,
             info,

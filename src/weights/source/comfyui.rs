@@ -66,10 +66,14 @@ pub fn vae_folders(dir: &Path) -> Result<Vec<PathBuf>, UserError> {
     Ok(out)
 }
 
+/// The largest `extra_model_paths.yaml` read (ComfyUI's example has 50 lines).
+pub const MAX_EXTRA_PATHS_BYTES: u64 = 1 << 20;
+
 /// The `vae` folders ComfyUI's `load_extra_path_config` adds from `yaml`, in file order, each
 /// with its entry's `is_default` (Python's truthiness of the value).
 fn extra_vae_folders(yaml: &Path) -> Result<Vec<(PathBuf, bool)>, UserError> {
-    let text = std::fs::read_to_string(yaml).map_err(|e| UserError::file(yaml, format!("cannot read: {e}")))?;
+    // A few lines in practice: a larger file (or a FIFO that never ends) stops at the cap.
+    let text = crate::read::text(yaml, "extra_model_paths.yaml", MAX_EXTRA_PATHS_BYTES)?;
     let refused = |what: String| {
         UserError::file(
             yaml,

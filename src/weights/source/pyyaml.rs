@@ -17,7 +17,8 @@
 //! is [`Error::Raises`]. What this reader does not follow is [`Error::NotRead`], never
 //! claimed to be refused: tags other than `!`, `!!str`, `!!null`, `!!bool`, `!!int`,
 //! `!!float`, `!!timestamp`, `!!map`, `!!seq` (and those on text they do not type); an alias
-//! inside the node it names; more than [`MAX_NODES`] nodes once aliases are copied out.
+//! inside the node it names; more than [`MAX_NODES`] nodes once aliases are copied out;
+//! collections nested deeper than [`MAX_DEPTH`].
 //!
 //! Must not: read more than one file's text, or build Python values of other types.
 use std::collections::HashMap;
@@ -31,6 +32,10 @@ mod scalar;
 /// How many nodes a file may have once each alias is copied out (PyYAML shares them; this
 /// reader copies, so a file of nested aliases stops here instead of filling memory).
 pub const MAX_NODES: usize = 100_000;
+
+/// How deep collections may nest (`extra_model_paths.yaml` has 3 levels; PyYAML's recursive
+/// composer raises RecursionError some hundreds of levels down).
+pub const MAX_DEPTH: usize = 32;
 
 /// Why a file gives no value.
 #[derive(Debug, Clone, PartialEq)]
@@ -115,6 +120,24 @@ impl Py {
 /// Read `text` as `yaml.safe_load` does.
 pub fn safe_load(text: &str) -> Result<Py, Error> {
     let events = parse(text)?;
+    // Collections nested deeper than MAX_DEPTH are refused before anything is built: the
+    // composer recurses once a level (10,000 levels overflowed the stack) and copied each
+    // level's subtree (a 50 KB file of nested mappings took 8.6 GB).
+    let mut depth = 0usize;
+    for (ev, line) in &events {
+        match ev {
+            Ev::SeqStart(..) | Ev::MapStart(..) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(Error::NotRead(format!(
+                        "collections nested deeper than {MAX_DEPTH} levels (line {line})"
+                    )));
+                }
+            }
+            Ev::SeqEnd | Ev::MapEnd => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
     let mut c = Composer {
         events: events.into_iter().peekable(),
         anchors: HashMap::new(),
@@ -470,6 +493,18 @@ mod tests {
             panic!()
         };
         assert_eq!(n, [(Py::Num(1.0), Py::Str("c".into()))]);
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_before_anything_is_built() {
+        // Issue 48: 10,000 `[` overflowed the stack (exit 134); 10,000 nested `{b: ...}`
+        // took 8.6 GB before being refused.
+        for text in ["[".repeat(10_000) + &"]".repeat(10_000), "{b: ".repeat(10_000) + "1" + &"}".repeat(10_000)] {
+            let e = safe_load(&text).unwrap_err();
+            assert!(matches!(&e, Error::NotRead(m) if m.contains("deeper than 32 levels")), "{e:?}");
+        }
+        let ok = "{a: ".repeat(MAX_DEPTH) + "1" + &"}".repeat(MAX_DEPTH);
+        assert!(safe_load(&ok).is_ok());
     }
 
     #[test]
