@@ -332,3 +332,48 @@ fn a_child_in_its_own_session_does_not_outlive_the_case() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(!left, "the setsid child outlived its case");
 }
+
+#[test]
+fn a_worker_that_acknowledges_another_case_fails_it_naming_both_ids() {
+    // Issue 48: a worker whose start marker named another case had its result recorded `ok`.
+    let dir = scratch();
+    let body = format!(
+        "echo '@@wan-vae-bench-start some-other-case' >&2\nprintf '%s' '{}' > \"$r\"\nexit 0",
+        result_json("[0.01]", "0.01")
+    );
+    let py = fake_python(dir.path(), &body);
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.args(tiny(&["--engine", "torch", "--timeout", "120", "--python", py.to_str().unwrap()]))
+        .arg("-o")
+        .arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let r = load(&report);
+    let c = &r.cases[0];
+    assert_eq!(c.outcome.status, wan_vae_bench::report::CaseStatus::Failed);
+    let e = c.outcome.error.as_deref().unwrap_or_default();
+    assert!(e.contains("acknowledged case \"some-other-case\"") && e.contains(&format!("{:?}", c.id)), "{e}");
+}
+
+#[test]
+fn a_case_id_ending_in_a_space_is_acknowledged_by_a_reused_worker() {
+    // Issue 48: the acknowledgement was compared after trimming the line, so an id ending in
+    // a space (an env value `a `) was never recognised: a working reused worker was killed
+    // and the case run again.
+    let dir = scratch();
+    let report = dir.path().join("r.json");
+    let mut cmd = bench();
+    cmd.env("WAN_VAE_BENCH_FAULT", "fake")
+        .args(tiny(&["--fault-hooks", "--precision", "fp32,bf16", "--env-var", "WVB_X=a "]))
+        .arg("-o")
+        .arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = load(&report);
+    let measured: Vec<_> = r.cases.iter().filter(|c| c.settings.env_variant.ends_with(' ')).collect();
+    assert_eq!(measured.len(), 2, "{:?}", r.cases.iter().map(|c| &c.id).collect::<Vec<_>>());
+    let second = measured.iter().find(|c| c.outcome.worker.as_ref().is_some_and(|w| w.cases_before > 0));
+    let w = second.and_then(|c| c.outcome.worker.as_ref()).expect("the second case ran in the kept worker");
+    assert_eq!((w.process.as_str(), w.replaced.as_deref()), ("reused", None), "{w:?}");
+}

@@ -223,6 +223,16 @@ impl Executor {
                 alive = Some(lease);
                 (false, None)
             }
+            CaseEnd::WrongAck(ref other) => {
+                let other = other.clone();
+                lease.worker.finish_dead(&mut watched);
+                let msg = format!(
+                    "worker protocol failure: the worker acknowledged case {other:?}, not {:?}, the case it was \
+                     sent; it was stopped and nothing it wrote is taken as this case's",
+                    watched.id
+                );
+                return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone());
+            }
             CaseEnd::Interrupted => {
                 lease.worker.finish_dead(&mut watched);
                 let msg = "interrupted: the run received a signal and stopped this worker".to_string();

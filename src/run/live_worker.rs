@@ -63,6 +63,9 @@ pub enum CaseEnd {
     NoAck,
     /// A signal stopped the run: the process was killed.
     Interrupted,
+    /// The worker's start marker named another case (this id): a protocol failure; the
+    /// process was killed and nothing it wrote is taken as the case's.
+    WrongAck(String),
 }
 
 /// What watching one case gave besides how it ended.
@@ -170,7 +173,15 @@ impl LiveWorker {
                 // A worker that prints without pause still meets the checks below (its
                 // deadline, a signal): no `continue` here.
                 Ok(line) => {
-                    if self.take(line, show, &mut tail, &mut miopen, on_event) {
+                    let done = self.take(line, show, &mut tail, &mut miopen, on_event);
+                    // Ids are compared exactly: a worker that names another case is not
+                    // working on this one, whatever it writes next.
+                    if let Some(other) = self.started.as_deref().filter(|s| *s != id) {
+                        let other = other.to_string();
+                        self.kill();
+                        break CaseEnd::WrongAck(other);
+                    }
+                    if done {
                         break CaseEnd::Done;
                     }
                 }
@@ -309,7 +320,9 @@ fn read_stderr(stderr: impl std::io::Read, lines_out: &mpsc::Sender<Line>) {
     let mut lines = std::io::BufReader::new(stderr);
     let mut buf = Vec::new();
     while matches!(read_line_capped(&mut lines, &mut buf, STDERR_LINE_BYTES), Ok(n) if n > 0) {
-        let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+        // Only the line's end goes: a case id may end in a space (`--env-var 'X=a '`).
+        let text = String::from_utf8_lossy(&buf);
+        let line = text.strip_suffix('\n').map_or(&*text, |l| l.strip_suffix('\r').unwrap_or(l)).to_string();
         buf.clear();
         let msg = if line == READY_MARKER {
             Line::Ready
