@@ -377,3 +377,44 @@ fn a_case_id_ending_in_a_space_is_acknowledged_by_a_reused_worker() {
     let w = second.and_then(|c| c.outcome.worker.as_ref()).expect("the second case ran in the kept worker");
     assert_eq!((w.process.as_str(), w.replaced.as_deref()), ("reused", None), "{w:?}");
 }
+
+#[test]
+fn a_signal_during_the_profiled_pass_keeps_the_case_and_leaves_no_partial_trace() {
+    // Issue 48: SIGTERM after a case's timed passes, while its extra profiled pass ran, ended
+    // with "0 of 1 cases" and a partial trace left behind.
+    let dir = scratch();
+    let marker = dir.path().join("profiling");
+    let body = format!(
+        "spec=${{line%%\t*}}\nif grep -q '\"profile\":{{' \"$spec\"; then\n\
+         t=$(sed -n 's/.*\"trace\":\"\\([^\"]*\\)\".*/\\1/p' \"$spec\")\n\
+         printf '{{\"traceEvents\":[' > \"$t.encode.json.tmp\"\ntouch '{}'\nsleep 30\nfi\n\
+         printf '%s' '{}' > \"$r\"\nexit 0",
+        marker.display(),
+        result_json("[0.01]", "0.01")
+    );
+    let py = fake_python(dir.path(), &body);
+    let report = dir.path().join("r.json");
+    let traces = dir.path().join("traces");
+    let mut child = spawn_group(
+        bench()
+            .args(tiny(&["--engine", "torch", "--timeout", "120", "--python", py.to_str().unwrap()]))
+            .args(["--profile", "--export-trace", traces.to_str().unwrap()])
+            .arg("-o")
+            .arg(&report)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    );
+    wait_for("the profiled pass", || marker.exists());
+    let status = signal_and_wait(&mut child, libc::SIGTERM, Duration::from_secs(30));
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    let r = load(&report);
+    assert_eq!(r.cases.len(), 1, "the measured case is kept");
+    let c = &r.cases[0];
+    assert_eq!(c.outcome.status, wan_vae_bench::report::CaseStatus::Ok);
+    assert!(c.outcome.decode.as_ref().is_some_and(|d| d.median_s > 0.0));
+    let p = c.profile.as_ref().expect("the profile, marked");
+    assert!(p.error.as_deref().is_some_and(|e| e.contains("interrupted by SIGTERM")), "{p:?}");
+    assert!(r.run.interrupted.as_deref().is_some_and(|i| i.starts_with("SIGTERM after 1 of")), "{:?}", r.run.interrupted);
+    let left: Vec<_> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "partial traces left: {left:?}");
+}

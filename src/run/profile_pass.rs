@@ -38,9 +38,19 @@ pub fn run(
     });
     if result.outcome.status != CaseStatus::Ok {
         let why = result.outcome.error_line().unwrap_or("no message").to_string();
+        // A pass stopped half way (a signal, a crash) may have left a trace, or torch's
+        // `.tmp` of one: none is listed, none is left.
+        let removed = match &profiling.trace_dir {
+            Some(dir) => remove_traces(dir, &file_name(&spec.id)),
+            None => Vec::new(),
+        };
+        let removed = match removed.len() {
+            0 => String::new(),
+            _ => format!("; its partial trace(s) removed: {}", removed.join(", ")),
+        };
         return CaseProfile {
             error: Some(format!(
-                "the profiled pass ended {}: {why}",
+                "the profiled pass ended {}: {why}{removed}",
                 result.outcome.status.name()
             )),
             ..Default::default()
@@ -71,4 +81,23 @@ pub fn run(
     }
     crate::profile::miopen::reproducers(&mut profile, &spec.run.device);
     profile
+}
+
+/// Remove the files of `dir` that a profiled pass of the case `stem` writes (`STEM.PASS.json`
+/// and its `.tmp`); their names.
+fn remove_traces(dir: &std::path::Path, stem: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let prefix = format!("{stem}.");
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let ours = name.strip_prefix(&prefix).is_some_and(|rest| {
+            ["encode.json", "decode.json"].iter().any(|p| rest == *p || rest.starts_with(&format!("{p}.")))
+        });
+        if ours && e.file_type().is_ok_and(|t| t.is_file()) && std::fs::remove_file(e.path()).is_ok() {
+            removed.push(name);
+        }
+    }
+    removed.sort();
+    removed
 }

@@ -322,6 +322,16 @@ impl Scheduler {
                 t.unavailable.insert("wait_temp".to_string(), w);
             }
             if let Some(sig) = super::interrupt::received() {
+                // A case whose timed passes ended `ok` before the signal is a measurement:
+                // kept, with its profile (an extra) marked as the signal left it.
+                if result.outcome.status == CaseStatus::Ok {
+                    if let Some(p) = result.profile.as_mut().filter(|p| p.error.is_some()) {
+                        let why = p.error.take().unwrap_or_default();
+                        p.error = Some(format!("interrupted by {}: {why}", super::interrupt::name(sig)));
+                    }
+                    self.record(report, &case, result, outputs);
+                    report.save_atomic(output)?;
+                }
                 return self.interrupted(report, output, sig, total);
             }
             // Saved before its lines are printed: a reader that went away (`| head`) or a full
