@@ -179,7 +179,23 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         crate::errln!("warning: {msg} (merged anyway: --force)");
     }
     let complete = check_parts(&args.inputs, &reports, args.force)?;
-    let (merged, renames) = if complete { merge_parts(reports) } else { merge(reports) };
+    // Each part against its own record: every case it should hold, none of another part's,
+    // and no interruption. Refused, or with --force merged and kept on record.
+    let incomplete = part_problems(&args.inputs, &reports);
+    if !incomplete.is_empty() {
+        let msg = incomplete.join("; ");
+        if !args.force {
+            return Err(UserError::Other(format!(
+                "refusing to merge: {msg}; run the part(s) again, or pass --force to merge what is there"
+            ))
+            .into());
+        }
+        crate::errln!("warning: {msg} (merged anyway: --force; recorded in run.interrupted)");
+    }
+    let (mut merged, renames) = if complete { merge_parts(reports) } else { merge(reports) };
+    if !incomplete.is_empty() {
+        merged.run.interrupted = Some(format!("merged with --force from parts that are not whole: {}", incomplete.join("; ")));
+    }
     for r in &renames {
         crate::errln!(
             "note: duplicate case id {:?} from {} renamed to {:?}",
@@ -279,10 +295,45 @@ pub fn check_parts(paths: &[PathBuf], reports: &[Report], force: bool) -> Result
     Ok(false)
 }
 
+/// What is wrong with the parts of a sharded run, each against its own `run.shard`: a part
+/// that was interrupted, or holds fewer or more cases than its `shard_cases`, or a case id
+/// that another part holds too. Empty for whole parts (and for unsharded reports).
+pub fn part_problems(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, r) in reports.iter().enumerate() {
+        let Some(p) = &r.run.shard else { continue };
+        let name = paths[i].display();
+        if let Some(why) = &r.run.interrupted {
+            problems.push(format!("part {} ({name}) was interrupted ({why})", p.label()));
+        } else if r.cases.len() != p.shard_cases {
+            problems.push(format!(
+                "part {} ({name}) holds {} but its record says {}",
+                p.label(),
+                crate::format::count(r.cases.len(), "case"),
+                p.shard_cases
+            ));
+        }
+        for c in &r.cases {
+            if let Some(j) = owner.insert(c.id.as_str(), i) {
+                problems.push(format!(
+                    "case {:?} is in part {} ({}) and in part {} ({name}): each case of a plan is in one part",
+                    c.id,
+                    reports[j].run.shard.as_ref().map_or_else(|| "?".to_string(), |s| s.label()),
+                    paths[j].display(),
+                    p.label()
+                ));
+            }
+        }
+    }
+    problems
+}
+
 /// Every part of one plan merged into what one unsharded run would have written.
 pub fn merge_parts(mut reports: Vec<Report>) -> (Report, Vec<Rename>) {
-    // The first part that measured something gives the model and machine.
-    reports.sort_by_key(|r| r.cases.is_empty());
+    // The first part that measured something gives the model and machine; parts in their
+    // plan's order, whatever the order of the arguments.
+    reports.sort_by_key(|r| (r.cases.is_empty(), r.run.shard.as_ref().map_or(0, |s| s.index)));
     let min_psnr = reports[0].summary.as_ref().map(|s| s.min_psnr_db);
     let (mut merged, renames) = merge(reports);
     merged.run.shard = None;

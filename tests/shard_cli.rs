@@ -169,3 +169,40 @@ fn list_shows_the_cases_of_one_part_and_the_parts_cover_the_plan() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("1 <= K <= N"), "{}", stderr(&out));
 }
+
+#[test]
+fn a_part_that_is_not_whole_is_refused_and_with_force_kept_on_record() {
+    // Issue 48: a part stopped after some of its cases merged into what looked like a
+    // complete, uninterrupted run, and a part edited to carry another part's case merged.
+    let dir = scratch();
+    let (o1, p1) = fake(dir.path(), "p1.json", &["--shard", "1/2"]);
+    let (o2, p2) = fake(dir.path(), "p2.json", &["--shard", "2/2"]);
+    assert!(o1.status.success() && o2.status.success(), "{}{}", stderr(&o1), stderr(&o2));
+    let whole = std::fs::read_to_string(&p1).unwrap();
+
+    // Part 1 interrupted after its first case (as `run` records a signal).
+    let mut r = load(&p1);
+    let planned = r.run.shard.as_ref().unwrap().shard_cases;
+    r.cases.truncate(1);
+    r.run.interrupted = Some(format!("SIGTERM after 1 of {planned} cases"));
+    std::fs::write(&p1, serde_json::to_string(&r).unwrap()).unwrap();
+    let (out, merged) = merge(dir.path(), &[&p1, &p2]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("part 1/2") && e.contains("was interrupted (SIGTERM after 1 of"), "{e}");
+    assert!(!merged.exists());
+    let forced = bench().arg("merge").args([&p2, &p1]).arg("-o").arg(&merged).arg("--force").output().unwrap();
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let m = load(&merged);
+    assert!(m.run.interrupted.as_deref().is_some_and(|i| i.contains("part 1/2")), "{:?}", m.run.interrupted);
+
+    // Part 1 whole again, but carrying one of part 2's cases.
+    std::fs::write(&p1, &whole).unwrap();
+    let mut r = load(&p1);
+    r.cases.push(load(&p2).cases[0].clone());
+    std::fs::write(&p1, serde_json::to_string(&r).unwrap()).unwrap();
+    let (out, _) = merge(dir.path(), &[&p1, &p2]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("is in part 1/2") && e.contains("and in part 2/2"), "{e}");
+}
