@@ -204,6 +204,18 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
             r.to
         );
     }
+    let mut machines: Vec<String> =
+        merged.cases.iter().map(|c| c.system.as_ref().unwrap_or(&merged.system).machine()).collect();
+    machines.sort();
+    machines.dedup();
+    if machines.len() > 1 {
+        crate::errln!(
+            "warning: the merged cases were timed on {} machines ({}): the answer calls no winner across \
+             them, and `compare` names each pair's machines",
+            machines.len(),
+            machines.join("; ")
+        );
+    }
     merged.save_atomic(&args.output)?;
     let mut exports = crate::export::ExportManager::default();
     args.dashboards.add_to(&mut exports);

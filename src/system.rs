@@ -57,6 +57,24 @@ pub struct SystemInfo {
     pub unavailable: std::collections::BTreeMap<String, String>,
 }
 
+impl SystemInfo {
+    /// `host (CPU; GPU, GPU)`: what makes two runs (or two cases of a merged report) the same
+    /// machine.
+    pub fn machine(&self) -> String {
+        let gpus: Vec<&str> = self
+            .gpus
+            .iter()
+            .map(|g| g.name.as_deref().or(g.gfx_target.as_deref()).unwrap_or(g.vendor.as_str()))
+            .collect();
+        format!(
+            "{} ({}{})",
+            self.hostname.as_deref().unwrap_or("unknown host"),
+            self.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            if gpus.is_empty() { String::new() } else { format!("; {}", gpus.join(", ")) }
+        )
+    }
+}
+
 /// One GPU.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct GpuInfo {

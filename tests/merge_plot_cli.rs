@@ -184,3 +184,46 @@ fn merge_and_history_exports_never_replace_an_input_or_each_other() {
         assert!(!all.exists() && !bmf.exists(), "{args:?}");
     }
 }
+
+#[test]
+fn cases_from_two_machines_are_never_compared_as_if_from_one() {
+    // Issue 48: parts of one sweep run on two runners; the merged report's answer named a
+    // winner across them ("2.64x faster"), merge said nothing, and compare ignored each
+    // pair's machine (--strict-system too).
+    let dir = tempfile::tempdir().unwrap();
+    let a = save(dir.path(), "a.json", &report("alpha", vec![case("fp32", &steady(2.0), &steady(2.0))]));
+    let b = save(dir.path(), "b.json", &report("beta", vec![case("bf16", &steady(1.0), &steady(1.0))]));
+    let all = dir.path().join("all.json");
+    let out = bench(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "-o", all.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("timed on 2 machines"), "{}", out.stderr);
+    let merged = Report::load(&all).unwrap();
+    let s = wan_vae_bench::answer::summarize(&merged, 40.0);
+    let two: Vec<_> = s.answers.iter().filter(|a| a.cases == 2).collect();
+    assert_eq!(two.len(), 1, "{:?}", s.answers);
+    assert_eq!(two[0].verdict.name(), "machines", "{:?}", two[0]);
+    assert!(two[0].fastest.is_none() && two[0].sentence.contains("alpha") && two[0].sentence.contains("beta"));
+
+    // compare: the same merged report against itself has no machine difference; against a
+    // report whose pairs ran elsewhere, each pair's machine is named, and --strict-system refuses.
+    let mut merged = merged;
+    for c in &mut merged.cases {
+        if let Some(sys) = c.system.as_mut() {
+            sys.cpu_model = Some("Zen 5".into());
+        }
+    }
+    let all = save(dir.path(), "all2.json", &merged);
+    let same = bench(&["compare", all.to_str().unwrap(), all.to_str().unwrap()]);
+    assert!(!same.stderr.contains("different"), "{}", same.stderr);
+    let mut moved = merged.clone();
+    for c in &mut moved.cases {
+        if let Some(sys) = c.system.as_mut() {
+            sys.cpu_model = Some("Other CPU".into());
+        }
+    }
+    let moved_path = save(dir.path(), "moved.json", &moved);
+    let out = bench(&["compare", all.to_str().unwrap(), moved_path.to_str().unwrap()]);
+    assert!(out.stderr.contains("compared pair(s) of a merged report"), "{}", out.stderr);
+    let strict = bench(&["compare", "--strict-system", all.to_str().unwrap(), moved_path.to_str().unwrap()]);
+    assert_eq!(strict.code, 2, "{}", strict.stderr);
+}

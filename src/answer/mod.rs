@@ -287,6 +287,26 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         .copied()
         .filter(|c| c.outcome.status == CaseStatus::Ok && c.outcome.throttled())
         .collect();
+    // One machine's cases only: a merged report's parts may come from several runners.
+    let mut machines: Vec<String> = cases
+        .iter()
+        .filter(|c| c.outcome.status == CaseStatus::Ok)
+        .map(|c| c.system.as_ref().unwrap_or(&report.system).machine())
+        .collect();
+    machines.sort();
+    machines.dedup();
+    if machines.len() > 1 {
+        a.verdict = Verdict::Machines;
+        a.fastest = None;
+        a.rerun_with_weights = None;
+        a.sentence = format!(
+            "Its cases were timed on {} different machines ({}): their times do not compare, so no winner is \
+             called. Compare the cases of one machine, or run them all on one.",
+            machines.len(),
+            machines.join("; ")
+        );
+        return a;
+    }
     if !throttled.is_empty() {
         a.verdict = Verdict::Throttled;
         a.fastest = None;

@@ -66,6 +66,39 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
     Ok(v / 100.0)
 }
 
+/// How the machines of the compared pairs differ: the reports' own, and each pair's where a
+/// merged report keeps a case's machine (`cases[].system`, parts run on several runners),
+/// each difference once with how many pairs it concerns.
+fn machine_differences<'a>(baseline: &'a Report, current: &'a Report) -> Vec<String> {
+    let mut found: Vec<(String, Vec<&'a str>)> = Vec::new();
+    let mut add = |m: String, id: Option<&'a str>| match found.iter_mut().find(|(x, _)| *x == m) {
+        Some((_, ids)) => ids.extend(id),
+        None => found.push((m, id.into_iter().collect())),
+    };
+    for m in compat::system_differences(&baseline.system, &current.system) {
+        add(m, None);
+    }
+    let current_of: std::collections::HashMap<&str, &crate::report::CaseRecord> =
+        current.cases.iter().map(|c| (c.id.as_str(), c)).collect();
+    for b in &baseline.cases {
+        let Some(c) = current_of.get(b.id.as_str()) else { continue };
+        if b.system.is_none() && c.system.is_none() {
+            continue; // the reports' own machines, compared above
+        }
+        let (x, y) = (b.system.as_ref().unwrap_or(&baseline.system), c.system.as_ref().unwrap_or(&current.system));
+        for m in compat::system_differences(x, y) {
+            add(m, Some(b.id.as_str()));
+        }
+    }
+    found
+        .into_iter()
+        .map(|(m, ids)| match ids.first() {
+            None => m,
+            Some(first) => format!("{m} ({} compared pair(s) of a merged report, e.g. {first})", ids.len()),
+        })
+        .collect()
+}
+
 pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     if !(args.alpha > 0.0 && args.alpha < 1.0) {
         return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
@@ -77,7 +110,7 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     let current = Report::load(&args.current)?;
     compat::check_cases(&baseline, &args.baseline)?;
     compat::check_cases(&current, &args.current)?;
-    let machine = compat::system_differences(&baseline.system, &current.system);
+    let machine = machine_differences(&baseline, &current);
     if !machine.is_empty() && args.strict_system {
         return Err(UserError::Other(format!(
             "refusing to compare {} and {}: measured on different machines: {}; drop --strict-system to \

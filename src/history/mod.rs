@@ -276,26 +276,7 @@ fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
 
 /// `host (CPU; GPU, GPU)`: what makes two runs the same machine.
 pub fn machine(sys: &SystemInfo) -> String {
-    let gpus: Vec<&str> = sys
-        .gpus
-        .iter()
-        .map(|g| {
-            g.name
-                .as_deref()
-                .or(g.gfx_target.as_deref())
-                .unwrap_or(g.vendor.as_str())
-        })
-        .collect();
-    format!(
-        "{} ({}{})",
-        sys.hostname.as_deref().unwrap_or("unknown host"),
-        sys.cpu_model.as_deref().unwrap_or("unknown CPU"),
-        if gpus.is_empty() {
-            String::new()
-        } else {
-            format!("; {}", gpus.join(", "))
-        }
-    )
+    sys.machine()
 }
 
 /// The series of `reports` (oldest first, `paths` their files), fitted and judged.

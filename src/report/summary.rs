@@ -100,6 +100,9 @@ pub enum Verdict {
     /// A case of this workload ran throttled (`telemetry.throttled`): its timings measure
     /// the cooling, so no winner is called.
     Throttled,
+    /// Its cases were timed on different machines (a merged report of parts run on several
+    /// runners): no winner is called across machines.
+    Machines,
 }
 
 impl Verdict {
@@ -115,6 +118,7 @@ impl Verdict {
             Verdict::OneCase => "one_case",
             Verdict::NoneQualified => "none_qualified",
             Verdict::Throttled => "throttled",
+            Verdict::Machines => "machines",
         }
     }
 }
