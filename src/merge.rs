@@ -192,6 +192,19 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         }
         crate::errln!("warning: {msg} (merged anyway: --force; recorded in run.interrupted)");
     }
+    // Settings outside the plan's fingerprint that change what was measured: one value for
+    // every part, else the merged report would claim the first part's for all.
+    let differing = part_setting_differences(&args.inputs, &reports);
+    if !differing.is_empty() {
+        let msg = differing.join("; ");
+        if !args.force {
+            return Err(UserError::Other(format!(
+                "refusing to merge parts run with different settings: {msg}; rerun them alike, or pass --force"
+            ))
+            .into());
+        }
+        crate::errln!("warning: parts run with different settings: {msg} (merged anyway: --force)");
+    }
     let (mut merged, renames) = if complete { merge_parts(reports) } else { merge(reports) };
     if !incomplete.is_empty() {
         merged.run.interrupted = Some(format!("merged with --force from parts that are not whole: {}", incomplete.join("; ")));
@@ -339,6 +352,37 @@ pub fn part_problems(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The run settings a part holds that the plan's fingerprint does not (it covers the case
+/// ids, passes and device), where a part differs from the first: the `--input` file (by its
+/// SHA-256), `--torch-precision`, the Python interpreter, the tool's own variables.
+pub fn part_setting_differences(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
+    let parts: Vec<(usize, &Report)> = reports.iter().enumerate().filter(|(_, r)| r.run.shard.is_some()).collect();
+    let Some(&(first, a)) = parts.first() else { return Vec::new() };
+    let settings = |r: &Report| -> Vec<(&'static str, String)> {
+        let run = &r.run;
+        vec![
+            ("--input", run.input.as_ref().map_or("none".to_string(), |i| format!("sha256 {}", &i.sha256[..i.sha256.len().min(12)]))),
+            ("--torch-precision", run.torch_precision.clone().unwrap_or_else(|| "default".into())),
+            ("--python", run.python.clone().unwrap_or_else(|| "default".into())),
+            ("the tool's variables", format!("{:?}", run.overrides)),
+        ]
+    };
+    let mine = settings(a);
+    let mut out = Vec::new();
+    for &(i, r) in &parts[1..] {
+        for ((name, x), (_, y)) in mine.iter().zip(settings(r)) {
+            if *x != y {
+                out.push(format!(
+                    "{name} is {x} in {} but {y} in {}",
+                    paths[first].display(),
+                    paths[i].display()
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// Every part of one plan merged into what one unsharded run would have written.

@@ -206,3 +206,21 @@ fn a_part_that_is_not_whole_is_refused_and_with_force_kept_on_record() {
     assert_eq!(out.status.code(), Some(2), "{e}");
     assert!(e.contains("is in part 1/2") && e.contains("and in part 2/2"), "{e}");
 }
+
+#[test]
+fn parts_run_with_other_settings_than_the_fingerprint_covers_are_refused() {
+    // Issue 48: parts with another --torch-precision (or --input) merged, the merged report
+    // claiming the first part's settings for every case.
+    let dir = scratch();
+    let (o1, p1) = fake(dir.path(), "p1.json", &["--shard", "1/2"]);
+    let (o2, p2) = fake(dir.path(), "p2.json", &["--shard", "2/2"]);
+    assert!(o1.status.success() && o2.status.success(), "{}{}", stderr(&o1), stderr(&o2));
+    let mut r = load(&p2);
+    r.run.torch_precision = Some("cast".into());
+    std::fs::write(&p2, serde_json::to_string(&r).unwrap()).unwrap();
+    let (out, merged) = merge(dir.path(), &[&p1, &p2]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("--torch-precision is default in") && e.contains("but cast in"), "{e}");
+    assert!(!merged.exists());
+}
