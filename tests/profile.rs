@@ -443,3 +443,29 @@ fn the_trace_folder_is_checked_against_the_outputs_before_anything_runs() {
         assert!(!traces.exists());
     }
 }
+
+#[test]
+fn a_folder_or_fifo_at_a_traces_name_is_refused_before_anything_runs() {
+    // Issue 48: torch's rename replaced a FIFO or an empty folder at a trace's name, a
+    // non-empty folder left a `.tmp` behind, and candle found a folder only at run time,
+    // losing the case's whole profile.
+    let dir = scratch();
+    let traces = dir.path().join("traces");
+    std::fs::create_dir(&traces).unwrap();
+    let args = ["run", "--frames", "1", "--size", "16x16", "--precision", "fp32", "--runs", "1", "--warmup", "0"];
+    let list = bench().args(args).arg("--list").output().unwrap();
+    let id = stdout(&list).lines().find(|l| l.starts_with("fp32-")).unwrap().split_whitespace().next().unwrap().to_string();
+    let stem = wan_vae_bench::profile::options::file_name(&id);
+    let blocker = traces.join(format!("{stem}.decode.json"));
+    std::fs::create_dir(&blocker).unwrap();
+    std::fs::write(blocker.join("keep"), "mine").unwrap();
+    let report = dir.path().join("r.json");
+    let out = bench().args(args).args(["--export-trace", traces.to_str().unwrap(), "-o", report.to_str().unwrap()]).output().unwrap();
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(e.contains("cannot be the --export-trace file") && e.contains("not a regular file"), "{e}");
+    assert!(!report.exists());
+    assert_eq!(std::fs::read_to_string(blocker.join("keep")).unwrap(), "mine");
+    let left: Vec<_> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+}

@@ -244,6 +244,18 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     let (mut cases, seed, shard) = plan_cases(&opts, &model.cfg, args.flags.shard)?;
+    // Each trace a profiled pass will write, checked as every output is, before any case
+    // runs: a folder or a FIFO at its name would be replaced (torch's rename) or found only
+    // when the case's profile is lost.
+    if let Some(dir) = &args.profile.export_trace {
+        for c in &cases {
+            let stem = crate::profile::options::file_name(&c.id);
+            let passes = [("encode", c.settings.passes.encodes()), ("decode", c.settings.passes.decodes())];
+            for (pass, _) in passes.iter().filter(|(_, timed)| *timed) {
+                crate::files::check_output(&dir.join(format!("{stem}.{pass}.json")), "--export-trace file")?;
+            }
+        }
+    }
     // A shuffled order is grouped by worker; an order as written stays as written (a worker
     // then ends wherever the next case needs another).
     if args.isolate == crate::values::Isolate::Worker && opts.order == crate::values::Order::Shuffled {
