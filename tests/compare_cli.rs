@@ -334,3 +334,22 @@ fn the_ci_script_counts_a_broken_budget_as_a_regression() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("counted as a regression"), "{err}");
 }
+
+#[test]
+fn a_threshold_that_reads_two_ways_is_refused_naming_both() {
+    // Issue 49: `--threshold 0.05` was read as 0.05% (docs called it a fraction), a gate 100
+    // times too tight, and the output said "threshold 0.1%" without a word.
+    for cmd in [&["compare", "a.json", "b.json"][..], &["history", "a.json"][..]] {
+        let out = wan_vae_bench_cmd(cmd, &["--threshold", "0.05"]);
+        assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains("0.05 is ambiguous") && e.contains("0.05%") && e.contains("give 5 for 5%"), "{e}");
+    }
+    assert_eq!(wan_vae_bench::compare::parse_percent("0.5%"), Ok(0.005));
+    assert_eq!(wan_vae_bench::compare::parse_percent("5"), Ok(0.05));
+    assert_eq!(wan_vae_bench::compare::parse_percent("0"), Ok(0.0));
+}
+
+fn wan_vae_bench_cmd(cmd: &[&str], extra: &[&str]) -> std::process::Output {
+    crate::util::cli::bench().args(cmd).args(extra).output().unwrap()
+}

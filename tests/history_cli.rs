@@ -237,3 +237,24 @@ fn unusable_input_exits_2_naming_the_file() {
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("no report found"), "{}", out.stderr);
 }
+
+#[test]
+fn another_model_is_a_series_of_its_own_never_a_slower_run() {
+    // Issue 49: a Wan 2.2 report among Wan 2.1 ones (case ids do not name the model) was
+    // taken for a slower Wan 2.1 run: "SLOWER +390%", exit 1.
+    let mut reports: Vec<Report> = (0..4).map(|i| run("box", i, 1.0, "6.4.1")).collect();
+    let mut wan22 = run("box", 4, 4.9, "6.4.1");
+    wan22.model.z_dim = 48;
+    wan22.model.dim = 160;
+    wan22.model.params = 704_700_000;
+    reports.push(wan22);
+    let dir = folder(&reports);
+    let (out, v) = history(dir.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stdout);
+    let decode = series(&v, "decode");
+    assert_eq!(decode.len(), 2, "{v}");
+    let counts: Vec<usize> = decode.iter().map(|s| s["points"].as_array().unwrap().len()).collect();
+    assert!(counts.contains(&4) && counts.contains(&1), "{counts:?}");
+    assert!(decode.iter().any(|s| s["model"].as_str().unwrap().contains("z_dim 48")), "{v}");
+    assert!(!out.stdout.contains("SLOWER"), "{}", out.stdout);
+}

@@ -24,7 +24,8 @@ pub struct CompareArgs {
     pub baseline: PathBuf,
     /// Current report.
     pub current: PathBuf,
-    /// Slowdown a pass must exceed to be a regression, percent (`5` or `5%`).
+    /// Slowdown a pass must exceed to be a regression, in percent (`5` or `5%`; a bare value
+    /// between 0 and 1 is refused as ambiguous: write `0.5%` for half a percent).
     #[arg(long, default_value = "5", value_parser = parse_percent)]
     pub threshold: f64,
     /// Significance level of Welch's t-test.
@@ -52,16 +53,28 @@ pub struct CompareArgs {
     pub markdown: bool,
 }
 
-/// Parse `5`, `5%` or `2.5 %` as a fraction (0.05, 0.025).
+/// Parse `5`, `5%` or `2.5 %` (a percentage) as a fraction (0.05, 0.025). A bare number
+/// between 0 and 1 is refused: `0.05` reads as 0.05% here, but as a fraction it would be 5%,
+/// and a gate set 100 times too tight fails on noise; `0.5%`, with its sign, is taken.
 pub fn parse_percent(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
+    let t = s.trim();
+    let signed = t.ends_with('%');
+    let v: f64 = t
         .trim_end_matches('%')
         .trim()
         .parse()
         .map_err(|e| format!("expected a percentage such as 5 or 5%: {e}"))?;
     if !(v.is_finite() && v >= 0.0) {
         return Err("the threshold must be a non-negative percentage".into());
+    }
+    if !signed && v > 0.0 && v < 1.0 {
+        return Err(format!(
+            "{t} is ambiguous: as a percentage it is {v}%, as a fraction {}%; the threshold is a percentage: \
+             give {} for {}%, or {t}% for {v}%",
+            v * 100.0,
+            v * 100.0,
+            v * 100.0
+        ));
     }
     Ok(v / 100.0)
 }

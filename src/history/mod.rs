@@ -89,6 +89,10 @@ pub struct Series {
     pub pass: &'static str,
     /// `host (CPU; GPUs)`.
     pub machine: String,
+    /// The weights measured (`wan_2.1_vae.safetensors, sha256 0123456789ab`, or for synthetic
+    /// weights their model: `synthetic Wan 2.1 (126.9 M params)`): a series is one model on
+    /// one machine, so another VAE is never taken for a slower run of this one.
+    pub model: String,
     /// Its runs, oldest first.
     pub points: Vec<Point>,
     /// The fit's segments, oldest first.
@@ -279,11 +283,22 @@ pub fn machine(sys: &SystemInfo) -> String {
     sys.machine()
 }
 
+/// Which weights a report measured, as a series names them: the file by its SHA-256, or
+/// synthetic weights by their model (z_dim, width and parameters tell Wan 2.1 from 2.2).
+pub fn model_label(m: &crate::report::ModelInfo) -> String {
+    let params = format!("{:.1} M params", m.params as f64 / 1e6);
+    match &m.sha256 {
+        Some(sha) => format!("{}, sha256 {}", m.source, &sha[..sha.len().min(12)]),
+        None => format!("{} (z_dim {}, dim {}, {params})", m.source, m.z_dim, m.dim),
+    }
+}
+
 /// The series of `reports` (oldest first, `paths` their files), fitted and judged.
 pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64) -> History {
     let mut stacks = Vec::new();
-    let mut by_key: BTreeMap<(String, &'static str, String), Vec<Point>> = BTreeMap::new();
+    let mut by_key: BTreeMap<(String, &'static str, String, String), Vec<Point>> = BTreeMap::new();
     for (ri, report) in reports.iter().enumerate() {
+        let model = model_label(&report.model);
         for case in report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok) {
             let m = machine(case.system.as_ref().unwrap_or(&report.system));
             let mut stack = None;
@@ -300,7 +315,7 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
                     .then(|| crate::stats::summarize(&p.samples_s).map(|s| s.stddev / (n as f64).sqrt()))
                     .flatten();
                 by_key
-                    .entry((case.id.clone(), pass, m.clone()))
+                    .entry((case.id.clone(), pass, m.clone(), model.clone()))
                     .or_default()
                     .push(Point {
                         report: ri,
@@ -323,8 +338,10 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
         .collect();
     let series: Vec<Series> = by_key
         .into_iter()
-        .map(|((case_id, pass, machine), points)| {
-            fit(case_id, pass, machine, points, &infos, &stacks, threshold, alpha)
+        .map(|((case_id, pass, machine, model), points)| {
+            let mut s = fit(case_id, pass, machine, points, &infos, &stacks, threshold, alpha);
+            s.model = model;
+            s
         })
         .collect();
     History {
@@ -383,6 +400,7 @@ fn fit(
         case_id,
         pass,
         machine,
+        model: String::new(),
         points,
         segments,
         steps,

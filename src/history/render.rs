@@ -94,7 +94,7 @@ pub fn text(h: &History) -> String {
             [
                 s.case_id.clone(),
                 s.pass.to_string(),
-                s.machine.clone(),
+                place(h, s),
                 s.points.len().to_string(),
                 segments(s),
                 verdict(s),
@@ -147,7 +147,7 @@ pub fn markdown(h: &History) -> String {
             "| `{}` | {} | {} | {} | {} | {} |",
             cell(&s.case_id),
             s.pass,
-            cell(&s.machine),
+            cell(&place(h, s)),
             s.points.len(),
             segments(s),
             if s.verdict.regression {
@@ -166,7 +166,7 @@ pub fn markdown(h: &History) -> String {
                     "- `{}` {} on {}: {:+.1}% at {}: {}",
                     cell(&s.case_id),
                     s.pass,
-                    cell(&s.machine),
+                    cell(&place(h, s)),
                     st.change * 100.0,
                     when(h, s, st),
                     changed(st)
@@ -180,4 +180,14 @@ pub fn markdown(h: &History) -> String {
         out.push('\n');
     }
     out + "\n" + &summary(h) + "\n"
+}
+
+/// Where a series was measured: its machine, and its model too when the history holds
+/// several (Wan 2.1 and Wan 2.2 runs are separate series, never one).
+fn place(h: &History, s: &super::Series) -> String {
+    let models: std::collections::BTreeSet<&str> = h.series.iter().map(|x| x.model.as_str()).collect();
+    match models.len() {
+        0 | 1 => s.machine.clone(),
+        _ => format!("{}, {}", s.machine, s.model),
+    }
 }
