@@ -232,7 +232,8 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     merged.save_atomic(&args.output)?;
     let mut exports = crate::export::ExportManager::default();
     args.dashboards.add_to(&mut exports);
-    exports.write_all(&merged)?;
+    // The dashboards get each case under its machine's name (`ID@HOST`), whatever else merged.
+    exports.write_all(&crate::export::dashboards::with_machine_names(&merged))?;
     crate::errln!(
         "merged {} from {} into {}",
         crate::format::count(merged.cases.len(), "case"),

@@ -116,7 +116,9 @@ fn a_clean_step_is_found_at_its_run_and_names_what_changed() {
     assert_eq!(out.code, 0, "{}", out.stdout);
     let bmf: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(bmf).unwrap()).unwrap();
     let newest = &reports[9].cases[0];
-    let m = &bmf[newest.id.as_str()]["decode-median-s"];
+    // Every series named with its machine (issue 49: names never depend on other machines).
+    let name = format!("{}@box", newest.id);
+    let m = &bmf[name.as_str()]["decode-median-s"];
     assert_eq!(
         m["value"].as_f64(),
         Some(newest.outcome.decode.as_ref().unwrap().median_s)
@@ -134,7 +136,7 @@ fn a_clean_step_is_found_at_its_run_and_names_what_changed() {
         .collect();
     assert_eq!(
         names,
-        ["encode median", "decode median", "peak RSS"].map(|m| format!("{} {m}", newest.id))
+        ["encode median", "decode median", "peak RSS"].map(|m| format!("{name} {m}"))
     );
 }
 
@@ -257,4 +259,28 @@ fn another_model_is_a_series_of_its_own_never_a_slower_run() {
     assert!(counts.contains(&4) && counts.contains(&1), "{counts:?}");
     assert!(decode.iter().any(|s| s["model"].as_str().unwrap().contains("z_dim 48")), "{v}");
     assert!(!out.stdout.contains("SLOWER"), "{}", out.stdout);
+}
+
+#[test]
+fn dashboard_names_stay_put_as_machines_come_and_go() {
+    // Issue 49: the plain id went to whichever machine sorted first; one report of a machine
+    // named `aaa` renamed every other machine's series, and a dashboard saw a 50% jump.
+    let names = |reports: &[Report]| -> Vec<String> {
+        let dir = folder(reports);
+        let bmf = dir.path().join("bmf.out");
+        let (out, _) = history(dir.path(), &["--export-bmf", bmf.to_str().unwrap()]);
+        assert!(out.code == 0 || out.code == 1, "{}", out.stdout);
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(bmf).unwrap()).unwrap();
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let mine: Vec<Report> = (0..3).map(|i| run("box", i, 1.0, "6.4.1")).collect();
+    let before = names(&mine);
+    let mut more = mine.clone();
+    more.push(run("aaa", 3, 1.5, "6.4.1"));
+    let after = names(&more);
+    assert_eq!(before, ["fp32-chunk1-untiled-5x64x64-default@box"]);
+    assert!(before.iter().all(|n| after.contains(n)), "{before:?} -> {after:?}");
+    assert!(after.contains(&"fp32-chunk1-untiled-5x64x64-default@aaa".to_string()), "{after:?}");
 }

@@ -17,6 +17,26 @@ pub const BMF_DECODE: &str = "decode-median-s";
 /// BMF peak memory measure.
 pub const BMF_PEAK: &str = "peak-rss-bytes";
 
+/// `report` with every case named `ID@HOST` (its own machine's host name, `unknown-host`
+/// without one): what `history` and `merge` export, whose cases come from several machines.
+/// A series' name then depends on its own machine only, never on which other machines the
+/// input holds (a new machine sorting first renamed every other series before).
+pub fn with_machine_names(report: &Report) -> Report {
+    let mut r = report.clone();
+    let own = report.system.hostname.clone();
+    for c in &mut r.cases {
+        let host = c
+            .system
+            .as_ref()
+            .and_then(|s| s.hostname.clone())
+            .or_else(|| own.clone())
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| "unknown-host".to_string());
+        c.id = format!("{}@{host}", c.id);
+    }
+    r
+}
+
 /// `{case id: {measure: {value, lower_value, upper_value}}}`.
 pub fn bmf(report: &Report) -> anyhow::Result<String> {
     let mut out = Map::new();

@@ -447,7 +447,8 @@ fn newest_per_machine(reports: Vec<Report>) -> Report {
     for r in reports {
         newest.insert(machine(&r.system), r);
     }
-    let parts: Vec<Report> = newest.into_values().collect();
+    // Every case named with its machine before they meet: no name depends on the others.
+    let parts: Vec<Report> = newest.into_values().map(|r| crate::export::dashboards::with_machine_names(&r)).collect();
     crate::merge::merge(parts).0
 }
 
