@@ -125,7 +125,14 @@ fn candle_and_torch_profile_the_same_layers_by_their_official_names() {
         assert_eq!(profile.trace_files.len(), 2, "{:?}", profile.trace_files);
         for t in &profile.trace_files {
             let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(t).unwrap()).unwrap();
-            assert!(!v["traceEvents"].as_array().unwrap().is_empty(), "{t}");
+            let events = v["traceEvents"].as_array().unwrap();
+            assert!(!events.is_empty(), "{t}");
+            // Named, not "pid N / Thread 1" (issue 49): the engine and case, the pass.
+            let meta = |kind: &str| events.iter().find(|e| e["ph"] == "M" && e["name"] == kind).map(|e| e["args"]["name"].clone());
+            let process = meta("process_name").unwrap_or_default();
+            assert!(process.as_str().is_some_and(|p| p.starts_with("wan-vae-bench ")), "{t}: {process}");
+            assert!(events.iter().any(|e| e["ph"] == "M" && e["name"] == "thread_name"
+                && e["args"]["name"].as_str().is_some_and(|n| n.ends_with(" pass"))), "{t}");
         }
         let torch = c.settings.engine.name() == "torch";
         assert_eq!(profile.method, if torch { "torch.profiler" } else { "spans" });

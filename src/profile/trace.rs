@@ -39,9 +39,24 @@ impl TraceEvent {
     }
 }
 
-/// Write `events` as a trace file at `path` (atomically).
-pub fn write(path: &Path, events: &[TraceEvent]) -> anyhow::Result<()> {
-    let json = serde_json::to_string(&serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" }))?;
+/// Write `events` as a trace file at `path` (atomically), led by the trace-event format's
+/// metadata records that name their process (`process`: the engine and the case) and thread
+/// (`thread`: the pass), so that a viewer shows those instead of "pid N / Thread 1".
+pub fn write(path: &Path, events: &[TraceEvent], process: &str, thread: &str) -> anyhow::Result<()> {
+    let mut all: Vec<serde_json::Value> = Vec::with_capacity(events.len() + 2);
+    let mut named = std::collections::BTreeSet::new();
+    for e in events {
+        if named.insert((e.pid, e.tid)) {
+            if named.iter().filter(|(p, _)| *p == e.pid).count() == 1 {
+                all.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": e.pid, "args": {"name": process}}));
+            }
+            all.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": e.pid, "tid": e.tid, "args": {"name": thread}}));
+        }
+    }
+    for e in events {
+        all.push(serde_json::to_value(e)?);
+    }
+    let json = serde_json::to_string(&serde_json::json!({ "traceEvents": all, "displayTimeUnit": "ms" }))?;
     crate::files::write_atomic(path, json)
 }
 
@@ -60,9 +75,14 @@ mod tests {
             2.5,
             serde_json::json!({"shape": [1, 4, 2, 4, 4]}),
         );
-        write(&path, &[e]).unwrap();
+        write(&path, &[e], "candle: fp32-case", "decode pass").unwrap();
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        let ev = &v["traceEvents"][0];
+        // The metadata records first (issue 49: viewers showed "pid N / Thread 1").
+        let meta = &v["traceEvents"];
+        assert_eq!((meta[0]["name"].as_str(), meta[0]["ph"].as_str()), (Some("process_name"), Some("M")));
+        assert_eq!(meta[0]["args"]["name"], "candle: fp32-case");
+        assert_eq!((meta[1]["name"].as_str(), meta[1]["args"]["name"].as_str()), (Some("thread_name"), Some("decode pass")));
+        let ev = &v["traceEvents"][2];
         assert_eq!(
             (ev["ph"].as_str(), ev["name"].as_str(), ev["dur"].as_f64()),
             (Some("X"), Some("decoder.conv1"), Some(2.5))

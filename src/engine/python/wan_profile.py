@@ -16,6 +16,8 @@ Imports only the standard library at the top; `diffusers_engine` only for a diff
 """
 from __future__ import annotations
 
+import json
+import os
 import re
 import time
 from typing import Callable, Dict, List, Optional, Tuple
@@ -160,6 +162,8 @@ class Recorder:
         if trace:
             path = f"{trace}.{pass_name}.json"
             prof.export_chrome_trace(path)
+            engine = getattr(self.eng, "engine", "torch")
+            name_trace(path, f"wan-vae-bench {engine}: {os.path.basename(trace)}", f"{pass_name} pass")
             self.profile["trace_files"].append(path)
         return out, secs
 
@@ -188,3 +192,32 @@ def layer_kernels(prof, device_kernels: bool) -> Dict[str, Dict[str, Tuple[int, 
                 c, t = acc.get(name, (0, 0.0))
                 acc[name] = (c + 1, t + ms)
     return out
+
+
+def name_trace(path: str, process: str, thread: str) -> None:
+    """Add the trace-event format's metadata records torch leaves out: a `process_name` for
+    each process and a `thread_name` for each thread of the trace that has none (a viewer
+    otherwise shows "pid N / Thread 1"); GPU streams keep the names torch gave them."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    events = data.get("traceEvents", []) if isinstance(data, dict) else data
+    named_p = {e.get("pid") for e in events if e.get("ph") == "M" and e.get("name") == "process_name"}
+    named_t = {(e.get("pid"), e.get("tid")) for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    meta = []
+    for e in events:
+        pid, tid = e.get("pid"), e.get("tid")
+        if pid is None or e.get("ph") == "M":
+            continue
+        if pid not in named_p:
+            named_p.add(pid)
+            meta.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": process}})
+        if tid is not None and (pid, tid) not in named_t:
+            named_t.add((pid, tid))
+            meta.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": thread}})
+    if not meta:
+        return
+    events[:0] = meta
+    tmp = path + ".named"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f)
+    os.replace(tmp, path)
