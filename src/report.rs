@@ -80,8 +80,19 @@ impl EngineContext {
 /// `MIOPEN_LOG_LEVEL=5`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct MiopenLog {
-    /// Solver name -> how many times a `Chosen Algorithm` line named it.
+    /// Solver name -> how many times MIOpen said it chose or ran it: a Find's `Chosen
+    /// Algorithm` line, or immediate mode's `[Convolution...Immediate] solver_id = NAME`
+    /// (PyTorch's default, `cudnn.benchmark` off). Never a solver only evaluated or listed.
     pub solvers: BTreeMap<String, u64>,
+    /// Solvers MIOpen evaluated during a Find (`Evaluating Solver: ALGO:NAME`), not chosen.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evaluated_solvers: BTreeMap<String, u64>,
+    /// The find modes MIOpen said were in force (`MIOPEN_FIND_MODE = DYNAMIC_HYBRID(5)`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub find_modes: Vec<String>,
+    /// The MIOpen versions it reported (`MIOpen version 3.3.0.`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub versions: Vec<String>,
     /// Distinct `MIOpenDriver` command lines, in the order first seen (to replay a slow
     /// convolution).
     pub driver_commands: Vec<String>,

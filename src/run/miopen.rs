@@ -30,21 +30,27 @@ pub struct MiopenParser {
 }
 
 impl MiopenParser {
-    /// Take one stderr line; true when it was a solver or command line (consumed).
+    /// Take one stderr line; true when it was a solver, state or command line (consumed).
     pub fn line(&mut self, line: &str) -> bool {
         let Some(rest) = strip_prefix(line) else {
             return false;
         };
-        if let Some(solver) = chosen_solver(rest) {
-            let full = self.log.solvers.len() >= MAX_SOLVERS;
-            match self.log.solvers.get_mut(solver) {
-                Some(n) => *n += 1,
-                None if !full => {
-                    self.log.solvers.insert(solver.to_string(), 1);
-                }
-                None => self.log.dropped += 1,
-            }
+        if let Some(solver) = chosen_solver(rest).or_else(|| immediate_solver(rest)) {
+            count(&mut self.log.solvers, solver, &mut self.log.dropped);
             return true;
+        }
+        if let Some(solver) = evaluated_solver(rest) {
+            count(&mut self.log.evaluated_solvers, solver, &mut self.log.dropped);
+            return true;
+        }
+        if let Some(mode) = after(rest, "MIOPEN_FIND_MODE = ") {
+            push_new(&mut self.log.find_modes, mode);
+            return true;
+        }
+        if let Some(version) = after(rest, "MIOpen version ") {
+            push_new(&mut self.log.versions, version.trim_end_matches(','));
+            // The line may say more (`ROCm MD version ..., HIP version ...`): not consumed.
+            return false;
         }
         if rest.contains("[LogCmdConvolution]") {
             if let Some(at) = rest.find("MIOpenDriver") {
@@ -65,20 +71,72 @@ impl MiopenParser {
         false
     }
 
-    /// What was seen; `None` when no solver or command line came.
+    /// What was seen; `None` when no solver, state or command line came.
     pub fn finish(self) -> Option<MiopenLog> {
-        (!self.log.solvers.is_empty() || !self.log.driver_commands.is_empty()).then_some(self.log)
+        let l = &self.log;
+        let any = !l.solvers.is_empty()
+            || !l.evaluated_solvers.is_empty()
+            || !l.driver_commands.is_empty()
+            || !l.find_modes.is_empty()
+            || !l.versions.is_empty();
+        any.then_some(self.log)
     }
 }
 
-/// The text after `MIOpen(HIP):` / `MIOpen:` (any `MIOpen(...)` backend name).
+/// Count `name` in `map`, within [`MAX_SOLVERS`] distinct names (the rest in `dropped`).
+fn count(map: &mut std::collections::BTreeMap<String, u64>, name: &str, dropped: &mut u64) {
+    let full = map.len() >= MAX_SOLVERS;
+    match map.get_mut(name) {
+        Some(n) => *n += 1,
+        None if !full => {
+            map.insert(name.to_string(), 1);
+        }
+        None => *dropped += 1,
+    }
+}
+
+fn push_new(list: &mut Vec<String>, value: &str) {
+    if list.len() < 16 && !list.iter().any(|v| v == value) {
+        list.push(value.to_string());
+    }
+}
+
+/// The first word after `marker` in `rest`.
+fn after<'a>(rest: &'a str, marker: &str) -> Option<&'a str> {
+    let word = rest[rest.find(marker)? + marker.len()..].split_whitespace().next()?;
+    (!word.is_empty()).then_some(word)
+}
+
+/// The text after MIOpen's own prefix, wherever it starts on the line: `MIOpen(HIP): `,
+/// `MIOpen: ` (MIOpen 3.6), with `MIOPEN_ENABLE_LOGGING_ELAPSED_TIME`'s seconds
+/// (`MIOpen(HIP)   0.001: `), behind a tool's `INFO - `, or glued after a progress bar's
+/// `\r` output (`0/6 [00:00<?, ?it/s]MIOpen(HIP): Info ...`).
 fn strip_prefix(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix("MIOpen")?;
-    let rest = match rest.strip_prefix('(') {
+    let mut from = 0;
+    while let Some(at) = line[from..].find("MIOpen") {
+        let start = from + at;
+        if let Some(rest) = after_prefix(&line[start + "MIOpen".len()..]) {
+            return Some(rest);
+        }
+        from = start + "MIOpen".len();
+    }
+    None
+}
+
+/// `(BACKEND)`, then optional elapsed seconds, then `:`; the rest, trimmed at its start.
+fn after_prefix(s: &str) -> Option<&str> {
+    let s = match s.strip_prefix('(') {
         Some(r) => &r[r.find(')')? + 1..],
-        None => rest,
+        None => s,
     };
-    Some(rest.strip_prefix(':')?.trim_start())
+    let t = s.trim_start();
+    let t = match t.find(':') {
+        // Elapsed seconds between the backend and the colon: digits and a dot only.
+        Some(i) if i > 0 && t[..i].chars().all(|c| c.is_ascii_digit() || c == '.') => &t[i..],
+        _ if s.starts_with(':') => s,
+        _ => return None,
+    };
+    Some(t.strip_prefix(':')?.trim_start())
 }
 
 /// `... FW Chosen Algorithm: NAME , ...` -> NAME (also BW and WrW).
@@ -86,6 +144,27 @@ fn chosen_solver(rest: &str) -> Option<&str> {
     let after = &rest[rest.find("Chosen Algorithm:")? + "Chosen Algorithm:".len()..];
     let name = after.split(',').next()?.trim();
     (!name.is_empty()).then_some(name)
+}
+
+/// Immediate mode (what PyTorch calls unless `cudnn.benchmark` is on):
+/// `Info [ConvolutionForwardImmediate] solver_id = NAME, workspace = N`, and the backward
+/// and weight-gradient calls' own (`ConvolutionBackwardDataImmediate`,
+/// `ConvolutionBackwardWeightsImmediate`) -> NAME. The same macro logs `solver_id = NAME`
+/// when a solution is compiled (`[CompileForwardSolution]`): that is not a run, not counted.
+fn immediate_solver(rest: &str) -> Option<&str> {
+    let tag = &rest[rest.find('[')? + 1..];
+    let func = &tag[..tag.find(']')?];
+    if !(func.starts_with("Convolution") && func.ends_with("Immediate")) {
+        return None;
+    }
+    let name = after(tag, "solver_id = ")?.trim_end_matches(',');
+    (!name.is_empty()).then_some(name)
+}
+
+/// `Evaluating Solver: ALGO:NAME` (a Find's candidate) -> NAME: evaluated, not chosen.
+fn evaluated_solver(rest: &str) -> Option<&str> {
+    let word = after(rest, "Evaluating Solver: ")?;
+    Some(word.rsplit(':').next().unwrap_or(word))
 }
 
 #[cfg(test)]
@@ -127,5 +206,68 @@ mod tests {
         let log = p.finish().unwrap();
         assert_eq!(log.driver_commands.len(), MAX_COMMANDS);
         assert_eq!(log.dropped, 50);
+    }
+}
+
+/// Real MIOpen logs published by ROCm users and AMD engineers (each file names its source).
+#[cfg(test)]
+mod real_logs {
+    use super::*;
+
+    fn read(text: &str) -> (MiopenLog, usize) {
+        let mut p = MiopenParser::default();
+        let consumed = text.lines().filter(|l| !l.starts_with('#')).filter(|l| p.line(l)).count();
+        (p.finish().expect("MIOpen lines"), consumed)
+    }
+
+    #[test]
+    fn a_find_names_the_chosen_solver_and_a_compile_is_not_a_run() {
+        let (log, _) = read(include_str!("../../tests/fixtures/rocm/a1111-6510-gfx1031-find-mode.log"));
+        // `FW Chosen Algorithm: NAME , 0, 0.737518`: the space before the comma.
+        assert_eq!(log.solvers, [("ConvBinWinogradRxSf2x3g1".to_string(), 1)].into());
+        assert!(log.evaluated_solvers.is_empty());
+    }
+
+    #[test]
+    fn evaluated_solvers_are_never_called_chosen() {
+        let (log, consumed) = read(include_str!("../../tests/fixtures/rocm/miopen-3964-gfx1151-evaluating.log"));
+        assert!(log.solvers.is_empty(), "{log:?}");
+        assert_eq!(log.evaluated_solvers.keys().collect::<Vec<_>>(), ["ConvBinWinogradRxSf3x2", "GemmFwdRest"]);
+        assert_eq!(consumed, 2, "the errors stay in the stderr tail");
+    }
+
+    #[test]
+    fn elapsed_time_and_tool_prefixes_and_the_state_lines_are_read() {
+        let (log, _) = read(include_str!("../../tests/fixtures/rocm/miopen-1297-elapsed-time.log"));
+        assert_eq!((log.find_modes.as_slice(), log.versions.as_slice()), (&["NORMAL(1)".to_string()][..], &["2.15.0.3e1d4b080".to_string()][..]));
+        let (log, _) = read(include_str!("../../tests/fixtures/rocm/miopen-3860-gfx1150.log"));
+        assert_eq!((log.find_modes.as_slice(), log.versions.as_slice()), (&["DYNAMIC_HYBRID(5)".to_string()][..], &["3.3.0.".to_string()][..]));
+        let text = include_str!("../../tests/fixtures/rocm/miopen-427-tuna-info-prefix.log");
+        let lines: Vec<&str> = text.lines().filter(|l| l.contains("MIOpen(HIP)")).collect();
+        assert!(lines.iter().all(|l| strip_prefix(l).is_some_and(|r| r.starts_with("Info ["))), "{lines:?}");
+        // A bare driver command is no MIOpen log line.
+        assert_eq!(strip_prefix(text.lines().nth(1).unwrap()), None);
+    }
+
+    #[test]
+    fn immediate_mode_names_the_solver_it_ran() {
+        // PyTorch's default (cudnn.benchmark off) calls miopenConvolution*Immediate, which log
+        // through MIOPEN_LOG_I("solver_id = " << ... << ", workspace = " << ...) in MIOpen's
+        // src/ocl/convolutionocl.cpp, the same macro whose `[CompileForwardSolution]
+        // solver_id = NAME` lines are in the real log above; the function in the brackets is
+        // the Immediate call's. Glued after a progress bar as ComfyUI's consoles show them.
+        let mut p = MiopenParser::default();
+        for l in [
+            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0",
+            "  0%|          | 0/6 [00:00<?, ?it/s]MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 1179648",
+            "MIOpen: Info [ConvolutionBackwardDataImmediate] solver_id = ConvDirectNaiveConvBwd, workspace = 0",
+            "MIOpen(HIP): Info [CompileForwardSolution] solver_id = GemmFwdRest",
+        ] {
+            p.line(l);
+        }
+        let log = p.finish().unwrap();
+        assert_eq!(log.solvers["ConvBinWinogradRxSf2x3g1"], 1);
+        assert_eq!(log.solvers["GemmFwdRest"], 1, "the compile line is no second run");
+        assert_eq!(log.solvers["ConvDirectNaiveConvBwd"], 1);
     }
 }
