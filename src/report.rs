@@ -93,6 +93,10 @@ pub struct MiopenLog {
     /// The MIOpen versions it reported (`MIOpen version 3.3.0.`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub versions: Vec<String>,
+    /// Each `MIOpenDriver` command -> the solvers the call it was logged for chose or ran,
+    /// counted: a solver line is tied to the command line logged before it, by order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub solver_by_command: BTreeMap<String, BTreeMap<String, u64>>,
     /// Distinct `MIOpenDriver` command lines, in the order first seen (to replay a slow
     /// convolution).
     pub driver_commands: Vec<String>,

@@ -3,8 +3,8 @@
 //! `run::miopen` into the case's `miopen` record), by the problem's shape: batch and input
 //! channels equal, and each input extent of the command the layer's input extent plus at
 //! most the padding its filter needs (the causal convs pad before calling the convolution,
-//! and the time dimension carries up to two cached frames). The solver is named when the
-//! log names one solver only (MIOpen's log does not tie a solver line to a command line).
+//! and the time dimension carries up to two cached frames). The solver is the one MIOpen
+//! logged after that command (`run::miopen` ties them by order), else the log's only one.
 //! The costliest convolutions get a command that reproduces them alone: the logged
 //! command, else a short torch snippet with the shape, dtype and layout.
 //!
@@ -92,10 +92,17 @@ pub fn join(profile: &mut CaseProfile, log: &MiopenLog) {
                 .iter()
                 .find(|(p, _)| matches(p, &row.input_shape))
                 .map(|(_, c)| (*c).clone());
-            if command.is_some() || only_solver.is_some() {
+            // The solver of this problem's own calls (the one they ran most), else the log's
+            // single solver.
+            let solver = command
+                .as_ref()
+                .and_then(|c| log.solver_by_command.get(c))
+                .and_then(|m| m.iter().max_by(|x, y| x.1.cmp(y.1).then(y.0.cmp(x.0))).map(|(s, _)| s.clone()))
+                .or_else(|| only_solver.clone());
+            if command.is_some() || solver.is_some() {
                 row.solver = Some(SolverJoin {
-                    family: only_solver.as_deref().map(|s| super::kernels::family(s).to_string()),
-                    solver: only_solver.clone(),
+                    family: solver.as_deref().map(|s| super::kernels::family(s).to_string()),
+                    solver,
                     driver_command: command,
                 });
             }
@@ -182,6 +189,34 @@ mod tests {
         assert_eq!((p.n, p.c, p.input, p.filter), (5, 192, [1, 64, 64], [1, 3, 3]));
         assert_eq!(parse_command("./bin/MIOpenDriver pool -n 1 -c 3"), None);
         assert_eq!(parse_command("./bin/MIOpenDriver conv -n 1"), None);
+    }
+
+    #[test]
+    fn each_layer_gets_the_solver_of_its_own_problem() {
+        // Issue 47: with several solvers in the log the join named none.
+        let mut log = MiopenLog {
+            driver_commands: vec![CMD_2D.to_string(), CMD_3D.to_string()],
+            ..Default::default()
+        };
+        log.solvers.insert("ConvBinWinogradRxSf2x3g1".into(), 3);
+        log.solvers.insert("GemmFwdRest".into(), 1);
+        log.solver_by_command.insert(CMD_3D.into(), [("GemmFwdRest".to_string(), 1)].into());
+        log.solver_by_command.insert(CMD_2D.into(), [("ConvBinWinogradRxSf2x3g1".to_string(), 3)].into());
+        let mut profile = CaseProfile {
+            decode: Some(PassProfile {
+                layers: vec![
+                    row("decoder.upsamples.0.residual.2", "conv3d", &[1, 96, 5, 64, 64], 9.0),
+                    row("decoder.upsamples.3.resample.1", "conv2d", &[1, 192, 5, 64, 64], 4.0),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        join(&mut profile, &log);
+        let layers = &profile.decode.as_ref().unwrap().layers;
+        assert_eq!(layers[0].solver.as_ref().unwrap().solver.as_deref(), Some("GemmFwdRest"));
+        assert_eq!(layers[1].solver.as_ref().unwrap().solver.as_deref(), Some("ConvBinWinogradRxSf2x3g1"));
+        assert_eq!(layers[1].solver.as_ref().unwrap().family.as_deref(), Some("winograd"));
     }
 
     #[test]

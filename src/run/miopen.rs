@@ -27,6 +27,8 @@ pub const MAX_SOLVERS: usize = 200;
 pub struct MiopenParser {
     log: MiopenLog,
     seen: HashSet<String>,
+    /// The last command logged and not yet tied to a solver line.
+    last_command: Option<String>,
 }
 
 impl MiopenParser {
@@ -37,6 +39,17 @@ impl MiopenParser {
         };
         if let Some(solver) = chosen_solver(rest).or_else(|| immediate_solver(rest)) {
             count(&mut self.log.solvers, solver, &mut self.log.dropped);
+            // The call's own command came just before its solver line.
+            if let Some(command) = self.last_command.take() {
+                let full = self.log.solver_by_command.len() >= MAX_COMMANDS;
+                if let Some(m) = match self.log.solver_by_command.get_mut(&command) {
+                    Some(m) => Some(m),
+                    None if !full => Some(self.log.solver_by_command.entry(command).or_default()),
+                    None => None,
+                } {
+                    *m.entry(solver.to_string()).or_default() += 1;
+                }
+            }
             return true;
         }
         if let Some(solver) = evaluated_solver(rest) {
@@ -57,6 +70,7 @@ impl MiopenParser {
                 // Keep the `./bin/` (or any path) in front of the driver, as logged.
                 let start = rest[..at].rfind(' ').map_or(0, |s| s + 1);
                 let command = rest[start..].trim();
+                self.last_command = Some(command.to_string());
                 if !self.seen.contains(command) {
                     if self.seen.len() < MAX_COMMANDS {
                         self.seen.insert(command.to_string());
@@ -247,6 +261,25 @@ mod real_logs {
         assert!(lines.iter().all(|l| strip_prefix(l).is_some_and(|r| r.starts_with("Info ["))), "{lines:?}");
         // A bare driver command is no MIOpen log line.
         assert_eq!(strip_prefix(text.lines().nth(1).unwrap()), None);
+    }
+
+    #[test]
+    fn each_command_is_tied_to_the_solver_of_its_own_call() {
+        let mut p = MiopenParser::default();
+        let (a, b) = ("MIOpenDriver conv -n 1 -c 96 -H 60 -W 104 -k 96", "MIOpenDriver conv -n 1 -c 384 -H 60 -W 104 -k 384");
+        for l in [
+            format!("MIOpen(HIP): Command [LogCmdConvolution] {a}"),
+            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0".into(),
+            format!("MIOpen(HIP): Command [LogCmdConvolution] {b}"),
+            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 1179648".into(),
+            format!("MIOpen(HIP): Command [LogCmdConvolution] {a}"),
+            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0".into(),
+        ] {
+            p.line(&l);
+        }
+        let log = p.finish().unwrap();
+        assert_eq!(log.solver_by_command[a], [("ConvBinWinogradRxSf2x3g1".to_string(), 2)].into());
+        assert_eq!(log.solver_by_command[b], [("GemmFwdRest".to_string(), 1)].into());
     }
 
     #[test]
