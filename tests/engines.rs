@@ -240,6 +240,40 @@ fn miopen_solver_lines_are_parsed_from_the_worker_stderr() {
 }
 
 #[test]
+fn immediate_mode_solver_lines_name_the_solver_of_each_problem() {
+    // Issue 47: in PyTorch's default mode MIOpen logs no "Chosen Algorithm" line, only
+    // `[ConvolutionForwardImmediate] solver_id = NAME, workspace = N` after each call's command.
+    let py = need!(python());
+    let dir = scratch();
+    let other = "MIOpenDriver conv -n 1 -c 384 -H 60 -W 104 -k 384 -y 3 -x 3";
+    let body = format!(
+        "echo 'MIOpen(HIP): Info [] MIOPEN_FIND_MODE = DYNAMIC_HYBRID(5)' >&2\n\
+         echo 'MIOpen(HIP): Command [LogCmdConvolution] {DRIVER}' >&2\n\
+         echo 'MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0' >&2\n\
+         echo 'MIOpen(HIP): Command [LogCmdConvolution] {other}' >&2\n\
+         echo 'MIOpen(HIP): Info [EvaluateInvokers] Evaluating Solver: miopenConvolutionFwdAlgoGEMM:GemmFwdRest' >&2\n\
+         echo 'MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 1179648' >&2\n\
+         exec '{}' \"$@\"",
+        py.display()
+    );
+    let wrapper = script(dir.path(), "immediate-python", &body);
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nengine = [\"torch\"]\nenv = [\"miopen_log\"]\n[env.miopen_log]\nWAN_VAE_BENCH_FAULT = \"fake\"\n\
+         MIOPEN_ENABLE_LOGGING_CMD = 1\nMIOPEN_LOG_LEVEL = 5\n",
+    );
+    let (out, r) = run_engines(dir.path(), &wrapper, &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let log = r.cases[0].outcome.miopen.as_ref().expect("miopen log");
+    assert_eq!(log.solvers.len(), 2, "{log:?}");
+    assert_eq!(log.solver_by_command[DRIVER].keys().collect::<Vec<_>>(), ["ConvBinWinogradRxSf2x3g1"]);
+    assert_eq!(log.solver_by_command[other].keys().collect::<Vec<_>>(), ["GemmFwdRest"]);
+    assert_eq!(log.evaluated_solvers["GemmFwdRest"], 1);
+    assert_eq!(log.find_modes, ["DYNAMIC_HYBRID(5)"]);
+}
+
+#[test]
 fn a_fresh_miopen_folder_is_set_empty_then_removed() {
     let py = need!(python());
     let dir = scratch();
