@@ -77,3 +77,27 @@ pub fn main() -> i32 {
     }
     code
 }
+
+#[cfg(test)]
+mod tests {
+    //! The completion scripts, as `completions` renders them from this command line.
+    use clap_complete::Shell;
+
+    use crate::completions::visible;
+
+    #[test]
+    fn no_shell_is_offered_what_help_hides() {
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            let mut cmd = visible(&super::command());
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "wan-vae-bench", &mut script);
+            let text = String::from_utf8(script).unwrap();
+            for hidden in ["fault-hooks", "subcmd__worker", "using_subcommand worker", "'worker:"] {
+                assert!(!text.contains(hidden), "{shell}: {hidden}");
+            }
+            for shown in ["validate", "compare", "profile", "export-trace", "help"] {
+                assert!(text.contains(shown), "{shell}: {shown}");
+            }
+        }
+    }
+}

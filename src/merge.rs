@@ -173,10 +173,11 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
             path.display(),
             problems.join("; ")
         );
-        if !args.force {
-            return Err(UserError::Other(format!("refusing to merge {msg}; pass --force to merge anyway")).into());
-        }
-        crate::errln!("warning: {msg} (merged anyway: --force)");
+        refuse_unless_forced(
+            args.force,
+            format!("refusing to merge {msg}; pass --force to merge anyway"),
+            format!("warning: {msg} (merged anyway: --force)"),
+        )?;
     }
     let complete = check_parts(&args.inputs, &reports, args.force)?;
     // Each part against its own record: every case it should hold, none of another part's,
@@ -184,30 +185,29 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     let incomplete = part_problems(&args.inputs, &reports);
     if !incomplete.is_empty() {
         let msg = incomplete.join("; ");
-        if !args.force {
-            return Err(UserError::Other(format!(
-                "refusing to merge: {msg}; run the part(s) again, or pass --force to merge what is there"
-            ))
-            .into());
-        }
-        crate::errln!("warning: {msg} (merged anyway: --force; recorded in run.interrupted)");
+        refuse_unless_forced(
+            args.force,
+            format!("refusing to merge: {msg}; run the part(s) again, or pass --force to merge what is there"),
+            format!("warning: {msg} (merged anyway: --force; recorded in run.interrupted)"),
+        )?;
     }
     // Settings outside the plan's fingerprint that change what was measured: one value for
     // every part, else the merged report would claim the first part's for all.
     let differing = part_setting_differences(&args.inputs, &reports);
     if !differing.is_empty() {
         let msg = differing.join("; ");
-        if !args.force {
-            return Err(UserError::Other(format!(
-                "refusing to merge parts run with different settings: {msg}; rerun them alike, or pass --force"
-            ))
-            .into());
-        }
-        crate::errln!("warning: parts run with different settings: {msg} (merged anyway: --force)");
+        refuse_unless_forced(
+            args.force,
+            format!("refusing to merge parts run with different settings: {msg}; rerun them alike, or pass --force"),
+            format!("warning: parts run with different settings: {msg} (merged anyway: --force)"),
+        )?;
     }
     let (mut merged, renames) = if complete { merge_parts(reports) } else { merge(reports) };
     if !incomplete.is_empty() {
-        merged.run.interrupted = Some(format!("merged with --force from parts that are not whole: {}", incomplete.join("; ")));
+        merged.run.interrupted = Some(format!(
+            "merged with --force from parts that are not whole: {}",
+            incomplete.join("; ")
+        ));
     }
     for r in &renames {
         crate::errln!(
@@ -217,10 +217,8 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
             r.to
         );
     }
-    let mut machines: Vec<String> =
-        merged.cases.iter().map(|c| c.system.as_ref().unwrap_or(&merged.system).machine()).collect();
-    machines.sort();
-    machines.dedup();
+    let machines =
+        crate::system::distinct_machines(merged.cases.iter().map(|c| c.system.as_ref().unwrap_or(&merged.system)));
     if machines.len() > 1 {
         crate::errln!(
             "warning: the merged cases were timed on {} machines ({}): the answer calls no winner across \
@@ -241,6 +239,15 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         args.output.display()
     );
     Ok(0)
+}
+
+/// Refuse (exit 2) with `refusal`, or under `--force` print `warning` and go on.
+fn refuse_unless_forced(force: bool, refusal: String, warning: String) -> Result<(), UserError> {
+    if !force {
+        return Err(UserError::Other(refusal));
+    }
+    crate::errln!("{warning}");
+    Ok(())
 }
 
 /// Whether the inputs are every part of one sharded plan (`true`), or unsharded reports
@@ -345,7 +352,11 @@ pub fn part_problems(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
                 problems.push(format!(
                     "case {:?} is in part {} ({}) and in part {} ({name}): each case of a plan is in one part",
                     c.id,
-                    reports[j].run.shard.as_ref().map_or_else(|| "?".to_string(), |s| s.label()),
+                    reports[j]
+                        .run
+                        .shard
+                        .as_ref()
+                        .map_or_else(|| "?".to_string(), |s| s.label()),
                     paths[j].display(),
                     p.label()
                 ));
@@ -359,13 +370,27 @@ pub fn part_problems(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
 /// ids, passes and device), where a part differs from the first: the `--input` file (by its
 /// SHA-256), `--torch-precision`, the Python interpreter, the tool's own variables.
 pub fn part_setting_differences(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
-    let parts: Vec<(usize, &Report)> = reports.iter().enumerate().filter(|(_, r)| r.run.shard.is_some()).collect();
-    let Some(&(first, a)) = parts.first() else { return Vec::new() };
+    let parts: Vec<(usize, &Report)> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.run.shard.is_some())
+        .collect();
+    let Some(&(first, a)) = parts.first() else {
+        return Vec::new();
+    };
     let settings = |r: &Report| -> Vec<(&'static str, String)> {
         let run = &r.run;
         vec![
-            ("--input", run.input.as_ref().map_or("none".to_string(), |i| format!("sha256 {}", &i.sha256[..i.sha256.len().min(12)]))),
-            ("--torch-precision", run.torch_precision.clone().unwrap_or_else(|| "default".into())),
+            (
+                "--input",
+                run.input.as_ref().map_or("none".to_string(), |i| {
+                    format!("sha256 {}", crate::compare::compat::short(&i.sha256))
+                }),
+            ),
+            (
+                "--torch-precision",
+                run.torch_precision.clone().unwrap_or_else(|| "default".into()),
+            ),
             ("--python", run.python.clone().unwrap_or_else(|| "default".into())),
             ("the tool's variables", format!("{:?}", run.overrides)),
         ]

@@ -57,6 +57,14 @@ pub struct SystemInfo {
     pub unavailable: std::collections::BTreeMap<String, String>,
 }
 
+/// The distinct machines ([`SystemInfo::machine`]) of `systems`, sorted.
+pub fn distinct_machines<'a>(systems: impl IntoIterator<Item = &'a SystemInfo>) -> Vec<String> {
+    let mut machines: Vec<String> = systems.into_iter().map(SystemInfo::machine).collect();
+    machines.sort();
+    machines.dedup();
+    machines
+}
+
 impl SystemInfo {
     /// `host (CPU; GPU, GPU)`: what makes two runs (or two cases of a merged report) the same
     /// machine.
@@ -64,13 +72,22 @@ impl SystemInfo {
         let gpus: Vec<&str> = self
             .gpus
             .iter()
-            .map(|g| g.name.as_deref().or(g.gfx_target.as_deref()).unwrap_or(g.vendor.as_str()))
+            .map(|g| {
+                g.name
+                    .as_deref()
+                    .or(g.gfx_target.as_deref())
+                    .unwrap_or(g.vendor.as_str())
+            })
             .collect();
         format!(
             "{} ({}{})",
             self.hostname.as_deref().unwrap_or("unknown host"),
             self.cpu_model.as_deref().unwrap_or("unknown CPU"),
-            if gpus.is_empty() { String::new() } else { format!("; {}", gpus.join(", ")) }
+            if gpus.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", gpus.join(", "))
+            }
         )
     }
 }

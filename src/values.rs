@@ -533,7 +533,12 @@ mod tests {
     #[test]
     fn shard_counts_are_bounded() {
         assert_eq!(shard_flag("1/100000").map(|s| s.count), Ok(100_000));
-        for huge in ["1/100001", "1/4294967296", "1/18446744073709551615", "1/18446744073709551616"] {
+        for huge in [
+            "1/100001",
+            "1/4294967296",
+            "1/18446744073709551615",
+            "1/18446744073709551616",
+        ] {
             let e = shard_flag(huge).unwrap_err();
             assert!(e.contains("N <= 100000") && e.contains(huge), "{e}");
         }

@@ -343,7 +343,10 @@ fn a_threshold_that_reads_two_ways_is_refused_naming_both() {
         let out = wan_vae_bench_cmd(cmd, &["--threshold", "0.05"]);
         assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
         let e = String::from_utf8_lossy(&out.stderr);
-        assert!(e.contains("0.05 is ambiguous") && e.contains("0.05%") && e.contains("give 5 for 5%"), "{e}");
+        assert!(
+            e.contains("0.05 is ambiguous") && e.contains("0.05%") && e.contains("give 5 for 5%"),
+            "{e}"
+        );
     }
     assert_eq!(wan_vae_bench::compare::parse_percent("0.5%"), Ok(0.005));
     assert_eq!(wan_vae_bench::compare::parse_percent("5"), Ok(0.05));

@@ -72,7 +72,10 @@ fn validate_torch_and_diffusers_pass_the_fixtures_from_safetensors_and_pth() {
             assert_eq!(v["tolerance_rule"], "max_abs_error <= 1e-4 x max(1, max|expected|)");
             // The test Python has diffusers: its version is named whichever engine ran (it
             // was null for torch, issue 46).
-            assert!(v["python"]["diffusers"].as_str().is_some_and(|d| !d.is_empty()), "{what}");
+            assert!(
+                v["python"]["diffusers"].as_str().is_some_and(|d| !d.is_empty()),
+                "{what}"
+            );
             let cases = v["cases"].as_array().unwrap();
             assert_eq!(cases.len(), 4, "{what}");
             for o in cases.iter().flat_map(|c| c["outputs"].as_array().unwrap()) {
@@ -212,24 +215,37 @@ const SOLVER_PLAIN: &str =
     "MIOpen: Info [FillFindReturnParameters] FW Chosen Algorithm: ConvBinWinogradRxSf2x3 , 1, 2.5";
 const DRIVER: &str = "./bin/MIOpenDriver conv -n 1 -c 96 --in_d 6 -H 482 -W 834 -k 96 --fil_d 3 -y 3 -x 3";
 
-#[test]
-fn miopen_solver_lines_are_parsed_from_the_worker_stderr() {
-    let py = need!(python());
-    let dir = scratch();
-    let body = format!(
-        "echo '{SOLVER}' >&2\necho '{SOLVER}' >&2\necho '{SOLVER_PLAIN}' >&2\n\
-         echo 'MIOpen(HIP): Command [LogCmdConvolution] {DRIVER}' >&2\necho 'MIOpen: Command [LogCmdConvolution] {DRIVER}' >&2\n\
-         exec '{}' \"$@\"",
-        py.display()
+/// A torch run (fake timings) whose interpreter prints `lines` on stderr first, as MIOpen
+/// would with `MIOPEN_ENABLE_LOGGING_CMD=1` and `MIOPEN_LOG_LEVEL=5` (set in its env variant).
+fn run_logging(dir: &Path, py: &Path, lines: &[String]) -> (std::process::Output, Report) {
+    let echoes: String = lines.iter().map(|l| format!("echo '{l}' >&2\n")).collect();
+    let wrapper = script(
+        dir,
+        "logging-python",
+        &format!("{echoes}exec '{}' \"$@\"", py.display()),
     );
-    let wrapper = script(dir.path(), "logging-python", &body);
     let cfg = write(
-        dir.path(),
+        dir,
         "m.toml",
         "[matrix]\nengine = [\"torch\"]\nenv = [\"miopen_log\"]\n[env.miopen_log]\nWAN_VAE_BENCH_FAULT = \"fake\"\n\
          MIOPEN_ENABLE_LOGGING_CMD = 1\nMIOPEN_LOG_LEVEL = 5\n",
     );
-    let (out, r) = run_engines(dir.path(), &wrapper, &["--config", cfg.to_str().unwrap()]);
+    run_engines(dir, &wrapper, &["--config", cfg.to_str().unwrap()])
+}
+
+#[test]
+fn miopen_solver_lines_are_parsed_from_the_worker_stderr() {
+    let py = need!(python());
+    let dir = scratch();
+    let command = |prefix: &str| format!("{prefix} Command [LogCmdConvolution] {DRIVER}");
+    let lines = [
+        SOLVER.into(),
+        SOLVER.into(),
+        SOLVER_PLAIN.into(),
+        command("MIOpen(HIP):"),
+        command("MIOpen:"),
+    ];
+    let (out, r) = run_logging(dir.path(), &py, &lines);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let c = &r.cases[0];
     let log = c.outcome.miopen.as_ref().expect("miopen log");
@@ -246,28 +262,22 @@ fn immediate_mode_solver_lines_name_the_solver_of_each_problem() {
     let py = need!(python());
     let dir = scratch();
     let other = "MIOpenDriver conv -n 1 -c 384 -H 60 -W 104 -k 384 -y 3 -x 3";
-    let body = format!(
-        "echo 'MIOpen(HIP): Info [] MIOPEN_FIND_MODE = DYNAMIC_HYBRID(5)' >&2\n\
-         echo 'MIOpen(HIP): Command [LogCmdConvolution] {DRIVER}' >&2\n\
-         echo 'MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0' >&2\n\
-         echo 'MIOpen(HIP): Command [LogCmdConvolution] {other}' >&2\n\
-         echo 'MIOpen(HIP): Info [EvaluateInvokers] Evaluating Solver: miopenConvolutionFwdAlgoGEMM:GemmFwdRest' >&2\n\
-         echo 'MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 1179648' >&2\n\
-         exec '{}' \"$@\"",
-        py.display()
-    );
-    let wrapper = script(dir.path(), "immediate-python", &body);
-    let cfg = write(
-        dir.path(),
-        "m.toml",
-        "[matrix]\nengine = [\"torch\"]\nenv = [\"miopen_log\"]\n[env.miopen_log]\nWAN_VAE_BENCH_FAULT = \"fake\"\n\
-         MIOPEN_ENABLE_LOGGING_CMD = 1\nMIOPEN_LOG_LEVEL = 5\n",
-    );
-    let (out, r) = run_engines(dir.path(), &wrapper, &["--config", cfg.to_str().unwrap()]);
+    let lines = [
+        "MIOpen(HIP): Info [] MIOPEN_FIND_MODE = DYNAMIC_HYBRID(5)".to_string(),
+        format!("MIOpen(HIP): Command [LogCmdConvolution] {DRIVER}"),
+        "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0".into(),
+        format!("MIOpen(HIP): Command [LogCmdConvolution] {other}"),
+        "MIOpen(HIP): Info [EvaluateInvokers] Evaluating Solver: miopenConvolutionFwdAlgoGEMM:GemmFwdRest".into(),
+        "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 1179648".into(),
+    ];
+    let (out, r) = run_logging(dir.path(), &py, &lines);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let log = r.cases[0].outcome.miopen.as_ref().expect("miopen log");
     assert_eq!(log.solvers.len(), 2, "{log:?}");
-    assert_eq!(log.solver_by_command[DRIVER].keys().collect::<Vec<_>>(), ["ConvBinWinogradRxSf2x3g1"]);
+    assert_eq!(
+        log.solver_by_command[DRIVER].keys().collect::<Vec<_>>(),
+        ["ConvBinWinogradRxSf2x3g1"]
+    );
     assert_eq!(log.solver_by_command[other].keys().collect::<Vec<_>>(), ["GemmFwdRest"]);
     assert_eq!(log.evaluated_solvers["GemmFwdRest"], 1);
     assert_eq!(log.find_modes, ["DYNAMIC_HYBRID(5)"]);

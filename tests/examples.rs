@@ -113,7 +113,20 @@ fn needs_the_users(command: &str) -> Option<&'static str> {
 fn make_report(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(name);
     let out = Command::new(BIN)
-        .args(["run", "--frames", "1", "--size", "16x16", "--precision", "fp32", "--warmup", "0", "--runs", "1", "-q"])
+        .args([
+            "run",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--precision",
+            "fp32",
+            "--warmup",
+            "0",
+            "--runs",
+            "1",
+            "-q",
+        ])
         .arg("-o")
         .arg(&path)
         .output()
@@ -181,7 +194,10 @@ fn every_documented_command_runs_as_written() {
             .arg(&command)
             .current_dir(&work)
             .env("HOME", &home)
-            .env("PATH", format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()))
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default()),
+            )
             .env("HF_HUB_OFFLINE", "1")
             .env("WAN_VAE_BENCH_PYTHON", &py)
             .output()
@@ -198,6 +214,11 @@ fn every_documented_command_runs_as_written() {
             ));
         }
     }
-    assert!(failed.is_empty(), "{} of {ran} documented commands failed:\n{}", failed.len(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} documented commands failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
     assert!(skipped.len() <= 2, "skipped: {skipped:#?}");
 }

@@ -152,9 +152,9 @@ fn oom_report(message: &str, next_status: &str) -> String {
 
 fn read_oom(dir: &Path, report: &str) -> Vec<(String, String)> {
     let path = write(dir, "oom.json", report);
-    let out = Command::new("python3")
-        .arg(script("gpu-check-report.py"))
-        .args([
+    report_verdicts(
+        &path,
+        &[
             "run",
             "--name",
             "oom",
@@ -165,8 +165,16 @@ fn read_oom(dir: &Path, report: &str) -> Vec<(String, String)> {
             "--log",
             "/dev/null",
             "--oom",
-        ])
-        .arg(&path)
+        ],
+    )
+}
+
+/// The verdict lines of `gpu-check-report.py CMD PATH`.
+fn report_verdicts(path: &Path, cmd: &[&str]) -> Vec<(String, String)> {
+    let out = Command::new("python3")
+        .arg(script("gpu-check-report.py"))
+        .args(cmd)
+        .arg(path)
         .output()
         .expect("run python3");
     assert!(out.status.success(), "{}", stderr(&out));
@@ -254,15 +262,12 @@ fn gpu_check_takes_the_comfyui_engine_into_its_matrices() {
 
 /// A matrix report of `cases` (JSON objects) on `cuda:0`, read by `gpu-check-report.py CMD`.
 fn read_report(dir: &Path, name: &str, cmd: &[&str], cases: &str) -> Vec<(String, String)> {
-    let path = write(dir, name, &format!(r#"{{"run": {{"device": "cuda:0"}}, "cases": [{cases}]}}"#));
-    let out = Command::new("python3")
-        .arg(script("gpu-check-report.py"))
-        .args(cmd)
-        .arg(&path)
-        .output()
-        .expect("run python3");
-    assert!(out.status.success(), "{}", stderr(&out));
-    verdicts(&stdout(&out))
+    let path = write(
+        dir,
+        name,
+        &format!(r#"{{"run": {{"device": "cuda:0"}}, "cases": [{cases}]}}"#),
+    );
+    report_verdicts(&path, cmd)
 }
 
 #[test]
@@ -286,7 +291,18 @@ fn gpu_check_oom_expects_the_true_fp32_twin_of_the_big_case_to_fail_too() {
     let v = read_report(
         dir.path(),
         "oom.json",
-        &["run", "--name", "oom", "--device", "cuda:0", "--rc", "0", "--log", "/dev/null", "--oom"],
+        &[
+            "run",
+            "--name",
+            "oom",
+            "--device",
+            "cuda:0",
+            "--rc",
+            "0",
+            "--log",
+            "/dev/null",
+            "--oom",
+        ],
         &cases,
     );
     assert_eq!(v.len(), 4, "{v:?}");
@@ -296,7 +312,15 @@ fn gpu_check_oom_expects_the_true_fp32_twin_of_the_big_case_to_fail_too() {
 
 /// A lever case of the levers' matrix: decode median `median_s`, `tf32` as the axis says and
 /// `in_force` as torch read it back, error `max_abs` against the run's fp32 reference.
-fn lever_case(id: &str, layout: &str, tf32: &str, in_force: &str, median_s: f64, max_abs: f64, reference: bool) -> String {
+fn lever_case(
+    id: &str,
+    layout: &str,
+    tf32: &str,
+    in_force: &str,
+    median_s: f64,
+    max_abs: f64,
+    reference: bool,
+) -> String {
     format!(
         r#"{{"id": "{id}", "engine": "torch", "precision": "fp32", "layout": "{layout}", "conv3d": "native",
             "tf32": "{tf32}", "cudnn": "auto", "cudnn_benchmark": "auto", "added_as_reference": {reference},
@@ -317,11 +341,23 @@ fn gpu_check_levers_compares_each_lever_with_the_default_of_the_same_knobs() {
         lever_case("default", "ncdhw", "auto", on, 0.72, 4.1e-3, false),
         lever_case("cl3d", "channels_last_3d", "auto", on, 0.64, 4.3e-3, false),
         lever_case("ref", "ncdhw", "off", "conv off, matmul off", 2.62, 0.0, true),
-        lever_case("cl3d-tf32_off", "channels_last_3d", "off", "conv off, matmul off", 2.66, 1.3e-5, false),
+        lever_case(
+            "cl3d-tf32_off",
+            "channels_last_3d",
+            "off",
+            "conv off, matmul off",
+            2.66,
+            1.3e-5,
+            false,
+        ),
     ]
     .join(",");
     let v = read_report(dir.path(), "levers.json", &["levers", "--name", "levers"], &cases);
-    let find = |prefix: &str| v.iter().find(|(_, rest)| rest.starts_with(prefix)).unwrap_or_else(|| panic!("{prefix}: {v:?}"));
+    let find = |prefix: &str| {
+        v.iter()
+            .find(|(_, rest)| rest.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {v:?}"))
+    };
     let tf32 = find("levers levers torch fp32 layout=channels_last_3d conv3d=native:");
     assert_eq!(tf32.0, "INFO", "TF32's own error is no lever's: {v:?}");
     assert!(tf32.1.contains("the default's own 4.100e-03"), "{v:?}");
@@ -335,11 +371,23 @@ fn gpu_check_levers_compares_each_lever_with_the_default_of_the_same_knobs() {
     // In true fp32 a lever whose output moved is a failure.
     let cases = [
         lever_case("ref", "ncdhw", "off", "conv off, matmul off", 2.62, 0.0, false),
-        lever_case("cl3d", "channels_last_3d", "off", "conv off, matmul off", 2.66, 1e-3, false),
+        lever_case(
+            "cl3d",
+            "channels_last_3d",
+            "off",
+            "conv off, matmul off",
+            2.66,
+            1e-3,
+            false,
+        ),
     ]
     .join(",");
     let v = read_report(dir.path(), "levers2.json", &["levers", "--name", "levers"], &cases);
-    assert!(v.iter().any(|(verdict, rest)| verdict == "FAIL" && rest.contains("max_abs 1.000e-03")), "{v:?}");
+    assert!(
+        v.iter()
+            .any(|(verdict, rest)| verdict == "FAIL" && rest.contains("max_abs 1.000e-03")),
+        "{v:?}"
+    );
 }
 
 #[test]
@@ -354,7 +402,10 @@ fn gpu_check_reads_each_gpu_cases_telemetry() {
     let pass = r#"{"samples": 15, "clock_median_fraction": 0.99, "clock_median_mhz": 1965.0, "temp_peak_c": 63.0,
                    "power_mean_w": 630.9, "throttle_reasons": ["sw_power_cap"], "throttled": false}"#;
     let cases = [
-        case("fine", &format!(r#", "telemetry": {{"source": "nvidia-smi (GPU 0)", "clock_max_mhz": 1980.0, "decode": {pass}}}"#)),
+        case(
+            "fine",
+            &format!(r#", "telemetry": {{"source": "nvidia-smi (GPU 0)", "clock_max_mhz": 1980.0, "decode": {pass}}}"#),
+        ),
         case("none", ""),
         case(
             "false-verdict",
@@ -369,14 +420,37 @@ fn gpu_check_reads_each_gpu_cases_telemetry() {
     let v = read_report(
         dir.path(),
         "run.json",
-        &["run", "--name", "m", "--device", "cuda:0", "--rc", "0", "--log", "/dev/null"],
+        &[
+            "run",
+            "--name",
+            "m",
+            "--device",
+            "cuda:0",
+            "--rc",
+            "0",
+            "--log",
+            "/dev/null",
+        ],
         &cases,
     );
-    let of = |id: &str| v.iter().find(|(_, rest)| rest.starts_with(&format!("telemetry m {id}:"))).unwrap_or_else(|| panic!("{id}: {v:?}"));
+    let of = |id: &str| {
+        v.iter()
+            .find(|(_, rest)| rest.starts_with(&format!("telemetry m {id}:")))
+            .unwrap_or_else(|| panic!("{id}: {v:?}"))
+    };
     assert_eq!(of("fine").0, "PASS", "{v:?}");
-    assert!(of("fine").1.contains("not throttled; nvidia-smi (GPU 0); decode: 15 samples, clock 1965.0 MHz (99% of 1980.0)"), "{v:?}");
+    assert!(
+        of("fine")
+            .1
+            .contains("not throttled; nvidia-smi (GPU 0); decode: 15 samples, clock 1965.0 MHz (99% of 1980.0)"),
+        "{v:?}"
+    );
     assert_eq!(of("none").0, "FAIL", "{v:?}");
-    assert_eq!(of("false-verdict").0, "FAIL", "throttled with no thermal or power reason: {v:?}");
+    assert_eq!(
+        of("false-verdict").0,
+        "FAIL",
+        "throttled with no thermal or power reason: {v:?}"
+    );
 }
 
 #[test]
@@ -399,5 +473,9 @@ fn gpu_check_profiles_under_quick_and_smoke() {
     assert!(out.status.success(), "{text}\n{}", stderr(&out));
     let v = verdicts(&text);
     assert_eq!(v.len(), 2, "fp32 and bf16: {v:?}");
-    assert!(v.iter().all(|(verdict, rest)| verdict == "PASS" && rest.contains("per-layer profile")), "{v:?}");
+    assert!(
+        v.iter()
+            .all(|(verdict, rest)| verdict == "PASS" && rest.contains("per-layer profile")),
+        "{v:?}"
+    );
 }

@@ -212,7 +212,9 @@ fn a_report_named_twice_counts_once() {
     let link = dir.path().join("again");
     std::fs::create_dir(&link).unwrap();
     std::os::unix::fs::symlink(dir.path().join("r01.json"), link.join("r01-link.json")).unwrap();
-    let mut extra: Vec<String> = (1..=5).map(|i| dir.path().join(format!("r{i:02}.json")).display().to_string()).collect();
+    let mut extra: Vec<String> = (1..=5)
+        .map(|i| dir.path().join(format!("r{i:02}.json")).display().to_string())
+        .collect();
     extra.push(link.display().to_string());
     let extra: Vec<&str> = extra.iter().map(String::as_str).collect();
     let (out, v) = history(dir.path(), &extra);
@@ -257,7 +259,10 @@ fn another_model_is_a_series_of_its_own_never_a_slower_run() {
     assert_eq!(decode.len(), 2, "{v}");
     let counts: Vec<usize> = decode.iter().map(|s| s["points"].as_array().unwrap().len()).collect();
     assert!(counts.contains(&4) && counts.contains(&1), "{counts:?}");
-    assert!(decode.iter().any(|s| s["model"].as_str().unwrap().contains("z_dim 48")), "{v}");
+    assert!(
+        decode.iter().any(|s| s["model"].as_str().unwrap().contains("z_dim 48")),
+        "{v}"
+    );
     assert!(!out.stdout.contains("SLOWER"), "{}", out.stdout);
 }
 
@@ -282,5 +287,8 @@ fn dashboard_names_stay_put_as_machines_come_and_go() {
     let after = names(&more);
     assert_eq!(before, ["fp32-chunk1-untiled-5x64x64-default@box"]);
     assert!(before.iter().all(|n| after.contains(n)), "{before:?} -> {after:?}");
-    assert!(after.contains(&"fp32-chunk1-untiled-5x64x64-default@aaa".to_string()), "{after:?}");
+    assert!(
+        after.contains(&"fp32-chunk1-untiled-5x64x64-default@aaa".to_string()),
+        "{after:?}"
+    );
 }

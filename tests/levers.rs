@@ -121,14 +121,27 @@ fn a_matrix_that_plans_no_case_is_refused_and_the_report_left_alone() {
     let dir = scratch();
     let report = write(dir.path(), "r.json", "{\"mine\": true}");
     let out = bench()
-        .args(["run", "--engine", "candle", "--layout", "channels_last_3d", "--frames", "1", "--size", "16x16"])
+        .args([
+            "run",
+            "--engine",
+            "candle",
+            "--layout",
+            "channels_last_3d",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+        ])
         .arg("--output")
         .arg(&report)
         .output()
         .unwrap();
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("nothing to run") && e.contains("--layout channels_last_3d for candle"), "{e}");
+    assert!(
+        e.contains("nothing to run") && e.contains("--layout channels_last_3d for candle"),
+        "{e}"
+    );
     assert_eq!(std::fs::read_to_string(&report).unwrap(), "{\"mine\": true}");
     assert!(!dir.path().join("r.json.lock").exists());
 }

@@ -162,16 +162,39 @@ fn merge_and_history_exports_never_replace_an_input_or_each_other() {
     // Issue 48: `merge`'s --export-bmf/--export-gab could name an input or -o, and
     // `history`'s exports an input report; two exports naming one file kept one.
     let dir = tempfile::tempdir().unwrap();
-    let a = save(dir.path(), "a.json", &report("alpha", vec![case("fp32", &steady(1.0), &steady(1.0))]));
-    let b = save(dir.path(), "b.json", &report("alpha", vec![case("bf16", &steady(1.0), &steady(1.0))]));
+    let a = save(
+        dir.path(),
+        "a.json",
+        &report("alpha", vec![case("fp32", &steady(1.0), &steady(1.0))]),
+    );
+    let b = save(
+        dir.path(),
+        "b.json",
+        &report("alpha", vec![case("bf16", &steady(1.0), &steady(1.0))]),
+    );
     let before = std::fs::read(&a).unwrap();
     let all = dir.path().join("all.json");
     let bmf = dir.path().join("bmf.json");
-    let (a_s, b_s, all_s, bmf_s) = (a.to_str().unwrap(), b.to_str().unwrap(), all.to_str().unwrap(), bmf.to_str().unwrap());
+    let (a_s, b_s, all_s, bmf_s) = (
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        all.to_str().unwrap(),
+        bmf.to_str().unwrap(),
+    );
     let tries: [&[&str]; 6] = [
         &["merge", a_s, b_s, "-o", all_s, "--export-bmf", a_s],
         &["merge", a_s, b_s, "-o", all_s, "--export-gab", all_s],
-        &["merge", a_s, b_s, "-o", all_s, "--export-bmf", bmf_s, "--export-gab", bmf_s],
+        &[
+            "merge",
+            a_s,
+            b_s,
+            "-o",
+            all_s,
+            "--export-bmf",
+            bmf_s,
+            "--export-gab",
+            bmf_s,
+        ],
         &["history", a_s, b_s, "--export-json", a_s],
         &["history", a_s, b_s, "--export-svg", b_s],
         &["history", a_s, b_s, "--export-json", bmf_s, "--export-bmf", bmf_s],
@@ -191,10 +214,24 @@ fn cases_from_two_machines_are_never_compared_as_if_from_one() {
     // winner across them ("2.64x faster"), merge said nothing, and compare ignored each
     // pair's machine (--strict-system too).
     let dir = tempfile::tempdir().unwrap();
-    let a = save(dir.path(), "a.json", &report("alpha", vec![case("fp32", &steady(2.0), &steady(2.0))]));
-    let b = save(dir.path(), "b.json", &report("beta", vec![case("bf16", &steady(1.0), &steady(1.0))]));
+    let a = save(
+        dir.path(),
+        "a.json",
+        &report("alpha", vec![case("fp32", &steady(2.0), &steady(2.0))]),
+    );
+    let b = save(
+        dir.path(),
+        "b.json",
+        &report("beta", vec![case("bf16", &steady(1.0), &steady(1.0))]),
+    );
     let all = dir.path().join("all.json");
-    let out = bench(&["merge", a.to_str().unwrap(), b.to_str().unwrap(), "-o", all.to_str().unwrap()]);
+    let out = bench(&[
+        "merge",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "-o",
+        all.to_str().unwrap(),
+    ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("timed on 2 machines"), "{}", out.stderr);
     let merged = Report::load(&all).unwrap();
@@ -223,7 +260,16 @@ fn cases_from_two_machines_are_never_compared_as_if_from_one() {
     }
     let moved_path = save(dir.path(), "moved.json", &moved);
     let out = bench(&["compare", all.to_str().unwrap(), moved_path.to_str().unwrap()]);
-    assert!(out.stderr.contains("compared pair(s) of a merged report"), "{}", out.stderr);
-    let strict = bench(&["compare", "--strict-system", all.to_str().unwrap(), moved_path.to_str().unwrap()]);
+    assert!(
+        out.stderr.contains("compared pair(s) of a merged report"),
+        "{}",
+        out.stderr
+    );
+    let strict = bench(&[
+        "compare",
+        "--strict-system",
+        all.to_str().unwrap(),
+        moved_path.to_str().unwrap(),
+    ]);
     assert_eq!(strict.code, 2, "{}", strict.stderr);
 }

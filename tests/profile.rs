@@ -51,11 +51,24 @@ fn check_pass(case: &CaseRecord, name: &str, p: &PassProfile, timed: &PassStats)
     // first (by their own ms) with the outside row last; every op kind's rollup is the sum of
     // its rows; and the work is convolution's (by GFLOP, analytic).
     let rows: Vec<&LayerRow> = p.layers.iter().filter(|r| r.layer != OUTSIDE).collect();
-    assert!(rows.windows(2).all(|w| w[0].ms >= w[1].ms), "{} {name}: rows not costliest first", case.id);
-    assert!(p.by_op.windows(2).all(|w| w[0].ms >= w[1].ms), "{} {name}: {:?}", case.id, p.by_op);
+    assert!(
+        rows.windows(2).all(|w| w[0].ms >= w[1].ms),
+        "{} {name}: rows not costliest first",
+        case.id
+    );
+    assert!(
+        p.by_op.windows(2).all(|w| w[0].ms >= w[1].ms),
+        "{} {name}: {:?}",
+        case.id,
+        p.by_op
+    );
     for op in &p.by_op {
         let sum: f64 = p.layers.iter().filter(|r| r.op == op.name).map(|r| r.ms).sum();
-        assert!((sum - op.ms).abs() <= 1e-6 * p.total_ms.max(1.0), "{} {name}: {op:?} vs rows {sum}", case.id);
+        assert!(
+            (sum - op.ms).abs() <= 1e-6 * p.total_ms.max(1.0),
+            "{} {name}: {op:?} vs rows {sum}",
+            case.id
+        );
     }
     let conv_gflop: f64 = rows.iter().filter(|r| r.op.starts_with("conv")).map(|r| r.gflop).sum();
     assert!(
@@ -128,11 +141,23 @@ fn candle_and_torch_profile_the_same_layers_by_their_official_names() {
             let events = v["traceEvents"].as_array().unwrap();
             assert!(!events.is_empty(), "{t}");
             // Named, not "pid N / Thread 1" (issue 49): the engine and case, the pass.
-            let meta = |kind: &str| events.iter().find(|e| e["ph"] == "M" && e["name"] == kind).map(|e| e["args"]["name"].clone());
+            let meta = |kind: &str| {
+                events
+                    .iter()
+                    .find(|e| e["ph"] == "M" && e["name"] == kind)
+                    .map(|e| e["args"]["name"].clone())
+            };
             let process = meta("process_name").unwrap_or_default();
-            assert!(process.as_str().is_some_and(|p| p.starts_with("wan-vae-bench ")), "{t}: {process}");
-            assert!(events.iter().any(|e| e["ph"] == "M" && e["name"] == "thread_name"
-                && e["args"]["name"].as_str().is_some_and(|n| n.ends_with(" pass"))), "{t}");
+            assert!(
+                process.as_str().is_some_and(|p| p.starts_with("wan-vae-bench ")),
+                "{t}: {process}"
+            );
+            assert!(
+                events.iter().any(|e| e["ph"] == "M"
+                    && e["name"] == "thread_name"
+                    && e["args"]["name"].as_str().is_some_and(|n| n.ends_with(" pass"))),
+                "{t}"
+            );
         }
         let torch = c.settings.engine.name() == "torch";
         assert_eq!(profile.method, if torch { "torch.profiler" } else { "spans" });
@@ -431,13 +456,44 @@ fn the_trace_folder_is_checked_against_the_outputs_before_anything_runs() {
     let traces = dir.path().join("traces");
     let csv = dir.path().join("t.csv");
     let cases: [(&[&str], &str); 3] = [
-        (&["--export-trace", report.to_str().unwrap()], "a folder of its own, not -o's path"),
-        (&["--export-trace", traces.to_str().unwrap(), "--export-csv", traces.to_str().unwrap()], "not --export-csv's path"),
-        (&["--export-trace", dir.path().to_str().unwrap(), "--export-csv", csv.to_str().unwrap()], "-o is inside the --export-trace folder"),
+        (
+            &["--export-trace", report.to_str().unwrap()],
+            "a folder of its own, not -o's path",
+        ),
+        (
+            &[
+                "--export-trace",
+                traces.to_str().unwrap(),
+                "--export-csv",
+                traces.to_str().unwrap(),
+            ],
+            "not --export-csv's path",
+        ),
+        (
+            &[
+                "--export-trace",
+                dir.path().to_str().unwrap(),
+                "--export-csv",
+                csv.to_str().unwrap(),
+            ],
+            "-o is inside the --export-trace folder",
+        ),
     ];
     for (args, why) in cases {
         let out = bench()
-            .args(["run", "--frames", "1", "--size", "16x16", "--precision", "fp32", "--runs", "1", "--warmup", "0"])
+            .args([
+                "run",
+                "--frames",
+                "1",
+                "--size",
+                "16x16",
+                "--precision",
+                "fp32",
+                "--runs",
+                "1",
+                "--warmup",
+                "0",
+            ])
             .arg("--output")
             .arg(&report)
             .args(args)
@@ -459,20 +515,54 @@ fn a_folder_or_fifo_at_a_traces_name_is_refused_before_anything_runs() {
     let dir = scratch();
     let traces = dir.path().join("traces");
     std::fs::create_dir(&traces).unwrap();
-    let args = ["run", "--frames", "1", "--size", "16x16", "--precision", "fp32", "--runs", "1", "--warmup", "0"];
+    let args = [
+        "run",
+        "--frames",
+        "1",
+        "--size",
+        "16x16",
+        "--precision",
+        "fp32",
+        "--runs",
+        "1",
+        "--warmup",
+        "0",
+    ];
     let list = bench().args(args).arg("--list").output().unwrap();
-    let id = stdout(&list).lines().find(|l| l.starts_with("fp32-")).unwrap().split_whitespace().next().unwrap().to_string();
+    let id = stdout(&list)
+        .lines()
+        .find(|l| l.starts_with("fp32-"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_string();
     let stem = wan_vae_bench::profile::options::file_name(&id);
     let blocker = traces.join(format!("{stem}.decode.json"));
     std::fs::create_dir(&blocker).unwrap();
     std::fs::write(blocker.join("keep"), "mine").unwrap();
     let report = dir.path().join("r.json");
-    let out = bench().args(args).args(["--export-trace", traces.to_str().unwrap(), "-o", report.to_str().unwrap()]).output().unwrap();
+    let out = bench()
+        .args(args)
+        .args([
+            "--export-trace",
+            traces.to_str().unwrap(),
+            "-o",
+            report.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("cannot be the --export-trace file") && e.contains("not a regular file"), "{e}");
+    assert!(
+        e.contains("cannot be the --export-trace file") && e.contains("not a regular file"),
+        "{e}"
+    );
     assert!(!report.exists());
     assert_eq!(std::fs::read_to_string(blocker.join("keep")).unwrap(), "mine");
-    let left: Vec<_> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left.len(), 1, "{left:?}");
 }

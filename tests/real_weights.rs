@@ -172,14 +172,7 @@ fn extra_model_paths_yaml_is_read_as_comfyui_reads_it() {
         "extra_model_paths.yaml",
         "mine:\n  base_path: 2024\n  vae: vae\n",
     );
-    let out = bench()
-        .args(["run", "--engine", "candle", "--comfyui"])
-        .arg(&comfy)
-        .arg("-o")
-        .arg(dir.path().join("refused.json"))
-        .env_remove("WAN_VAE_BENCH_COMFYUI")
-        .output()
-        .unwrap();
+    let out = run_refused(dir.path(), &comfy);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let e = stderr(&out);
     assert!(
@@ -191,27 +184,39 @@ fn extra_model_paths_yaml_is_read_as_comfyui_reads_it() {
     assert!(!dir.path().join("refused.json").exists());
 }
 
+/// A candle run with the ComfyUI folder `comfy` whose `extra_model_paths.yaml` is to be
+/// refused, its report at `dir/refused.json`.
+fn run_refused(dir: &Path, comfy: &Path) -> std::process::Output {
+    bench()
+        .args(["run", "--engine", "candle", "--comfyui"])
+        .arg(comfy)
+        .arg("-o")
+        .arg(dir.join("refused.json"))
+        .env_remove("WAN_VAE_BENCH_COMFYUI")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn an_extra_model_paths_yaml_too_deep_or_too_large_is_refused_naming_it() {
     // Issue 48: 10,000 nested `[` overflowed the stack (exit 134), nested mappings took
     // memory quadratic in the depth, and the file was read whole whatever its size.
     let dir = scratch();
-    let comfy = comfy_folder(dir.path(), &[("wan2.2_vae.safetensors", "wan22_tiny.weights.safetensors")]);
+    let comfy = comfy_folder(
+        dir.path(),
+        &[("wan2.2_vae.safetensors", "wan22_tiny.weights.safetensors")],
+    );
     let big = format!("mine:\n  vae: vae\n#{}\n", "x".repeat(2 << 20));
     for (yaml, why) in [
         ("[".repeat(10_000) + &"]".repeat(10_000), "nested deeper than 32 levels"),
-        ("{b: ".repeat(10_000) + "1" + &"}".repeat(10_000), "nested deeper than 32 levels"),
+        (
+            "{b: ".repeat(10_000) + "1" + &"}".repeat(10_000),
+            "nested deeper than 32 levels",
+        ),
         (big, "limit of"),
     ] {
         write(&comfy, "extra_model_paths.yaml", &yaml);
-        let out = bench()
-            .args(["run", "--engine", "candle", "--comfyui"])
-            .arg(&comfy)
-            .arg("-o")
-            .arg(dir.path().join("refused.json"))
-            .env_remove("WAN_VAE_BENCH_COMFYUI")
-            .output()
-            .unwrap();
+        let out = run_refused(dir.path(), &comfy);
         let e = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{why}: {e}");
         assert!(e.contains("extra_model_paths.yaml") && e.contains(why), "{why}: {e}");

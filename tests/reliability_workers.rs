@@ -344,16 +344,26 @@ fn a_worker_that_acknowledges_another_case_fails_it_naming_both_ids() {
     let py = fake_python(dir.path(), &body);
     let report = dir.path().join("r.json");
     let mut cmd = bench();
-    cmd.args(tiny(&["--engine", "torch", "--timeout", "120", "--python", py.to_str().unwrap()]))
-        .arg("-o")
-        .arg(&report);
+    cmd.args(tiny(&[
+        "--engine",
+        "torch",
+        "--timeout",
+        "120",
+        "--python",
+        py.to_str().unwrap(),
+    ]))
+    .arg("-o")
+    .arg(&report);
     let out = run_bounded(cmd, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = load(&report);
     let c = &r.cases[0];
     assert_eq!(c.outcome.status, wan_vae_bench::report::CaseStatus::Failed);
     let e = c.outcome.error.as_deref().unwrap_or_default();
-    assert!(e.contains("acknowledged case \"some-other-case\"") && e.contains(&format!("{:?}", c.id)), "{e}");
+    assert!(
+        e.contains("acknowledged case \"some-other-case\"") && e.contains(&format!("{:?}", c.id)),
+        "{e}"
+    );
 }
 
 #[test]
@@ -365,16 +375,35 @@ fn a_case_id_ending_in_a_space_is_acknowledged_by_a_reused_worker() {
     let report = dir.path().join("r.json");
     let mut cmd = bench();
     cmd.env("WAN_VAE_BENCH_FAULT", "fake")
-        .args(tiny(&["--fault-hooks", "--precision", "fp32,bf16", "--env-var", "WVB_X=a "]))
+        .args(tiny(&[
+            "--fault-hooks",
+            "--precision",
+            "fp32,bf16",
+            "--env-var",
+            "WVB_X=a ",
+        ]))
         .arg("-o")
         .arg(&report);
     let out = run_bounded(cmd, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let r = load(&report);
-    let measured: Vec<_> = r.cases.iter().filter(|c| c.settings.env_variant.ends_with(' ')).collect();
-    assert_eq!(measured.len(), 2, "{:?}", r.cases.iter().map(|c| &c.id).collect::<Vec<_>>());
-    let second = measured.iter().find(|c| c.outcome.worker.as_ref().is_some_and(|w| w.cases_before > 0));
-    let w = second.and_then(|c| c.outcome.worker.as_ref()).expect("the second case ran in the kept worker");
+    let measured: Vec<_> = r
+        .cases
+        .iter()
+        .filter(|c| c.settings.env_variant.ends_with(' '))
+        .collect();
+    assert_eq!(
+        measured.len(),
+        2,
+        "{:?}",
+        r.cases.iter().map(|c| &c.id).collect::<Vec<_>>()
+    );
+    let second = measured
+        .iter()
+        .find(|c| c.outcome.worker.as_ref().is_some_and(|w| w.cases_before > 0));
+    let w = second
+        .and_then(|c| c.outcome.worker.as_ref())
+        .expect("the second case ran in the kept worker");
     assert_eq!((w.process.as_str(), w.replaced.as_deref()), ("reused", None), "{w:?}");
 }
 
@@ -397,7 +426,14 @@ fn a_signal_during_the_profiled_pass_keeps_the_case_and_leaves_no_partial_trace(
     let traces = dir.path().join("traces");
     let mut child = spawn_group(
         bench()
-            .args(tiny(&["--engine", "torch", "--timeout", "120", "--python", py.to_str().unwrap()]))
+            .args(tiny(&[
+                "--engine",
+                "torch",
+                "--timeout",
+                "120",
+                "--python",
+                py.to_str().unwrap(),
+            ]))
             .args(["--profile", "--export-trace", traces.to_str().unwrap()])
             .arg("-o")
             .arg(&report)
@@ -413,8 +449,21 @@ fn a_signal_during_the_profiled_pass_keeps_the_case_and_leaves_no_partial_trace(
     assert_eq!(c.outcome.status, wan_vae_bench::report::CaseStatus::Ok);
     assert!(c.outcome.decode.as_ref().is_some_and(|d| d.median_s > 0.0));
     let p = c.profile.as_ref().expect("the profile, marked");
-    assert!(p.error.as_deref().is_some_and(|e| e.contains("interrupted by SIGTERM")), "{p:?}");
-    assert!(r.run.interrupted.as_deref().is_some_and(|i| i.starts_with("SIGTERM after 1 of")), "{:?}", r.run.interrupted);
-    let left: Vec<_> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(
+        p.error.as_deref().is_some_and(|e| e.contains("interrupted by SIGTERM")),
+        "{p:?}"
+    );
+    assert!(
+        r.run
+            .interrupted
+            .as_deref()
+            .is_some_and(|i| i.starts_with("SIGTERM after 1 of")),
+        "{:?}",
+        r.run.interrupted
+    );
+    let left: Vec<_> = std::fs::read_dir(&traces)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert!(left.is_empty(), "partial traces left: {left:?}");
 }

@@ -212,7 +212,16 @@ fn a_run_whose_every_case_fails_still_names_its_model() {
     let report = dir.path().join("report.json");
     let out = bench()
         .env("WAN_VAE_BENCH_FAULT", "unsupported")
-        .args(["run", "--fault-hooks", "--precision", "fp32", "--runs", "1", "--warmup", "0"])
+        .args([
+            "run",
+            "--fault-hooks",
+            "--precision",
+            "fp32",
+            "--runs",
+            "1",
+            "--warmup",
+            "0",
+        ])
         .args(["--frames", "1", "--size", "16x16", "--output"])
         .arg(&report)
         .output()
@@ -220,7 +229,10 @@ fn a_run_whose_every_case_fails_still_names_its_model() {
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{e}");
     let r = load(&report);
-    assert!(r.cases.iter().all(|c| c.outcome.status == CaseStatus::Unsupported), "{e}");
+    assert!(
+        r.cases.iter().all(|c| c.outcome.status == CaseStatus::Unsupported),
+        "{e}"
+    );
     assert_eq!((r.model.z_dim, r.model.dim), (16, 96), "{:?}", r.model);
     assert!(r.model.params > 100_000_000, "{:?}", r.model);
     assert!(!e.contains("z_dim 0"), "{e}");

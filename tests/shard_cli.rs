@@ -177,7 +177,12 @@ fn a_part_that_is_not_whole_is_refused_and_with_force_kept_on_record() {
     let dir = scratch();
     let (o1, p1) = fake(dir.path(), "p1.json", &["--shard", "1/2"]);
     let (o2, p2) = fake(dir.path(), "p2.json", &["--shard", "2/2"]);
-    assert!(o1.status.success() && o2.status.success(), "{}{}", stderr(&o1), stderr(&o2));
+    assert!(
+        o1.status.success() && o2.status.success(),
+        "{}{}",
+        stderr(&o1),
+        stderr(&o2)
+    );
     let whole = std::fs::read_to_string(&p1).unwrap();
 
     // Part 1 interrupted after its first case (as `run` records a signal).
@@ -189,12 +194,26 @@ fn a_part_that_is_not_whole_is_refused_and_with_force_kept_on_record() {
     let (out, merged) = merge(dir.path(), &[&p1, &p2]);
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("part 1/2") && e.contains("was interrupted (SIGTERM after 1 of"), "{e}");
+    assert!(
+        e.contains("part 1/2") && e.contains("was interrupted (SIGTERM after 1 of"),
+        "{e}"
+    );
     assert!(!merged.exists());
-    let forced = bench().arg("merge").args([&p2, &p1]).arg("-o").arg(&merged).arg("--force").output().unwrap();
+    let forced = bench()
+        .arg("merge")
+        .args([&p2, &p1])
+        .arg("-o")
+        .arg(&merged)
+        .arg("--force")
+        .output()
+        .unwrap();
     assert!(forced.status.success(), "{}", stderr(&forced));
     let m = load(&merged);
-    assert!(m.run.interrupted.as_deref().is_some_and(|i| i.contains("part 1/2")), "{:?}", m.run.interrupted);
+    assert!(
+        m.run.interrupted.as_deref().is_some_and(|i| i.contains("part 1/2")),
+        "{:?}",
+        m.run.interrupted
+    );
 
     // Part 1 whole again, but carrying one of part 2's cases.
     std::fs::write(&p1, &whole).unwrap();
@@ -214,13 +233,21 @@ fn parts_run_with_other_settings_than_the_fingerprint_covers_are_refused() {
     let dir = scratch();
     let (o1, p1) = fake(dir.path(), "p1.json", &["--shard", "1/2"]);
     let (o2, p2) = fake(dir.path(), "p2.json", &["--shard", "2/2"]);
-    assert!(o1.status.success() && o2.status.success(), "{}{}", stderr(&o1), stderr(&o2));
+    assert!(
+        o1.status.success() && o2.status.success(),
+        "{}{}",
+        stderr(&o1),
+        stderr(&o2)
+    );
     let mut r = load(&p2);
     r.run.torch_precision = Some("cast".into());
     std::fs::write(&p2, serde_json::to_string(&r).unwrap()).unwrap();
     let (out, merged) = merge(dir.path(), &[&p1, &p2]);
     let e = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{e}");
-    assert!(e.contains("--torch-precision is default in") && e.contains("but cast in"), "{e}");
+    assert!(
+        e.contains("--torch-precision is default in") && e.contains("but cast in"),
+        "{e}"
+    );
     assert!(!merged.exists());
 }

@@ -23,8 +23,13 @@ fn worker(dir: &Path, between: &str) -> PathBuf {
 /// A fake Python worker: an encode pass of `pass_s`, then `between`, then a decode pass of
 /// `pass_s`, then an ok result.
 fn worker_timed(dir: &Path, pass_s: f64, between: &str) -> PathBuf {
+    worker_after(dir, "true", pass_s, between)
+}
+
+/// As [`worker_timed`], running `before` (a shell command) before its encode pass starts.
+fn worker_after(dir: &Path, before: &str, pass_s: f64, between: &str) -> PathBuf {
     let body = format!(
-        "echo '@@wan-vae-bench-phase encode run 1/1' >&2\nsleep {pass_s}\n{between}\n\
+        "{before}\necho '@@wan-vae-bench-phase encode run 1/1' >&2\nsleep {pass_s}\n{between}\n\
          echo '@@wan-vae-bench-phase decode run 1/1' >&2\nsleep {pass_s}\n\
          echo '@@wan-vae-bench-phase outputs' >&2\nprintf '%s' '{}' > \"$r\"\nexit 0",
         result_json(&format!("[{pass_s}]"), &pass_s.to_string())
@@ -323,7 +328,9 @@ fn an_nvidia_smi_that_ended_is_not_read_again() {
         dir.path(),
         &smi("echo '300, 1980, 91, 60, 100, 0x40'; exit 0", "H100", "exit 9"),
     );
-    let py = worker(dir.path(), "true");
+    // Its one reading comes at the case's start: the worker waits before its first pass, so
+    // that the reading falls in no pass's window whatever the machine's load.
+    let py = worker_after(dir.path(), "sleep 0.3", 0.5, "true");
     let (out, r) = run(dir.path(), &py, &env);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     for c in cases(&r) {

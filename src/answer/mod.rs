@@ -288,13 +288,12 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         .filter(|c| c.outcome.status == CaseStatus::Ok && c.outcome.throttled())
         .collect();
     // One machine's cases only: a merged report's parts may come from several runners.
-    let mut machines: Vec<String> = cases
-        .iter()
-        .filter(|c| c.outcome.status == CaseStatus::Ok)
-        .map(|c| c.system.as_ref().unwrap_or(&report.system).machine())
-        .collect();
-    machines.sort();
-    machines.dedup();
+    let machines = crate::system::distinct_machines(
+        cases
+            .iter()
+            .filter(|c| c.outcome.status == CaseStatus::Ok)
+            .map(|c| c.system.as_ref().unwrap_or(&report.system)),
+    );
     if machines.len() > 1 {
         a.verdict = Verdict::Machines;
         a.fastest = None;

@@ -43,7 +43,7 @@ pub fn model_mismatch(a: &ModelInfo, b: &ModelInfo) -> Option<String> {
 }
 
 /// The first 12 characters (not bytes: the field is the report's text, it may be anything).
-fn short(sha: &str) -> String {
+pub fn short(sha: &str) -> String {
     sha.chars().take(12).collect()
 }
 

@@ -94,11 +94,16 @@ fn machine_differences<'a>(baseline: &'a Report, current: &'a Report) -> Vec<Str
     let current_of: std::collections::HashMap<&str, &crate::report::CaseRecord> =
         current.cases.iter().map(|c| (c.id.as_str(), c)).collect();
     for b in &baseline.cases {
-        let Some(c) = current_of.get(b.id.as_str()) else { continue };
+        let Some(c) = current_of.get(b.id.as_str()) else {
+            continue;
+        };
         if b.system.is_none() && c.system.is_none() {
             continue; // the reports' own machines, compared above
         }
-        let (x, y) = (b.system.as_ref().unwrap_or(&baseline.system), c.system.as_ref().unwrap_or(&current.system));
+        let (x, y) = (
+            b.system.as_ref().unwrap_or(&baseline.system),
+            c.system.as_ref().unwrap_or(&current.system),
+        );
         for m in compat::system_differences(x, y) {
             add(m, Some(b.id.as_str()));
         }

@@ -26,7 +26,6 @@ use serde::Serialize;
 
 use crate::error::UserError;
 use crate::report::{CaseStatus, Report};
-use crate::system::SystemInfo;
 use stack::Change;
 
 #[derive(Debug, clap::Args)]
@@ -181,9 +180,16 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
     let files = report_files(&args.inputs)?;
     // No export may be one of the reports read, nor another export's file.
     let labels: Vec<String> = files.iter().map(|p| format!("input report {}", p.display())).collect();
-    let inputs: Vec<_> = labels.iter().zip(&files).map(|(l, p)| (l.as_str(), Some(p.as_path()))).collect();
+    let inputs: Vec<_> = labels
+        .iter()
+        .zip(&files)
+        .map(|(l, p)| (l.as_str(), Some(p.as_path())))
+        .collect();
     let outputs = [
-        &[("--export-svg", args.export_svg.as_deref()), ("--export-json", args.export_json.as_deref())][..],
+        &[
+            ("--export-svg", args.export_svg.as_deref()),
+            ("--export-json", args.export_json.as_deref()),
+        ][..],
         &args.dashboards.files(),
     ]
     .concat();
@@ -278,17 +284,12 @@ fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
     Ok(files)
 }
 
-/// `host (CPU; GPU, GPU)`: what makes two runs the same machine.
-pub fn machine(sys: &SystemInfo) -> String {
-    sys.machine()
-}
-
 /// Which weights a report measured, as a series names them: the file by its SHA-256, or
 /// synthetic weights by their model (z_dim, width and parameters tell Wan 2.1 from 2.2).
 pub fn model_label(m: &crate::report::ModelInfo) -> String {
     let params = format!("{:.1} M params", m.params as f64 / 1e6);
     match &m.sha256 {
-        Some(sha) => format!("{}, sha256 {}", m.source, &sha[..sha.len().min(12)]),
+        Some(sha) => format!("{}, sha256 {}", m.source, crate::compare::compat::short(sha)),
         None => format!("{} (z_dim {}, dim {}, {params})", m.source, m.z_dim, m.dim),
     }
 }
@@ -300,7 +301,7 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
     for (ri, report) in reports.iter().enumerate() {
         let model = model_label(&report.model);
         for case in report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok) {
-            let m = machine(case.system.as_ref().unwrap_or(&report.system));
+            let m = case.system.as_ref().unwrap_or(&report.system).machine();
             let mut stack = None;
             for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
                 let Some(p) = stats.as_ref().filter(|p| p.median_s > 0.0) else {
@@ -445,10 +446,13 @@ fn judge(segs: &[steps::Segment], points: &[Point], threshold: f64, alpha: f64) 
 fn newest_per_machine(reports: Vec<Report>) -> Report {
     let mut newest: BTreeMap<String, Report> = BTreeMap::new();
     for r in reports {
-        newest.insert(machine(&r.system), r);
+        newest.insert(r.system.machine(), r);
     }
     // Every case named with its machine before they meet: no name depends on the others.
-    let parts: Vec<Report> = newest.into_values().map(|r| crate::export::dashboards::with_machine_names(&r)).collect();
+    let parts: Vec<Report> = newest
+        .into_values()
+        .map(|r| crate::export::dashboards::with_machine_names(&r))
+        .collect();
     crate::merge::merge(parts).0
 }
 

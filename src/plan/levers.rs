@@ -10,8 +10,8 @@
 //!
 //! Must not: run anything, or know how the Python engines apply a lever.
 use crate::axes::{Applies, Axis, AXES, ENGINE};
-use crate::plan::options::BenchOptions;
 use crate::error::UserError;
+use crate::plan::options::BenchOptions;
 use crate::settings::CaseSettings;
 use crate::values::{Conv3dMode, Engine, Layout};
 

@@ -97,7 +97,11 @@ pub fn join(profile: &mut CaseProfile, log: &MiopenLog) {
             let solver = command
                 .as_ref()
                 .and_then(|c| log.solver_by_command.get(c))
-                .and_then(|m| m.iter().max_by(|x, y| x.1.cmp(y.1).then(y.0.cmp(x.0))).map(|(s, _)| s.clone()))
+                .and_then(|m| {
+                    m.iter()
+                        .max_by(|x, y| x.1.cmp(y.1).then(y.0.cmp(x.0)))
+                        .map(|(s, _)| s.clone())
+                })
                 .or_else(|| only_solver.clone());
             if command.is_some() || solver.is_some() {
                 row.solver = Some(SolverJoin {
@@ -200,8 +204,10 @@ mod tests {
         };
         log.solvers.insert("ConvBinWinogradRxSf2x3g1".into(), 3);
         log.solvers.insert("GemmFwdRest".into(), 1);
-        log.solver_by_command.insert(CMD_3D.into(), [("GemmFwdRest".to_string(), 1)].into());
-        log.solver_by_command.insert(CMD_2D.into(), [("ConvBinWinogradRxSf2x3g1".to_string(), 3)].into());
+        log.solver_by_command
+            .insert(CMD_3D.into(), [("GemmFwdRest".to_string(), 1)].into());
+        log.solver_by_command
+            .insert(CMD_2D.into(), [("ConvBinWinogradRxSf2x3g1".to_string(), 3)].into());
         let mut profile = CaseProfile {
             decode: Some(PassProfile {
                 layers: vec![
@@ -214,8 +220,14 @@ mod tests {
         };
         join(&mut profile, &log);
         let layers = &profile.decode.as_ref().unwrap().layers;
-        assert_eq!(layers[0].solver.as_ref().unwrap().solver.as_deref(), Some("GemmFwdRest"));
-        assert_eq!(layers[1].solver.as_ref().unwrap().solver.as_deref(), Some("ConvBinWinogradRxSf2x3g1"));
+        assert_eq!(
+            layers[0].solver.as_ref().unwrap().solver.as_deref(),
+            Some("GemmFwdRest")
+        );
+        assert_eq!(
+            layers[1].solver.as_ref().unwrap().solver.as_deref(),
+            Some("ConvBinWinogradRxSf2x3g1")
+        );
         assert_eq!(layers[1].solver.as_ref().unwrap().family.as_deref(), Some("winograd"));
     }
 

@@ -64,6 +64,12 @@ pub fn file_name(id: &str) -> String {
     crate::engine::protocol::file_stem(id)
 }
 
+/// The trace of one pass (`encode`, `decode`) of a profiled case whose trace prefix is
+/// `prefix` (`DIR/<stem>`, [`file_name`]): `<prefix>.<pass>.json`, as every engine writes it.
+pub fn trace_file(prefix: &std::path::Path, pass: &str) -> PathBuf {
+    PathBuf::from(format!("{}.{pass}.json", prefix.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,10 +91,16 @@ mod tests {
         let traces = dir.path().join("traces");
         std::fs::create_dir(&traces).unwrap();
         std::os::unix::fs::symlink(&mine, traces.join(".wan-vae-bench-probe")).unwrap();
-        let args = ProfileArgs { profile: false, export_trace: Some(traces.clone()) };
+        let args = ProfileArgs {
+            profile: false,
+            export_trace: Some(traces.clone()),
+        };
         assert!(args.request().unwrap().unwrap().trace_dir.is_some());
         assert_eq!(std::fs::read_to_string(&mine).unwrap(), "mine");
-        let left: Vec<_> = std::fs::read_dir(&traces).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let left: Vec<_> = std::fs::read_dir(&traces)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(left, [".wan-vae-bench-probe"], "the probe removed itself");
     }
 }

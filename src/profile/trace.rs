@@ -48,7 +48,9 @@ pub fn write(path: &Path, events: &[TraceEvent], process: &str, thread: &str) ->
     for e in events {
         if named.insert((e.pid, e.tid)) {
             if named.iter().filter(|(p, _)| *p == e.pid).count() == 1 {
-                all.push(serde_json::json!({"name": "process_name", "ph": "M", "pid": e.pid, "args": {"name": process}}));
+                all.push(
+                    serde_json::json!({"name": "process_name", "ph": "M", "pid": e.pid, "args": {"name": process}}),
+                );
             }
             all.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": e.pid, "tid": e.tid, "args": {"name": thread}}));
         }
@@ -79,9 +81,15 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         // The metadata records first (issue 49: viewers showed "pid N / Thread 1").
         let meta = &v["traceEvents"];
-        assert_eq!((meta[0]["name"].as_str(), meta[0]["ph"].as_str()), (Some("process_name"), Some("M")));
+        assert_eq!(
+            (meta[0]["name"].as_str(), meta[0]["ph"].as_str()),
+            (Some("process_name"), Some("M"))
+        );
         assert_eq!(meta[0]["args"]["name"], "candle: fp32-case");
-        assert_eq!((meta[1]["name"].as_str(), meta[1]["args"]["name"].as_str()), (Some("thread_name"), Some("decode pass")));
+        assert_eq!(
+            (meta[1]["name"].as_str(), meta[1]["args"]["name"].as_str()),
+            (Some("thread_name"), Some("decode pass"))
+        );
         let ev = &v["traceEvents"][2];
         assert_eq!(
             (ev["ph"].as_str(), ev["name"].as_str(), ev["dur"].as_f64()),

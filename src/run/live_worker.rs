@@ -322,7 +322,10 @@ fn read_stderr(stderr: impl std::io::Read, lines_out: &mpsc::Sender<Line>) {
     while matches!(read_line_capped(&mut lines, &mut buf, STDERR_LINE_BYTES), Ok(n) if n > 0) {
         // Only the line's end goes: a case id may end in a space (`--env-var 'X=a '`).
         let text = String::from_utf8_lossy(&buf);
-        let line = text.strip_suffix('\n').map_or(&*text, |l| l.strip_suffix('\r').unwrap_or(l)).to_string();
+        let line = text
+            .strip_suffix('\n')
+            .map_or(&*text, |l| l.strip_suffix('\r').unwrap_or(l))
+            .to_string();
         buf.clear();
         let msg = if line == READY_MARKER {
             Line::Ready

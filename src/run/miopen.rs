@@ -230,13 +230,19 @@ mod real_logs {
 
     fn read(text: &str) -> (MiopenLog, usize) {
         let mut p = MiopenParser::default();
-        let consumed = text.lines().filter(|l| !l.starts_with('#')).filter(|l| p.line(l)).count();
+        let consumed = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| p.line(l))
+            .count();
         (p.finish().expect("MIOpen lines"), consumed)
     }
 
     #[test]
     fn a_find_names_the_chosen_solver_and_a_compile_is_not_a_run() {
-        let (log, _) = read(include_str!("../../tests/fixtures/rocm/a1111-6510-gfx1031-find-mode.log"));
+        let (log, _) = read(include_str!(
+            "../../tests/fixtures/rocm/a1111-6510-gfx1031-find-mode.log"
+        ));
         // `FW Chosen Algorithm: NAME , 0, 0.737518`: the space before the comma.
         assert_eq!(log.solvers, [("ConvBinWinogradRxSf2x3g1".to_string(), 1)].into());
         assert!(log.evaluated_solvers.is_empty());
@@ -244,21 +250,37 @@ mod real_logs {
 
     #[test]
     fn evaluated_solvers_are_never_called_chosen() {
-        let (log, consumed) = read(include_str!("../../tests/fixtures/rocm/miopen-3964-gfx1151-evaluating.log"));
+        let (log, consumed) = read(include_str!(
+            "../../tests/fixtures/rocm/miopen-3964-gfx1151-evaluating.log"
+        ));
         assert!(log.solvers.is_empty(), "{log:?}");
-        assert_eq!(log.evaluated_solvers.keys().collect::<Vec<_>>(), ["ConvBinWinogradRxSf3x2", "GemmFwdRest"]);
+        assert_eq!(
+            log.evaluated_solvers.keys().collect::<Vec<_>>(),
+            ["ConvBinWinogradRxSf3x2", "GemmFwdRest"]
+        );
         assert_eq!(consumed, 2, "the errors stay in the stderr tail");
     }
 
     #[test]
     fn elapsed_time_and_tool_prefixes_and_the_state_lines_are_read() {
         let (log, _) = read(include_str!("../../tests/fixtures/rocm/miopen-1297-elapsed-time.log"));
-        assert_eq!((log.find_modes.as_slice(), log.versions.as_slice()), (&["NORMAL(1)".to_string()][..], &["2.15.0.3e1d4b080".to_string()][..]));
+        assert_eq!(
+            (log.find_modes.as_slice(), log.versions.as_slice()),
+            (&["NORMAL(1)".to_string()][..], &["2.15.0.3e1d4b080".to_string()][..])
+        );
         let (log, _) = read(include_str!("../../tests/fixtures/rocm/miopen-3860-gfx1150.log"));
-        assert_eq!((log.find_modes.as_slice(), log.versions.as_slice()), (&["DYNAMIC_HYBRID(5)".to_string()][..], &["3.3.0.".to_string()][..]));
+        assert_eq!(
+            (log.find_modes.as_slice(), log.versions.as_slice()),
+            (&["DYNAMIC_HYBRID(5)".to_string()][..], &["3.3.0.".to_string()][..])
+        );
         let text = include_str!("../../tests/fixtures/rocm/miopen-427-tuna-info-prefix.log");
         let lines: Vec<&str> = text.lines().filter(|l| l.contains("MIOpen(HIP)")).collect();
-        assert!(lines.iter().all(|l| strip_prefix(l).is_some_and(|r| r.starts_with("Info ["))), "{lines:?}");
+        assert!(
+            lines
+                .iter()
+                .all(|l| strip_prefix(l).is_some_and(|r| r.starts_with("Info ["))),
+            "{lines:?}"
+        );
         // A bare driver command is no MIOpen log line.
         assert_eq!(strip_prefix(text.lines().nth(1).unwrap()), None);
     }
@@ -266,19 +288,27 @@ mod real_logs {
     #[test]
     fn each_command_is_tied_to_the_solver_of_its_own_call() {
         let mut p = MiopenParser::default();
-        let (a, b) = ("MIOpenDriver conv -n 1 -c 96 -H 60 -W 104 -k 96", "MIOpenDriver conv -n 1 -c 384 -H 60 -W 104 -k 384");
+        let (a, b) = (
+            "MIOpenDriver conv -n 1 -c 96 -H 60 -W 104 -k 96",
+            "MIOpenDriver conv -n 1 -c 384 -H 60 -W 104 -k 384",
+        );
         for l in [
             format!("MIOpen(HIP): Command [LogCmdConvolution] {a}"),
-            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0".into(),
+            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0"
+                .into(),
             format!("MIOpen(HIP): Command [LogCmdConvolution] {b}"),
             "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 1179648".into(),
             format!("MIOpen(HIP): Command [LogCmdConvolution] {a}"),
-            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0".into(),
+            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = ConvBinWinogradRxSf2x3g1, workspace = 0"
+                .into(),
         ] {
             p.line(&l);
         }
         let log = p.finish().unwrap();
-        assert_eq!(log.solver_by_command[a], [("ConvBinWinogradRxSf2x3g1".to_string(), 2)].into());
+        assert_eq!(
+            log.solver_by_command[a],
+            [("ConvBinWinogradRxSf2x3g1".to_string(), 2)].into()
+        );
         assert_eq!(log.solver_by_command[b], [("GemmFwdRest".to_string(), 1)].into());
     }
 

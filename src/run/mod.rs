@@ -21,8 +21,8 @@ use crate::engine::shared_files;
 use crate::engine::EngineDirs;
 use crate::error::UserError;
 use crate::model::Config;
-use crate::report::{CaseStatus, ModelInfo, Report, RunSettings};
 use crate::plan::weights_choice::ResolvedModel;
+use crate::report::{CaseStatus, ModelInfo, Report, RunSettings};
 
 pub mod blame;
 pub mod executor;
@@ -39,7 +39,9 @@ pub mod scheduler;
 pub mod scratch;
 pub mod tool_env;
 
-use crate::plan::{budgets, check, config, env_sweep, flags, matrix, options, run_files, shard, user_input, weights_choice};
+use crate::plan::{
+    budgets, check, config, env_sweep, flags, matrix, options, run_files, shard, user_input, weights_choice,
+};
 use crate::telemetry;
 
 use crate::axes::{FRAMES, PASSES, SIZE};
@@ -250,9 +252,15 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     if let Some(dir) = &args.profile.export_trace {
         for c in &cases {
             let stem = crate::profile::options::file_name(&c.id);
-            let passes = [("encode", c.settings.passes.encodes()), ("decode", c.settings.passes.decodes())];
+            let passes = [
+                ("encode", c.settings.passes.encodes()),
+                ("decode", c.settings.passes.decodes()),
+            ];
             for (pass, _) in passes.iter().filter(|(_, timed)| *timed) {
-                crate::files::check_output(&dir.join(format!("{stem}.{pass}.json")), "--export-trace file")?;
+                crate::files::check_output(
+                    &crate::profile::options::trace_file(&dir.join(&stem), pass),
+                    "--export-trace file",
+                )?;
             }
         }
     }

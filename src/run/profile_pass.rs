@@ -86,13 +86,17 @@ pub fn run(
 /// Remove the files of `dir` that a profiled pass of the case `stem` writes (`STEM.PASS.json`
 /// and its `.tmp`); their names.
 fn remove_traces(dir: &std::path::Path, stem: &str) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let prefix = format!("{stem}.");
     let mut removed = Vec::new();
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         let ours = name.strip_prefix(&prefix).is_some_and(|rest| {
-            ["encode.json", "decode.json"].iter().any(|p| rest == *p || rest.starts_with(&format!("{p}.")))
+            ["encode.json", "decode.json"]
+                .iter()
+                .any(|p| rest == *p || rest.starts_with(&format!("{p}.")))
         });
         if ours && e.file_type().is_ok_and(|t| t.is_file()) && std::fs::remove_file(e.path()).is_ok() {
             removed.push(name);

@@ -13,11 +13,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::executor::{Executor, Purpose, WorkerEvent};
-use crate::plan::matrix::Case;
 use super::outputs::QualityBook;
 use super::progress::Progress;
 use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, WorkerSpec};
 use crate::engine::EngineDirs;
+use crate::plan::matrix::Case;
 use crate::report::{CaseRecord, CaseStatus, Report};
 use crate::settings::CaseSettings;
 use crate::values::{MiopenDb, Order, Passes, Switch};

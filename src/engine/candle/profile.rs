@@ -220,9 +220,16 @@ impl Recorder {
     ) -> anyhow::Result<(T, f64)> {
         let (out, secs, profile, events) = profiled(device, f)?;
         if let Some(prefix) = self.request.as_ref().and_then(|r| r.trace.as_ref()) {
-            let path = std::path::PathBuf::from(format!("{}.{pass}.json", prefix.display()));
-            let case = prefix.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            crate::profile::trace::write(&path, &events, &format!("wan-vae-bench candle: {case}"), &format!("{pass} pass"))?;
+            let path = crate::profile::options::trace_file(prefix, pass);
+            let case = prefix
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+            crate::profile::trace::write(
+                &path,
+                &events,
+                &format!("wan-vae-bench candle: {case}"),
+                &format!("{pass} pass"),
+            )?;
             self.profile.trace_files.push(path.display().to_string());
         }
         match pass {

@@ -499,9 +499,15 @@ mod tests {
     fn deep_nesting_is_refused_before_anything_is_built() {
         // Issue 48: 10,000 `[` overflowed the stack (exit 134); 10,000 nested `{b: ...}`
         // took 8.6 GB before being refused.
-        for text in ["[".repeat(10_000) + &"]".repeat(10_000), "{b: ".repeat(10_000) + "1" + &"}".repeat(10_000)] {
+        for text in [
+            "[".repeat(10_000) + &"]".repeat(10_000),
+            "{b: ".repeat(10_000) + "1" + &"}".repeat(10_000),
+        ] {
             let e = safe_load(&text).unwrap_err();
-            assert!(matches!(&e, Error::NotRead(m) if m.contains("deeper than 32 levels")), "{e:?}");
+            assert!(
+                matches!(&e, Error::NotRead(m) if m.contains("deeper than 32 levels")),
+                "{e:?}"
+            );
         }
         let ok = "{a: ".repeat(MAX_DEPTH) + "1" + &"}".repeat(MAX_DEPTH);
         assert!(safe_load(&ok).is_ok());
