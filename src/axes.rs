@@ -362,113 +362,125 @@ pub static PASSES: Axis = Axis {
     },
 };
 
+/// A lever: an axis of two values whose other value only the Python engines take
+/// ([`Axis::takes`]), a field of [`CaseSettings`] of type `$ty` (with `parse` and `name`), and
+/// an id part only at the other value.
+macro_rules! lever_axis {
+    ($name:ident, $key:literal, $field:ident: $ty:ident, default $default:literal, id $other:ident => $suffix:literal, $help:expr) => {
+        pub static $name: Axis = Axis {
+            key: $key,
+            flag: concat!("--", $key),
+            aliases: &[],
+            help: $help,
+            default: $default,
+            applies: Applies::WhereEngineTakes,
+            set: |s, what, v| {
+                s.$field = $ty::parse(what, v)?;
+                Ok(())
+            },
+            get: |s| s.$field.name().to_string(),
+            id: |s| match s.$field {
+                $ty::$other => $suffix.to_string(),
+                _ => String::new(),
+            },
+        };
+    };
+}
+
+/// A PyTorch knob: a field of [`Knobs`] of type `$ty` (with `parse` and `name`), multiplied
+/// where knobs act, its id part `-PREFIX_VALUE` unless `auto` or `n/a` ([`knob_id`]).
+macro_rules! knob_axis {
+    ($name:ident, $key:literal, $flag:literal, aliases $aliases:expr, $field:ident: $ty:ident, default $default:literal, id $prefix:literal, $help:expr) => {
+        pub static $name: Axis = Axis {
+            key: $key,
+            flag: $flag,
+            aliases: $aliases,
+            help: $help,
+            default: $default,
+            applies: Applies::WhereKnobsAct,
+            set: |s, what, v| {
+                s.knobs.$field = $ty::parse(what, v)?;
+                Ok(())
+            },
+            get: |s| s.knobs.$field.name().to_string(),
+            id: |s| knob_id($prefix, s.knobs.$field.name()),
+        };
+    };
+}
+
 // The levers (issue 40): the Python engines take both values; candle only the default
 // (`Axis::takes`), and the run says once which cases that leaves unplanned.
-pub static LAYOUT: Axis = Axis {
-    key: "layout",
-    flag: "--layout",
-    aliases: &[],
-    help: "Memory layout of the model's Conv3d weights and its causal convolutions' inputs: ncdhw (as the \
-           engines leave it), channels_last_3d (NDHWC, with a causal pad that keeps it; not candle)",
-    default: "ncdhw",
-    applies: Applies::WhereEngineTakes,
-    set: |s, what, v| {
-        s.layout = Layout::parse(what, v)?;
-        Ok(())
-    },
-    get: |s| s.layout.name().to_string(),
-    id: |s| match s.layout {
-        Layout::Ncdhw => String::new(),
-        Layout::ChannelsLast3d => "-cl3d".to_string(),
-    },
-};
+lever_axis!(
+    LAYOUT,
+    "layout",
+    layout: Layout,
+    default "ncdhw",
+    id ChannelsLast3d => "-cl3d",
+    "Memory layout of the model's Conv3d weights and its causal convolutions' inputs: ncdhw (as the \
+     engines leave it), channels_last_3d (NDHWC, with a causal pad that keeps it; not candle)"
+);
 
-pub static CONV3D: Axis = Axis {
-    key: "conv3d",
-    flag: "--conv3d",
-    aliases: &[],
-    help: "Causal 3D convolutions: native (one conv3d each), split (each as conv2d over its time offsets, \
-           summed: the same arithmetic and cache; not candle)",
-    default: "native",
-    applies: Applies::WhereEngineTakes,
-    set: |s, what, v| {
-        s.conv3d = Conv3dMode::parse(what, v)?;
-        Ok(())
-    },
-    get: |s| s.conv3d.name().to_string(),
-    id: |s| match s.conv3d {
-        Conv3dMode::Native => String::new(),
-        Conv3dMode::Split => "-split".to_string(),
-    },
-};
+lever_axis!(
+    CONV3D,
+    "conv3d",
+    conv3d: Conv3dMode,
+    default "native",
+    id Split => "-split",
+    "Causal 3D convolutions: native (one conv3d each), split (each as conv2d over its time offsets, \
+     summed: the same arithmetic and cache; not candle)"
+);
 
 // `auto` by default: the knobs as the engine leaves them (torch's defaults, cuDNN/MIOpen on and
 // benchmark off, for torch and diffusers; ComfyUI's start-up choice for comfyui).
-pub static CUDNN: Axis = Axis {
-    key: "cudnn",
-    flag: "--cudnn",
-    aliases: &[],
-    help: "torch.backends.cudnn.enabled (MIOpen on ROCm): auto (as the engine leaves it: on in torch, off in \
-           ComfyUI on AMD), on, off; set after the engine's start-up (Python engines on cuda:N only)",
-    default: "auto",
-    applies: Applies::WhereKnobsAct,
-    set: |s, what, v| {
-        s.knobs.cudnn = Switch::parse(what, v)?;
-        Ok(())
-    },
-    get: |s| s.knobs.cudnn.name().to_string(),
-    id: |s| knob_id("cudnn", s.knobs.cudnn.name()),
-};
+knob_axis!(
+    CUDNN,
+    "cudnn",
+    "--cudnn",
+    aliases &[],
+    cudnn: Switch,
+    default "auto",
+    id "cudnn",
+    "torch.backends.cudnn.enabled (MIOpen on ROCm): auto (as the engine leaves it: on in torch, off in \
+     ComfyUI on AMD), on, off; set after the engine's start-up (Python engines on cuda:N only)"
+);
 
-pub static CUDNN_BENCHMARK: Axis = Axis {
-    key: "cudnn_benchmark",
-    flag: "--cudnn-benchmark",
-    aliases: &["cudnn_benchmark"],
-    help: "torch.backends.cudnn.benchmark: auto (as the engine leaves it: off unless ComfyUI's --fast \
-           autotune), off, on (Python engines on cuda:N only)",
-    default: "auto",
-    applies: Applies::WhereKnobsAct,
-    set: |s, what, v| {
-        s.knobs.cudnn_benchmark = Switch::parse(what, v)?;
-        Ok(())
-    },
-    get: |s| s.knobs.cudnn_benchmark.name().to_string(),
-    id: |s| knob_id("bench", s.knobs.cudnn_benchmark.name()),
-};
+knob_axis!(
+    CUDNN_BENCHMARK,
+    "cudnn_benchmark",
+    "--cudnn-benchmark",
+    aliases &["cudnn_benchmark"],
+    cudnn_benchmark: Switch,
+    default "auto",
+    id "bench",
+    "torch.backends.cudnn.benchmark: auto (as the engine leaves it: off unless ComfyUI's --fast \
+     autotune), off, on (Python engines on cuda:N only)"
+);
 
-pub static MIOPEN_DB: Axis = Axis {
-    key: "miopen_db",
-    flag: "--miopen-db",
-    aliases: &["miopen_db"],
-    help: "MIOpen database: user, fresh (an empty directory per case; Python engines on cuda:N only)",
-    default: "user",
-    applies: Applies::WhereKnobsAct,
-    set: |s, what, v| {
-        s.knobs.miopen_db = MiopenDb::parse(what, v)?;
-        Ok(())
-    },
-    get: |s| s.knobs.miopen_db.name().to_string(),
-    id: |s| knob_id("miopen", s.knobs.miopen_db.name()),
-};
+knob_axis!(
+    MIOPEN_DB,
+    "miopen_db",
+    "--miopen-db",
+    aliases &["miopen_db"],
+    miopen_db: MiopenDb,
+    default "user",
+    id "miopen",
+    "MIOpen database: user, fresh (an empty directory per case; Python engines on cuda:N only)"
+);
 
 // `auto` by default, as the engine leaves it: on NVIDIA, torch lets cuDNN run fp32 convolutions
 // in TF32 (matmuls not); the reference of every case sets it `off` (`CaseSettings::reference`).
-pub static TF32: Axis = Axis {
-    key: "tf32",
-    flag: "--tf32",
-    aliases: &[],
-    help: "TF32 for fp32 convolutions and matmuls (NVIDIA since Ampere): auto (as the engine leaves it: \
-           torch's default is TF32 convolutions, fp32 matmuls), on, off; set after the engine's start-up \
-           (Python engines on cuda:N only; recorded not applicable on ROCm). The fp32 reference is always off",
-    default: "auto",
-    applies: Applies::WhereKnobsAct,
-    set: |s, what, v| {
-        s.knobs.tf32 = Switch::parse(what, v)?;
-        Ok(())
-    },
-    get: |s| s.knobs.tf32.name().to_string(),
-    id: |s| knob_id("tf32", s.knobs.tf32.name()),
-};
+knob_axis!(
+    TF32,
+    "tf32",
+    "--tf32",
+    aliases &[],
+    tf32: Switch,
+    default "auto",
+    id "tf32",
+    "TF32 for fp32 convolutions and matmuls (NVIDIA since Ampere): auto (as the engine leaves it: \
+     torch's default is TF32 convolutions, fp32 matmuls), on, off; set after the engine's start-up \
+     (Python engines on cuda:N only; recorded not applicable on ROCm). The fp32 reference is always off"
+);
 
 /// A knob's part of the id: none where it does not apply or is left to the engine (`auto`).
 fn knob_id(prefix: &str, value: &str) -> String {

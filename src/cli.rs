@@ -31,6 +31,8 @@ pub enum Command {
     Inspect(crate::inspect::InspectArgs),
     /// Print the system context a report would record.
     System(crate::system::SystemArgs),
+    /// Read ROCm's MIOpen and hipBLASLt lines in any program's log: solvers, problems, GEMMs.
+    Logs(crate::logs::LogsArgs),
     /// Compare two reports; exit 1 on a regression.
     Compare(crate::compare::CompareArgs),
     /// Merge several reports into one.
@@ -58,6 +60,7 @@ pub fn main() -> i32 {
         Command::Validate(a) => crate::validate::command(a),
         Command::Inspect(a) => crate::inspect::command(a),
         Command::System(a) => crate::system::command(a),
+        Command::Logs(a) => crate::logs::command(a),
         Command::Compare(a) => crate::compare::command(a),
         Command::Merge(a) => crate::merge::command(a),
         Command::History(a) => crate::history::command(a),

@@ -7,6 +7,8 @@
 //! - [`device`]: `--device` parsing and the devices this build supports; [`env_limits`]:
 //!   whether an env variant's variables fit in a new process.
 //! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
+//! - [`rocm`]: reading what ROCm's libraries log (MIOpen, hipBLASLt), shared by `run` and
+//!   [`logs`], the command that reads any program's log.
 //! - The pipeline of `run`, one folder a stage: [`plan`] (flags and matrix file -> a checked
 //!   list of cases) -> [`run`] (the scheduler, the worker processes, the report written as
 //!   cases end), with [`telemetry`] (the device's clock, temperature and power while a case
@@ -50,6 +52,7 @@ pub mod format;
 pub mod history;
 pub mod inspect;
 pub mod lock;
+pub mod logs;
 pub mod merge;
 pub mod model;
 pub mod out;
@@ -59,6 +62,7 @@ pub mod profile;
 pub mod quality;
 pub mod read;
 pub mod report;
+pub mod rocm;
 pub mod run;
 pub mod settings;
 pub mod shuffle;

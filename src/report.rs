@@ -23,7 +23,7 @@ pub mod telemetry;
 pub mod testing;
 mod worker_use;
 
-pub use miopen_log::MiopenLog;
+pub use miopen_log::{ConvProblem, Gemm, HipblasltLog, KernelCount, MiopenLog};
 
 pub use worker_use::WorkerUse;
 
@@ -307,6 +307,10 @@ pub struct Outcome {
     /// the worker); absent when it logged none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub miopen: Option<MiopenLog>,
+    /// The GEMMs hipBLASLt logged for the case (a variant that sets `HIPBLASLT_LOG_MASK`
+    /// gets `HIPBLASLT_LOG_FILE` in the case's scratch, read back here); absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hipblaslt: Option<HipblasltLog>,
     /// Whether the engine's own code fell back to tiled decoding/encoding after an
     /// out-of-memory (ComfyUI's "retrying with tiled VAE decoding"); absent for engines
     /// that have no such fallback. Marked in the table.
@@ -391,6 +395,7 @@ impl Outcome {
             device_peak_allocated_bytes: None,
             device_peak_reserved_bytes: None,
             miopen: None,
+            hipblaslt: None,
             oom_tiled_retry: None,
             engine_case: None,
             knobs_in_force: None,

@@ -109,7 +109,25 @@ pub struct GpuInfo {
     pub gtt_total_bytes: Option<u64>,
     /// Kernel driver version (amdgpu module version / NVIDIA driver).
     pub driver_version: Option<String>,
+    /// An APU (integrated GPU: Strix Halo, Strix Point, Phoenix, ...), known by its gfx
+    /// target ([`APU_TARGETS`]); `None` where not known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub integrated: Option<bool>,
+    /// Which memory is the device's: `gtt` on an APU, whose `mem_info_vram_total` is only
+    /// the BIOS carve-out while GTT (system memory the GPU maps) holds the real memory and
+    /// torch's `total_memory` follows it; `vram` on a discrete card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_memory: Option<String>,
 }
+
+/// The gfx targets of AMD's APUs: Raven/Picasso/Renoir/Cezanne (gfx902, gfx909, gfx90c),
+/// Van Gogh and Rembrandt (gfx1033, gfx1035), Raphael's and others' iGPU (gfx1036, gfx1037),
+/// Phoenix and Hawk Point (gfx1103), Strix Point (gfx1150), Strix Halo (gfx1151), and the
+/// gfx1152/gfx1153 some Strix and Krackan machines report.
+pub const APU_TARGETS: &[&str] = &[
+    "gfx902", "gfx909", "gfx90c", "gfx1033", "gfx1035", "gfx1036", "gfx1037", "gfx1103", "gfx1150", "gfx1151",
+    "gfx1152", "gfx1153",
+];
 
 /// Arguments of `wan-vae-bench system`.
 #[derive(Debug, clap::Args)]
@@ -364,6 +382,7 @@ fn amd_gpus() -> Vec<GpuInfo> {
         };
         let name = read_trimmed(&node.join("name"))
             .or_else(|| card.as_ref().and_then(|c| read_trimmed(&c.join("product_name"))));
+        let integrated = APU_TARGETS.contains(&gfx_target.as_str());
         gpus.push(GpuInfo {
             vendor: "amd".to_string(),
             name,
@@ -372,6 +391,8 @@ fn amd_gpus() -> Vec<GpuInfo> {
             vram_total_bytes: mem("mem_info_vram_total"),
             gtt_total_bytes: mem("mem_info_gtt_total"),
             driver_version: driver_version.clone(),
+            integrated: Some(integrated),
+            device_memory: Some(if integrated { "gtt" } else { "vram" }.to_string()),
         });
     }
     gpus
@@ -497,14 +518,19 @@ pub fn render_text(info: &SystemInfo) -> String {
         line(
             &format!("gpu {i}"),
             format!(
-                "{} {} {} CUs={} VRAM={} GTT={} driver={}",
+                "{} {} {} CUs={} VRAM={} GTT={} driver={}{}",
                 g.vendor,
                 opt(&g.name),
                 opt(&g.gfx_target),
                 opt(&g.compute_units),
                 gib(g.vram_total_bytes),
                 gib(g.gtt_total_bytes),
-                opt(&g.driver_version)
+                opt(&g.driver_version),
+                match g.device_memory.as_deref() {
+                    Some("gtt") =>
+                        " (APU: its memory is GTT, VRAM is the BIOS carve-out; its power includes the CPU's)",
+                    _ => "",
+                }
             ),
         );
     }

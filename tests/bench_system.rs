@@ -52,6 +52,8 @@ fn fake_gfx1151_tree_is_reported() {
     assert_eq!(g.vram_total_bytes, Some(536870912));
     assert_eq!(g.gtt_total_bytes, Some(103079215104));
     assert_eq!(g.driver_version.as_deref(), Some("6.12.12"));
+    // An APU: its memory is GTT, not the carve-out that mem_info_vram_total shows.
+    assert_eq!((g.integrated, g.device_memory.as_deref()), (Some(true), Some("gtt")));
     assert_eq!(info.rocm_version.as_deref(), Some("6.4.1-120"));
     assert_eq!(info.cpu_governor.as_deref(), Some("performance"));
     assert!(info.rustc_version.as_deref().unwrap_or("").starts_with("rustc "));
@@ -101,4 +103,64 @@ fn a_fifo_in_the_fake_root_does_not_block() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
+/// Issue 47: the sysfs values a real Strix Halo published (noamsto/nix-amd-ai #42, kept in
+/// tests/fixtures/rocm/nix-amd-ai-42-strix-halo-gtt-sysfs.txt): a 4 GiB carve-out as
+/// `mem_info_vram_total`, 96 GiB of GTT; and a machine that reports gfx1152
+/// (lemonade-sdk/vllm-rocm #8) is an APU too. `system` names GTT as the device's memory.
+#[test]
+fn a_real_strix_halo_reads_as_an_apu_whose_memory_is_gtt() {
+    let fixture_text = std::fs::read_to_string(fixture("rocm/nix-amd-ai-42-strix-halo-gtt-sysfs.txt")).unwrap();
+    let value = |file: &str| -> String {
+        let mut lines = fixture_text.lines();
+        lines.find(|l| l.ends_with(file)).expect(file);
+        lines.next().unwrap().split_whitespace().next().unwrap().to_string()
+    };
+    let (gtt, vram) = (value("mem_info_gtt_total"), value("mem_info_vram_total"));
+    assert_eq!((gtt.as_str(), vram.as_str()), ("103079215104", "4294967296"));
+    for (target, version) in [("gfx1151", "110501"), ("gfx1152", "110502")] {
+        let dir = scratch();
+        let root = dir.path();
+        let mk = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        mk(
+            "sys/class/kfd/kfd/topology/nodes/1/properties",
+            &format!("simd_count 80\nsimd_per_cu 2\ngfx_target_version {version}\ndrm_render_minor 128\n"),
+        );
+        mk(
+            "sys/class/drm/renderD128/device/mem_info_vram_total",
+            &format!("{vram}\n"),
+        );
+        mk(
+            "sys/class/drm/renderD128/device/mem_info_gtt_total",
+            &format!("{gtt}\n"),
+        );
+        let info = system_json(root);
+        let g = info.gpus.iter().find(|g| g.vendor == "amd").expect("the APU");
+        assert_eq!(g.gfx_target.as_deref(), Some(target));
+        assert_eq!(
+            (g.integrated, g.device_memory.as_deref()),
+            (Some(true), Some("gtt")),
+            "{target}"
+        );
+        assert_eq!(g.gtt_total_bytes, Some(103079215104));
+        let text = bench()
+            .arg("system")
+            .env("WAN_VAE_BENCH_SYSFS_ROOT", root)
+            .output()
+            .unwrap();
+        let line = stdout(&text)
+            .lines()
+            .find(|l| l.contains(target))
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            line.contains("GTT=96.0") && line.contains("its memory is GTT"),
+            "{line}"
+        );
+    }
 }

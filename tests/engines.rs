@@ -281,6 +281,62 @@ fn immediate_mode_solver_lines_name_the_solver_of_each_problem() {
     assert_eq!(log.solver_by_command[other].keys().collect::<Vec<_>>(), ["GemmFwdRest"]);
     assert_eq!(log.evaluated_solvers["GemmFwdRest"], 1);
     assert_eq!(log.find_modes, ["DYNAMIC_HYBRID(5)"]);
+    // Each problem, with its shape, names the solver its own call ran, and its family.
+    let solver = |c: u64| {
+        let p = log.problems.iter().find(|p| p.c == c).expect("the problem");
+        (p.solver.clone(), p.solver_family.clone(), p.count)
+    };
+    assert_eq!(
+        solver(96),
+        (Some("ConvBinWinogradRxSf2x3g1".into()), Some("winograd".into()), 1)
+    );
+    assert_eq!(solver(384), (Some("GemmFwdRest".into()), Some("gemm+im2col".into()), 1));
+    assert_eq!(log.problems.len(), 2);
+}
+
+#[test]
+fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
+    // Issue 47: a variant that sets HIPBLASLT_LOG_MASK gets HIPBLASLT_LOG_FILE in the run's
+    // scratch; each case reads back what was appended while it ran. The wrapper writes the
+    // lines of a real log (ROCm/TheRock #5314) once, when its worker starts: the first case
+    // of the shared worker has them, the second none.
+    let py = need!(python());
+    let dir = scratch();
+    let line = "hipblaslt-bench --api_method c -m 4096 -n 4096 -k 4096 --lda 4096 --ldb 4096 --ldc 4096 --ldd 4096  \
+                --transA T --transB T --batch_count 1 --a_type f16_r --b_type f16_r --c_type f16_r --d_type f16_r \
+                --compute_type f32_r --algo_method index --solution_index 2010";
+    let body = format!(
+        "echo \"$HIPBLASLT_LOG_FILE\" > '{seen}'\nfor i in 1 2 3; do echo '{line}' >> \"$HIPBLASLT_LOG_FILE\"; done\nexec '{py}' \"$@\"",
+        seen = dir.path().join("seen.txt").display(),
+        py = py.display()
+    );
+    let wrapper = script(dir.path(), "gemm-python", &body);
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nengine = [\"torch\"]\npasses = [\"both\", \"decode\"]\nenv = [\"gemms\"]\n[env.gemms]\n\
+         WAN_VAE_BENCH_FAULT = \"fake\"\nHIPBLASLT_LOG_MASK = 32\n",
+    );
+    let (out, r) = run_engines(
+        dir.path(),
+        &wrapper,
+        &["--config", cfg.to_str().unwrap(), "--order", "as-written"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let file = std::fs::read_to_string(dir.path().join("seen.txt")).unwrap();
+    assert!(file.contains("hipblaslt-") && file.trim().ends_with(".log"), "{file}");
+    let first = r.cases[0].outcome.hipblaslt.as_ref().expect("the first case's GEMMs");
+    let g = &first.gemms[0];
+    assert_eq!((g.m, g.n, g.k, g.count, g.trans_a.as_str()), (4096, 4096, 4096, 3, "T"));
+    assert_eq!(g.solution_index, Some(2010));
+    assert_eq!(
+        r.cases[1].outcome.hipblaslt, None,
+        "nothing was logged while the second case ran"
+    );
+    assert_eq!(
+        r.cases[0].outcome.env.get("HIPBLASLT_LOG_FILE").map(String::as_str),
+        Some(file.trim())
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The README's and docs/ci.md's command examples, run as a user would type them (issue 46):
+//! The README's, docs/ci.md's and docs/rocm.md's command examples, run as a user would type them (issue 46):
 //! every `wan-vae-bench` command in their code blocks (shell lines, `\` continuations, and a
 //! CI job's `run:` steps) is found, its placeholders filled as a user would (a ComfyUI folder,
 //! a shard number, reports of earlier runs), and run by bash in a scratch folder. A `run` gets
@@ -166,6 +166,15 @@ fn every_documented_command_runs_as_written() {
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(&report, &to).unwrap();
     }
+    // A console log with MIOpen and hipBLASLt lines (real ones, tests/fixtures/rocm).
+    let rocm_log: String = [
+        "rocm-libraries-6439-gfx1201-convfp16.log",
+        "therock-1899-gfx1150-find-1-0-registered.log",
+    ]
+    .iter()
+    .map(|f| std::fs::read_to_string(crate::util::cli::fixture(&format!("rocm/{f}"))).unwrap())
+    .collect();
+    std::fs::write(work.join("comfyui.log"), rocm_log).unwrap();
     std::fs::create_dir_all(home.join("bench-history")).unwrap();
     std::fs::copy(&report, home.join("bench-history/r1.json")).unwrap();
     // The repository's files the examples name (configs/, tests/fixtures/), where they are.
@@ -178,6 +187,7 @@ fn every_documented_command_runs_as_written() {
 
     let mut all: Vec<Example> = examples("README.md");
     all.extend(examples("docs/ci.md"));
+    all.extend(examples("docs/rocm.md"));
     assert!(all.len() >= 25, "the examples were not found: {all:#?}");
     let (mut ran, mut failed, mut skipped) = (0, Vec::new(), Vec::new());
     for ex in &all {

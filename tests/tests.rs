@@ -21,6 +21,7 @@ mod history_cli;
 mod hub;
 mod hub_cli;
 mod levers;
+mod logs_cli;
 mod merge_plot_cli;
 mod model;
 mod newcomer;

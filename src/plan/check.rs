@@ -209,3 +209,38 @@ pub fn list(
     );
     Ok(out)
 }
+
+/// The model config `run --list` costs the cases with: the checkpoint's when it is local
+/// (or already in the Hub cache), else that of `--model`, of the model the Hub reference
+/// names (Wan 2.2 for `wan2.2`), or the Wan 2.1 VAE's, said in the returned note. Never
+/// downloads.
+pub fn list_config(
+    reference: &str,
+    model: Option<crate::model::ModelKind>,
+) -> anyhow::Result<(crate::model::Config, String)> {
+    use crate::weights::source::{self, WeightsRef};
+    let mut named = None;
+    let path = match source::parse(reference)? {
+        WeightsRef::Synthetic => None,
+        WeightsRef::Local(p) => Some(p),
+        WeightsRef::Hub(h) => {
+            // Not cached: the model its name says (`Wan2.2-TI2V-5B`, `wan2.2_vae`).
+            let name = format!("{}/{}", h.repo, h.file).to_ascii_lowercase();
+            if name.contains("2.2") || name.contains("2_2") {
+                named = Some(crate::model::ModelKind::Wan22);
+            }
+            source::hub::lookup_cache(&source::HubSettings::from_env().cache_dir, &h)
+                .ok()
+                .map(|hit| hit.path)
+        }
+    };
+    let asked = model.or(named).unwrap_or(crate::model::ModelKind::Wan21);
+    Ok(match path {
+        None if reference.trim().eq_ignore_ascii_case("synthetic") => (asked.config(), String::new()),
+        None => (
+            asked.config(),
+            format!(" (weights not in the cache: costed as the {})", asked.title()),
+        ),
+        Some(p) => (crate::weights::header::check_file(&p)?.checked.config, String::new()),
+    })
+}

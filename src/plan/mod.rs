@@ -6,7 +6,8 @@
 //! (and, after the run, their verdicts); [`levers`] which engines take which lever values;
 //! [`matrix`] case expansion and the references; [`check`] the size limit, the one-per-run
 //! notes and `run --list`; [`shard`] the part a `--shard K/N` run measures; [`run_files`]
-//! the run's input and output files, checked against each other.
+//! the run's input and output files, checked against each other; [`ready`] the checked
+//! [`ready::Plan`], built in one step, which is all `crate::run` takes.
 //!
 //! Must not: spawn workers, time anything or write a report (that is [`crate::run`]); nothing
 //! here imports from `run`.
@@ -18,6 +19,7 @@ pub mod flags;
 pub mod levers;
 pub mod matrix;
 pub mod options;
+pub mod ready;
 pub mod run_files;
 pub mod shard;
 pub mod user_input;

@@ -14,9 +14,18 @@ use crate::report::profile::KernelRow;
 
 /// Rules in order: the first family whose fragments one occurs in the name wins.
 const RULES: &[(&str, &[&str])] = &[
-    ("winograd", &["winograd", "wino"]),
+    // MIOpen's assembly Winograd kernels are `miopenSp3AsmConv_*` (`..._f3x2_stride1`).
+    ("winograd", &["winograd", "wino", "sp3asmconv"]),
     ("fft", &["fft"]),
-    ("naive/direct", &["naive_conv", "naiveconv", "convdirectnaive"]),
+    // `MIOpenConvUni.kd`: MIOpen's universal direct OpenCL kernel.
+    (
+        "naive/direct",
+        &["naive_conv", "naiveconv", "convdirectnaive", "miopenconvuni"],
+    ),
+    // Transposed convolutions, before `copy/pad` takes their "transpose": torch's im2col
+    // one, and the others (`ConvTranspose1d_dilated_cuda`).
+    ("gemm+im2col", &["slow_conv_transpose"]),
+    ("conv (other)", &["convtranspose", "conv_transpose"]),
     (
         "implicit-gemm/ck",
         &[
@@ -59,11 +68,30 @@ const RULES: &[(&str, &[&str])] = &[
     ("resample", &["upsample", "interpolate", "nearest"]),
     (
         "gemm+im2col",
-        &["im2col", "2col", "vol2col", "slow_conv", "gemmfwd", "gemm_fwd"],
+        &[
+            "im2col",
+            "2col",
+            "vol2col",
+            "slow_conv",
+            "gemmfwd",
+            "gemm_fwd",
+            "gemmbwd",
+            "gemmwrw",
+        ],
     ),
     (
         "naive/direct",
-        &["direct", "convocl", "conv_fwd_nchw", "convolution_forward_direct"],
+        &[
+            "direct",
+            "convocl",
+            "conv_fwd_nchw",
+            "convolution_forward_direct",
+            // MIOpen's assembly direct solvers (`ConvAsm3x3U`, `ConvAsm1x1U`, ...).
+            "convasm1x1",
+            "convasm3x3",
+            "convasm5x10",
+            "convasm7x7",
+        ],
     ),
     ("onednn", &["mkldnn", "onednn", "dnnl", "brgconv", "jit:"]),
     (
@@ -178,6 +206,15 @@ mod tests {
             ("kernel_grouped_conv_fwd_multiple_abd_xdl_cshuffle<ck::GridwiseGemmMultipleABD_xdl_cshuffle<...MNKPadding>>", "implicit-gemm/ck"),
             ("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws2x2_wv0_2x2_cshuffle", "implicit-gemm/ck"),
             ("GemmFwdRest", "gemm+im2col"),
+            // Real ROCm names (tests/fixtures/rocm: MIOpen #3860, tensorflow-upstream #1110).
+            ("miopenSp3AsmConv_v30_3_1_gfx11_fp16_dot2_f3x2_stride1", "winograd"),
+            ("miopenSp3AsmConv_v21_1_3_gfx10_f3x2_fp32_stride1_group", "winograd"),
+            ("MIOpenConvUni.kd", "naive/direct"),
+            ("MIOpenConvUni", "naive/direct"),
+            ("ConvAsm3x3U", "naive/direct"),
+            ("ConvTranspose1d_dilated_cuda", "conv (other)"),
+            ("aten::slow_conv_transpose2d", "gemm+im2col"),
+            ("GemmWrwUniversal", "gemm+im2col"),
             ("Im2d2ColGPU", "gemm+im2col"),
             ("Cijk_Ailk_Bljk_SB_MT128x128x16_MI32x32x2x1_SN_1LDSB0_APM1", "gemm"),
             // torch's own CUDA/HIP kernels around the convolutions.

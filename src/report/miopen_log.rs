@@ -1,7 +1,8 @@
-//! A case's `miopen` record: what MIOpen's log lines on its worker's stderr said, as
-//! `run::miopen` read them.
+//! What ROCm's libraries logged, as records: a case's `miopen` record (MIOpen's lines on
+//! its worker's stderr) and `hipblaslt` record (the GEMMs hipBLASLt logged), and the same
+//! records in `wan-vae-bench logs --json`. Field names are a contract for scripts.
 //!
-//! Must not: read logs (that is `run::miopen`).
+//! Must not: read logs (that is `crate::rocm`).
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -30,6 +31,17 @@ pub struct MiopenLog {
     /// Distinct `MIOpenDriver` command lines, in the order first seen (to replay a slow
     /// convolution).
     pub driver_commands: Vec<String>,
+    /// The distinct convolution problems the commands describe, in the order first seen,
+    /// each with how many command lines named it and the solver its calls ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<ConvProblem>,
+    /// The kernels MIOpen said it launched (`[run] kernel_name = NAME`, log level 6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernels: Vec<KernelCount>,
+    /// The lines that show MIOpen's find or performance database was cold (`Find-db
+    /// regenerating`, `File is unreadable: ...ufdb.txt`): the first few, as logged.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cold_db: Vec<String>,
     /// Solver names and distinct commands not kept: past the caps of 200 distinct solvers and
     /// 1000 distinct commands per case. Absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -38,4 +50,97 @@ pub struct MiopenLog {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// One distinct convolution problem of MIOpen's log: what its `MIOpenDriver` command says,
+/// flags left out at the driver's defaults. Sizes are `[depth, height, width]`; a 2D problem
+/// has depth 1 (and depth pad 0, stride and dilation 1).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ConvProblem {
+    /// The first command line that named it, from the driver word on.
+    pub command: String,
+    /// How many command lines named it.
+    pub count: u64,
+    /// `fwd`, `bwd` (backward data) or `wrw` (weight gradient); the driver's `-F 0` runs
+    /// all three (`fwd+bwd+wrw`).
+    pub direction: String,
+    /// 2 or 3.
+    pub spatial_dims: u8,
+    /// `fp32` (`conv`), `fp16` (`convfp16`), `bf16` (`convbfp16`), `int8`, `fp8`.
+    pub dtype: String,
+    pub n: u64,
+    pub c: u64,
+    pub k: u64,
+    pub input: [u64; 3],
+    pub filter: [u64; 3],
+    pub pad: [u64; 3],
+    pub stride: [u64; 3],
+    pub dilation: [u64; 3],
+    pub groups: u64,
+    /// `-m trans`: a transposed convolution.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub transposed: bool,
+    /// `-I`/`--in_layout` when the command gives one (`NHWC`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<String>,
+    /// `-S N`: the immediate-mode solution the command asks for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub solution_id: Option<i64>,
+    /// The solver MIOpen ran it with most often (tied by order to its command lines);
+    /// `None` when the log names none.
+    pub solver: Option<String>,
+    /// That solver's family (naive/direct, Winograd, implicit GEMM/CK, GEMM, FFT).
+    pub solver_family: Option<String>,
+    /// Every solver its calls ran, counted.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub solvers: BTreeMap<String, u64>,
+}
+
+/// A kernel MIOpen launched, counted, with its family.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct KernelCount {
+    pub name: String,
+    pub count: u64,
+    pub family: String,
+}
+
+/// What hipBLASLt (and rocBLAS) logged: the distinct GEMMs of their bench lines
+/// (`HIPBLASLT_LOG_MASK=32`: `hipblaslt-bench --api_method c -m 4096 -n 4096 -k 4096 ...`;
+/// `ROCBLAS_LAYER=2`: `rocblas-bench -f gemm_ex ...`), most frequent first.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct HipblasltLog {
+    pub gemms: Vec<Gemm>,
+    /// Bench lines not kept: past the cap of 1000 distinct GEMMs. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped: u64,
+}
+
+/// One distinct GEMM of a bench line. hipBLASLt logs PyTorch's row-major matmuls in BLAS
+/// column-major terms (operands swapped), so `m` and `n` are the library's, not torch's.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct Gemm {
+    /// The bench line as first logged, from the tool's name on, spaces collapsed.
+    pub command: String,
+    /// How many times it was logged.
+    pub count: u64,
+    /// `hipblaslt-bench` or `rocblas-bench`.
+    pub tool: String,
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub batch: u64,
+    #[serde(rename = "transA")]
+    pub trans_a: String,
+    #[serde(rename = "transB")]
+    pub trans_b: String,
+    pub a_type: Option<String>,
+    pub b_type: Option<String>,
+    pub c_type: Option<String>,
+    pub d_type: Option<String>,
+    pub compute_type: Option<String>,
+    pub solution_index: Option<i64>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }

@@ -15,9 +15,9 @@ use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::miopen::MiopenParser;
 use crate::engine::protocol::{DONE_MARKER, PHASE_MARKER, READY_MARKER, START_MARKER};
 use crate::report::MiopenLog;
+use crate::rocm::miopen::MiopenParser;
 
 /// Lines of worker stderr kept for the report, per case.
 pub const STDERR_TAIL_LINES: usize = 40;

@@ -3,7 +3,7 @@
 //! options -> cases ([`crate::plan`]) -> [`scheduler`] (order, the run loop, pacing) ->
 //! [`executor`] (a case in a worker process: [`pool`] of [`live_worker`]s, leased per engine
 //! and env variant; [`blame`] says whose a death is; [`scratch`] the run's folder; MIOpen's
-//! lines read by [`miopen`]) -> [`outputs`] (the outputs files, quality against references)
+//! lines read by `crate::rocm`; [`gemm_log`] hipBLASLt's log file) -> [`outputs`] (the outputs files, quality against references)
 //! -> the report, rewritten after every case. Beside it: [`profile_pass`] (the extra profiled
 //! pass of `--profile`), [`oom`] (what did not fit, in words), [`progress`] (the bar),
 //! `measured` (the line above the results table), [`interrupt`] (SIGINT/SIGTERM: stop, keep
@@ -20,16 +20,15 @@ use crate::engine::protocol::RunSpec;
 use crate::engine::shared_files;
 use crate::engine::EngineDirs;
 use crate::error::UserError;
-use crate::model::Config;
-use crate::plan::weights_choice::ResolvedModel;
-use crate::report::{CaseStatus, ModelInfo, Report, RunSettings};
+use crate::plan::ready::{self, Checked, Plan, Request};
+use crate::report::{CaseStatus, Report, RunSettings};
 
 pub mod blame;
 pub mod executor;
+pub mod gemm_log;
 pub mod interrupt;
 pub mod live_worker;
 mod measured;
-pub mod miopen;
 pub mod oom;
 pub mod outputs;
 pub mod pool;
@@ -39,14 +38,10 @@ pub mod scheduler;
 pub mod scratch;
 pub mod tool_env;
 
-use crate::plan::{
-    budgets, check, config, env_sweep, flags, matrix, options, run_files, shard, user_input, weights_choice,
-};
+use crate::plan::{budgets, check, config, env_sweep, flags, matrix, options, run_files, weights_choice};
 use crate::telemetry;
 
-use crate::axes::{FRAMES, PASSES, SIZE};
 use crate::export::{Exporter, TextTable};
-use flags::MatrixFlags;
 use matrix::Case;
 use options::BenchOptions;
 pub use scheduler::RECORD_ENV_VAR;
@@ -60,7 +55,7 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub config: Option<PathBuf>,
     #[command(flatten)]
-    pub flags: MatrixFlags,
+    pub flags: flags::MatrixFlags,
     #[command(flatten)]
     pub exports: crate::export::RunExports,
     /// Write the JSON report to FILE: the same as -o/--output (`-`: on stdout, as --json).
@@ -196,15 +191,25 @@ pub fn default_output(host: Option<&str>) -> PathBuf {
 /// number, and an existing report is left as it was when no case had finished.
 pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     let mut opts = run_options(&mut args)?;
-    // With `--input` the frames and size come from the file, so the plan is checked once
-    // the input is read (below); otherwise here, before anything else.
+    let request = Request {
+        flags: &args.flags,
+        max_cases: args.max_cases.unwrap_or(check::DEFAULT_MAX_CASES),
+        list: args.list,
+        shard: args.flags.shard,
+        export_trace: args.profile.export_trace.as_deref(),
+        fault_hooks: args.fault_hooks,
+    };
+    // With `--input` the frames and size come from the file, so the matrix is checked once
+    // the input is read (`Plan::build`); otherwise here, before anything else.
     if opts.input.is_none() {
-        if let Some(code) = check_plan(&opts, &args)? {
-            return Ok(code);
+        if let Checked::Listed(text) = ready::check_matrix(&opts, &request)? {
+            crate::out!("{text}");
+            return Ok(0);
         }
     }
     scratch::check_temp_folder(&std::env::temp_dir())?;
-    if let Some(note) = opts.budgets.isolate_for_peak_rss(&mut args.isolate) {
+    let mut isolate = args.isolate;
+    if let Some(note) = opts.budgets.isolate_for_peak_rss(&mut isolate) {
         crate::errln!("{note}");
     }
     // Before the system facts are read: one of them may say where they come from.
@@ -232,66 +237,26 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     // An existing report stays as it was until a case has finished.
     let old_report = std::fs::symlink_metadata(&output).is_ok();
     let model = weights_choice::ResolvedModel::resolve(&opts)?;
-    // Read and checked once, in the parent, against the model's config; the workers get
-    // the checked tensor as a file.
-    let input = match opts.input.clone() {
-        None => None,
-        Some(path) => {
-            let file = user_input::load(&path, opts.input_tensor.as_deref(), &model.cfg)?;
-            apply_input(&mut opts, &args.flags, &file)?;
-            if let Some(code) = check_plan(&opts, &args)? {
-                return Ok(code);
-            }
-            Some(file)
+    let mut plan = match Plan::build(opts, model, &request)? {
+        Ok(plan) => plan,
+        Err(listing) => {
+            crate::out!("{listing}");
+            return Ok(0);
         }
     };
-    let (mut cases, seed, shard) = plan_cases(&opts, &model.cfg, args.flags.shard)?;
-    // Each trace a profiled pass will write, checked as every output is, before any case
-    // runs: a folder or a FIFO at its name would be replaced (torch's rename) or found only
-    // when the case's profile is lost.
-    if let Some(dir) = &args.profile.export_trace {
-        for c in &cases {
-            let stem = crate::profile::options::file_name(&c.id);
-            let passes = [
-                ("encode", c.settings.passes.encodes()),
-                ("decode", c.settings.passes.decodes()),
-            ];
-            for (pass, _) in passes.iter().filter(|(_, timed)| *timed) {
-                crate::files::check_output(
-                    &crate::profile::options::trace_file(&dir.join(&stem), pass),
-                    "--export-trace file",
-                )?;
-            }
-        }
-    }
+    args.isolate = isolate;
     // A shuffled order is grouped by worker; an order as written stays as written (a worker
     // then ends wherever the next case needs another).
-    if args.isolate == crate::values::Isolate::Worker && opts.order == crate::values::Order::Shuffled {
-        scheduler::group_by_worker(&mut cases);
+    if args.isolate == crate::values::Isolate::Worker && plan.opts.order == crate::values::Order::Shuffled {
+        scheduler::group_by_worker(&mut plan.cases);
     }
-    let settings: Vec<_> = cases.iter().map(|c| c.settings.clone()).collect();
-    let latent = input.as_ref().is_some_and(|i| i.is_latent);
-    crate::engine::preparer::check_run(&opts.device, &settings, latent, args.fault_hooks)?;
-    // The clips the parent makes for the Python worker must fit in its memory: checked
-    // before anything is created.
-    for (frames, width, height) in clip_sizes(&cases) {
-        crate::engine::clip::check_fits(frames, width, height)?;
-    }
-    let kind = model.cfg.kind();
-    let mut report = new_report(
-        &opts,
-        system,
-        model.info.clone(),
-        &cases,
-        seed,
-        input.as_ref(),
-        args.fault_hooks,
-    );
-    (report.run.overrides, report.run.shard) = (overrides, shard);
+    let kind = plan.model.cfg.kind();
+    let mut report = new_report(&plan, system, args.fault_hooks);
+    (report.run.overrides, report.run.shard) = (overrides, plan.shard.take());
     report.run.isolate = args.isolate.name().to_string();
     interrupt::install()?;
     crate::process::become_subreaper();
-    let (executor, run_wide) = start_workers(&opts, &args, model, input, &cases)?;
+    let (executor, run_wide, opts, cases) = start_workers(plan, &args)?;
     // The report is first written once a case has finished: a failed set-up, or a signal
     // before the first case ends, leaves an existing report as it was (the scheduler checks
     // for a signal that came during set-up before it starts a case).
@@ -305,7 +270,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
         cooldown_s: args.flags.cooldown.unwrap_or(0.0),
         wait_temp_c: args.flags.wait_temp,
     };
-    if let Some(line) = cases_line(total, added, seed) {
+    if let Some(line) = cases_line(total, added, report.run.shuffle_seed) {
         scheduler.println(&line);
     }
     let signal = scheduler.run(&mut report, &output)?;
@@ -338,8 +303,6 @@ fn run_options(args: &mut RunArgs) -> anyhow::Result<BenchOptions> {
     }
     Ok(opts)
 }
-
-type Planned = (Vec<Case>, Option<u64>, Option<crate::report::shard::ShardRecord>);
 
 /// The line above the progress: how many cases, how many were added as quality references,
 /// and the shuffle seed; none for an unshuffled run with nothing added.
@@ -399,51 +362,9 @@ fn command_words() -> Vec<String> {
         .collect()
 }
 
-/// The cases to run: the matrix, every case checked against the model before any starts,
-/// the quality references it lacks (with `--shard`, part K's), in run order; the seed; the part.
-fn plan_cases(opts: &BenchOptions, cfg: &Config, part: Option<shard::ShardSpec>) -> anyhow::Result<Planned> {
-    let mut cases = matrix::expand(opts);
-    if cases.is_empty() {
-        // Unusable input, not a run of nothing: no report is written (an existing one stays).
-        let why = crate::plan::levers::unplanned_note(opts).map_or(String::new(), |n| format!(" ({n})"));
-        return Err(UserError::Other(format!("nothing to run: the matrix plans no case{why}")).into());
-    }
-    check::check_cases(&cases, cfg)?;
-    matrix::add_references(&mut cases);
-    matrix::check_unique(&cases)?;
-    let shard = shard::apply(&mut cases, part, opts, cfg);
-    let seed = scheduler::schedule(&mut cases, opts.order, opts.seed);
-    Ok((cases, seed, shard))
-}
-
-/// Whether any of `cases` runs in the Python worker (the run then needs an interpreter,
-/// and the files every engine reads).
-fn runs_python(cases: &[Case]) -> bool {
-    cases
-        .iter()
-        .any(|c| crate::engine::spec(c.settings.engine).runs_python())
-}
-
-/// The clips the parent writes for the Python worker, one per frames x size of the run;
-/// none when no case runs in it.
-fn clip_sizes(cases: &[Case]) -> std::collections::BTreeSet<(usize, usize, usize)> {
-    if !runs_python(cases) {
-        return Default::default();
-    }
-    let size = |c: &Case| (c.settings.frames, c.settings.width, c.settings.height);
-    cases.iter().map(size).collect()
-}
-
 /// The report before any case ran.
-fn new_report(
-    opts: &BenchOptions,
-    system: crate::system::SystemInfo,
-    model: ModelInfo,
-    cases: &[Case],
-    seed: Option<u64>,
-    input: Option<&user_input::InputFile>,
-    fault_hooks: bool,
-) -> Report {
+fn new_report(plan: &Plan, system: crate::system::SystemInfo, fault_hooks: bool) -> Report {
+    let opts = &plan.opts;
     let created_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
@@ -452,17 +373,17 @@ fn new_report(
         tool: crate::tool::this_tool(),
         created_at,
         system,
-        model,
+        model: plan.model.info.clone(),
         run: RunSettings {
             device: opts.device.clone(),
             warmup: opts.warmup,
             runs: opts.runs,
             timeout_s: opts.timeout_s,
             order: opts.order.name().to_string(),
-            shuffle_seed: seed,
+            shuffle_seed: plan.seed,
             config_path: opts.config_path.as_ref().map(|p| p.display().to_string()),
-            input: input.map(|i| i.record.clone()),
-            python: runs_python(cases).then(|| opts.python()),
+            input: plan.input.as_ref().map(|i| i.record.clone()),
+            python: plan.runs_python().then(|| opts.python()),
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
             fault_hooks,
             command: command_words(),
@@ -477,13 +398,15 @@ fn new_report(
 /// The executor (the run's scratch folder) and what every worker spec shares: the user's
 /// input saved for the workers and, when the Python worker takes part, the worker's files
 /// and the weights and clips every engine reads, written once.
-fn start_workers(
-    opts: &BenchOptions,
-    args: &RunArgs,
-    model: ResolvedModel,
-    input: Option<user_input::InputFile>,
-    cases: &[Case],
-) -> anyhow::Result<(executor::Executor, RunWide)> {
+fn start_workers(plan: Plan, args: &RunArgs) -> anyhow::Result<(executor::Executor, RunWide, BenchOptions, Vec<Case>)> {
+    let (clips, python) = (plan.clip_sizes(), plan.runs_python());
+    let Plan {
+        opts,
+        model,
+        input,
+        cases,
+        ..
+    } = plan;
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
     executor.show_output = args.flags.show_output;
@@ -497,9 +420,9 @@ fn start_workers(
     };
     drop(input);
     let kind = Some(model.cfg.kind());
-    let shared = if runs_python(cases) {
+    let shared = if python {
         executor.prepare_python(opts.python())?;
-        shared_files::write_shared(&executor.scratch, &model.source, kind, clip_sizes(cases))?
+        shared_files::write_shared(&executor.scratch, &model.source, kind, clips)?
     } else {
         shared_files::Shared::default()
     };
@@ -519,7 +442,7 @@ fn start_workers(
         profile: args.profile.request()?,
         engine_dirs: opts.engine_dirs.clone(),
     };
-    Ok((executor, run_wide))
+    Ok((executor, run_wide, opts, cases))
 }
 
 /// After the last case: check the budgets (once every case and its quality is known; an added
@@ -604,92 +527,5 @@ fn finish(
         0
     } else {
         1
-    })
-}
-
-/// Frames and size come from the input file: a `--frames`/`--size` that disagrees is an
-/// error naming both; a latent can only be decoded.
-fn apply_input(opts: &mut BenchOptions, flags: &MatrixFlags, file: &user_input::InputFile) -> anyhow::Result<()> {
-    let path = file.record.path.as_str();
-    let what = format!(
-        "--input {path} (tensor `{}` {:?}: {} frames at {}x{})",
-        file.record.tensor, file.record.shape, file.frames, file.width, file.height
-    );
-    let frames = file.frames.to_string();
-    if let Some(given) = flags.axes.get(&FRAMES).filter(|g| *g != [frames.as_str()]) {
-        return Err(UserError::Other(format!(
-            "--frames {} conflicts with {what}: frames come from the input; drop --frames",
-            given.join(",")
-        ))
-        .into());
-    }
-    let size = format!("{}x{}", file.width, file.height);
-    if let Some(given) = flags.axes.get(&SIZE).filter(|g| *g != [size.as_str()]) {
-        return Err(UserError::Other(format!(
-            "--size {} conflicts with {what}: the size comes from the input; drop --size",
-            given.join(",")
-        ))
-        .into());
-    }
-    if file.is_latent {
-        if let Some(p) = opts.axes.each(&PASSES).map(|s| s.passes).find(|p| p.encodes()) {
-            return Err(UserError::Other(format!(
-                "{what} is a latent, which can only be decoded, but passes includes `{}`: use --passes decode",
-                p.name()
-            ))
-            .into());
-        }
-    }
-    opts.axes.set(&FRAMES, &[frames], "--input")?;
-    opts.axes.set(&SIZE, &[size], "--input")?;
-    Ok(())
-}
-
-/// The matrix size limit, the frame-count and knob notes, `--list` (ends it: `Some(0)`).
-fn check_plan(opts: &BenchOptions, args: &RunArgs) -> anyhow::Result<Option<i32>> {
-    check::check_size(opts, args.max_cases.unwrap_or(check::DEFAULT_MAX_CASES))?;
-    for w in check::notes(opts) {
-        crate::errln!("{w}");
-    }
-    if args.list {
-        let (cfg, note) = list_config(&opts.weights, opts.model)?;
-        crate::out!("{}", check::list(opts, &cfg, &note, args.flags.shard)?);
-        return Ok(Some(0));
-    }
-    Ok(None)
-}
-
-/// The model config `run --list` costs the cases with: the checkpoint's when it is local
-/// (or already in the Hub cache), else that of `--model`, of the model the Hub reference
-/// names (Wan 2.2 for `wan2.2`), or the Wan 2.1 VAE's, said in the returned note. Never
-/// downloads.
-fn list_config(
-    reference: &str,
-    model: Option<crate::model::ModelKind>,
-) -> anyhow::Result<(crate::model::Config, String)> {
-    use crate::weights::source::{self, WeightsRef};
-    let mut named = None;
-    let path = match source::parse(reference)? {
-        WeightsRef::Synthetic => None,
-        WeightsRef::Local(p) => Some(p),
-        WeightsRef::Hub(h) => {
-            // Not cached: the model its name says (`Wan2.2-TI2V-5B`, `wan2.2_vae`).
-            let name = format!("{}/{}", h.repo, h.file).to_ascii_lowercase();
-            if name.contains("2.2") || name.contains("2_2") {
-                named = Some(crate::model::ModelKind::Wan22);
-            }
-            source::hub::lookup_cache(&source::HubSettings::from_env().cache_dir, &h)
-                .ok()
-                .map(|hit| hit.path)
-        }
-    };
-    let asked = model.or(named).unwrap_or(crate::model::ModelKind::Wan21);
-    Ok(match path {
-        None if reference.trim().eq_ignore_ascii_case("synthetic") => (asked.config(), String::new()),
-        None => (
-            asked.config(),
-            format!(" (weights not in the cache: costed as the {})", asked.title()),
-        ),
-        Some(p) => (crate::weights::header::check_file(&p)?.checked.config, String::new()),
     })
 }

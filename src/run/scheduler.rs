@@ -1,7 +1,7 @@
-//! The scheduler: case order (shuffled with a recorded seed, the default, so slow drift of
-//! the machine does not line up with one axis of the matrix, or as written; a shuffled order
-//! is then grouped by worker, [`group_by_worker`], which puts engine, env variant and
-//! precision in blocks and keeps the rest shuffled), and [`Scheduler::run`], which paces the
+//! The scheduler: the plan's order (`crate::plan::ready::order`: shuffled with a recorded
+//! seed, the default, so slow drift of the machine does not line up with one axis of the
+//! matrix, or as written) grouped by worker, [`group_by_worker`], which puts engine, env
+//! variant and precision in blocks and keeps the rest shuffled, and [`Scheduler::run`], which paces the
 //! cases ([`Pacing`]: `--cooldown`, `--wait-temp`), runs each through the executor with the
 //! parent's telemetry sampler beside it (a case its engine cannot run,
 //! [`crate::engine::EngineSpec::unsupported`], is recorded without starting a worker), records
@@ -20,20 +20,7 @@ use crate::engine::EngineDirs;
 use crate::plan::matrix::Case;
 use crate::report::{CaseRecord, CaseStatus, Report};
 use crate::settings::CaseSettings;
-use crate::values::{MiopenDb, Order, Passes, Switch};
-
-/// Order `items`; returns the seed used (`None` when not shuffled). A `None` seed draws one.
-pub fn schedule<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u64> {
-    match order {
-        Order::AsWritten => None,
-        Order::Shuffled => {
-            // Drawn seeds stay below 2^53 so that JSON readers using doubles keep them exact.
-            let seed = seed.unwrap_or_else(crate::shuffle::fresh_seed);
-            crate::shuffle::shuffle(items, seed);
-            Some(seed)
-        }
-    }
-}
+use crate::values::{MiopenDb, Passes, Switch};
 
 /// Put the cases that may share a worker process next to each other, so that each group's
 /// worker starts once: groups in the order of their first case, cases within a group in
@@ -555,23 +542,5 @@ fn case_line(c: &CaseRecord) -> String {
                 crate::format::printable(first)
             )
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn same_seed_same_order() {
-        let mut a: Vec<u32> = (0..20).collect();
-        let mut b = a.clone();
-        assert_eq!(schedule(&mut a, Order::Shuffled, Some(7)), Some(7));
-        schedule(&mut b, Order::Shuffled, Some(7));
-        assert_eq!(a, b);
-        assert_ne!(a, (0..20).collect::<Vec<_>>());
-        let mut c: Vec<u32> = (0..20).collect();
-        assert_eq!(schedule(&mut c, Order::AsWritten, Some(7)), None);
-        assert_eq!(c, (0..20).collect::<Vec<_>>());
     }
 }

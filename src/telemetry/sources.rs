@@ -437,4 +437,25 @@ mod tests {
         assert!(r.reasons.iter().all(|n| is_thermal_or_power(n)));
         assert!(parse_nvidia("1410, 1980").is_none());
     }
+
+    /// Issue 47: on APUs `power1_average` can fail with EINVAL (lm-sensors #144 shows
+    /// `grep: /sys/class/hwmon/hwmon0/power1_average: Invalid argument` on an amdgpu hwmon);
+    /// the reading then takes `power1_input`. A folder at the name fails the read the same way.
+    #[test]
+    fn an_unreadable_power1_average_falls_back_to_power1_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let hwmon = dir.path().join("hwmon/hwmon0");
+        std::fs::create_dir_all(hwmon.join("power1_average")).unwrap();
+        std::fs::write(hwmon.join("name"), "amdgpu\n").unwrap();
+        std::fs::write(hwmon.join("power1_input"), "14000000\n").unwrap();
+        std::fs::write(hwmon.join("temp1_input"), "28000\n").unwrap();
+        let mut amd = Amd {
+            dir: dir.path().to_path_buf(),
+        };
+        let got = amd.observe(Duration::ZERO);
+        let Some(Observation::At(_, r)) = got.first() else {
+            panic!("one reading")
+        };
+        assert_eq!((r.power_w, r.temp_c), (Some(14.0), Some(28.0)));
+    }
 }

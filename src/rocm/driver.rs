@@ -1,0 +1,195 @@
+//! One `MIOpenDriver` convolution command, read into its problem: direction, 2D or 3D,
+//! data type and shape. Commands come as MIOpen logs them (`MIOPEN_ENABLE_LOGGING_CMD=1`:
+//! `./bin/MIOpenDriver conv -n 1 -c 96 --in_d 6 ...`), as a user types them (`MIOpenDriver.exe
+//! convbfp16 ...`, long flags such as `--in_channels 24 --fil_w 5`), as the driver echoes
+//! them (`MIOpenDriver: conv ...`), and as the proposed execution summary quotes them
+//! (`Problem="conv -n 100 ..."`). A flag the command leaves out takes the driver's own default
+//! (`driver/conv_driver.hpp`, `ConvDriver::AddCmdLineArgs`, [`FLAGS`]).
+//!
+//! Must not: count or keep commands (that is [`super::miopen`]).
+use crate::report::ConvProblem;
+
+/// The driver's convolution flags this reader uses: long name, short name, default.
+/// From MIOpen's `driver/conv_driver.hpp` (`AddInputFlag(long, short, default, ...)`).
+pub const FLAGS: &[(&str, char, i64)] = &[
+    ("spatial_dim", '_', 2),
+    ("forw", 'F', 0),
+    ("batchsize", 'n', 100),
+    ("in_channels", 'c', 3),
+    ("in_d", '!', 32),
+    ("in_h", 'H', 32),
+    ("in_w", 'W', 32),
+    ("out_channels", 'k', 32),
+    ("fil_d", '@', 3),
+    ("fil_h", 'y', 3),
+    ("fil_w", 'x', 3),
+    ("conv_stride_d", '#', 1),
+    ("conv_stride_h", 'u', 1),
+    ("conv_stride_w", 'v', 1),
+    ("pad_d", '$', 0),
+    ("pad_h", 'p', 0),
+    ("pad_w", 'q', 0),
+    ("dilation_d", '^', 1),
+    ("dilation_h", 'l', 1),
+    ("dilation_w", 'j', 1),
+    ("group_count", 'g', 1),
+    ("solution", 'S', -1),
+];
+
+/// The driver's subcommands for convolutions and the data type each runs in.
+const SUBCOMMANDS: &[(&str, &str)] = &[
+    ("conv", "fp32"),
+    ("convfp16", "fp16"),
+    ("convbfp16", "bf16"),
+    ("convint8", "int8"),
+    ("convfp8", "fp8"),
+];
+
+/// Where a driver command starts in `line`: at the `MIOpenDriver` word (any path or `.exe`
+/// with it) followed by a convolution subcommand, or at `Problem="conv ...`. Returns the
+/// command's text, from the driver word (or the subcommand) to its end, quotes trimmed.
+pub fn find(line: &str) -> Option<&str> {
+    if let Some(at) = line.find("Problem=\"") {
+        let rest = &line[at + "Problem=\"".len()..];
+        let text = &rest[..rest.find('"').unwrap_or(rest.len())];
+        return subcommand(text.split_whitespace().next()?).map(|_| text.trim());
+    }
+    let mut from = 0;
+    while let Some(at) = line[from..].find("MIOpenDriver") {
+        let start = from + at;
+        let after = &line[start + "MIOpenDriver".len()..];
+        let after = after.strip_prefix(".exe").unwrap_or(after);
+        // `MIOpenDriver: conv ...`, the echo of older drivers.
+        let after = after.strip_prefix(':').unwrap_or(after);
+        if after.starts_with(char::is_whitespace) && after.split_whitespace().next().and_then(subcommand).is_some() {
+            // Keep a path in front of the driver, as logged (`./bin/MIOpenDriver`).
+            let begin = line[..start]
+                .rfind(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+                .map_or(0, |s| s + 1);
+            let text = line[begin..].trim_end();
+            return Some(text.trim_end_matches(['"', '\'']).trim_end());
+        }
+        from = start + "MIOpenDriver".len();
+    }
+    None
+}
+
+fn subcommand(word: &str) -> Option<&'static str> {
+    SUBCOMMANDS.iter().find(|(s, _)| *s == word).map(|(_, dtype)| *dtype)
+}
+
+/// The problem a command (as [`find`] returns it) describes; `None` when it is no
+/// convolution command or a flag's value is not a number.
+pub fn problem(command: &str) -> Option<ConvProblem> {
+    let mut words = command.split_whitespace();
+    let mut first = words.next()?;
+    if first.contains("MIOpenDriver") {
+        first = words.next()?;
+    }
+    let dtype = subcommand(first)?;
+    let mut values: Vec<i64> = FLAGS.iter().map(|f| f.2).collect();
+    let mut mode = "conv".to_string();
+    let mut layout = None;
+    let words: Vec<&str> = words.collect();
+    let mut i = 0;
+    while i < words.len() {
+        let flag = words[i];
+        let value = words.get(i + 1).copied();
+        i += 1;
+        let name = if let Some(long) = flag.strip_prefix("--") {
+            long
+        } else if let Some(short) = flag.strip_prefix('-').filter(|s| s.chars().count() == 1) {
+            let c = short.chars().next()?;
+            match FLAGS.iter().find(|f| f.1 == c) {
+                Some(f) => f.0,
+                None if c == 'm' => "mode",
+                None if c == 'I' => "in_layout",
+                None => short,
+            }
+        } else {
+            // A stray word (a value of a flag this reader does not know takes none).
+            continue;
+        };
+        let Some(value) = value else { break };
+        i += 1;
+        match name {
+            "mode" => mode = value.to_string(),
+            "in_layout" => layout = Some(value.to_string()),
+            _ => {
+                if let Some(k) = FLAGS.iter().position(|f| f.0 == name) {
+                    values[k] = value.parse().ok()?;
+                }
+            }
+        }
+    }
+    let get = |name: &str| values[FLAGS.iter().position(|f| f.0 == name).expect("a known flag")];
+    let dims = get("spatial_dim");
+    // The depth flags act in 3D only (2D commands may carry `--conv_stride_d 0`).
+    let d = |name: &str, two_d: i64| if dims == 3 { get(name) } else { two_d };
+    let nonneg = |v: i64| u64::try_from(v).ok();
+    Some(ConvProblem {
+        command: command.to_string(),
+        count: 0,
+        direction: direction(get("forw")).to_string(),
+        spatial_dims: u8::try_from(dims).ok()?,
+        dtype: dtype.to_string(),
+        n: nonneg(get("batchsize"))?,
+        c: nonneg(get("in_channels"))?,
+        k: nonneg(get("out_channels"))?,
+        input: [nonneg(d("in_d", 1))?, nonneg(get("in_h"))?, nonneg(get("in_w"))?],
+        filter: [nonneg(d("fil_d", 1))?, nonneg(get("fil_h"))?, nonneg(get("fil_w"))?],
+        pad: [nonneg(d("pad_d", 0))?, nonneg(get("pad_h"))?, nonneg(get("pad_w"))?],
+        stride: [
+            nonneg(d("conv_stride_d", 1))?,
+            nonneg(get("conv_stride_h"))?,
+            nonneg(get("conv_stride_w"))?,
+        ],
+        dilation: [
+            nonneg(d("dilation_d", 1))?,
+            nonneg(get("dilation_h"))?,
+            nonneg(get("dilation_w"))?,
+        ],
+        groups: nonneg(get("group_count"))?,
+        transposed: mode == "trans",
+        layout,
+        solution_id: Some(get("solution")).filter(|s| *s >= 0),
+        solver: None,
+        solver_family: None,
+        solvers: Default::default(),
+    })
+}
+
+/// `-F`: 1 forward, 2 backward data, 4 weight gradient; the driver's default 0 runs all three
+/// (and 3, 5, 6 two of them).
+fn direction(forw: i64) -> &'static str {
+    match forw {
+        1 => "fwd",
+        2 => "bwd",
+        4 => "wrw",
+        3 => "fwd+bwd",
+        5 => "fwd+wrw",
+        6 => "bwd+wrw",
+        _ => "fwd+bwd+wrw",
+    }
+}
+
+/// The problem's identity: everything but the command's spelling and the counts.
+pub fn key(p: &ConvProblem) -> String {
+    format!(
+        "{} {} {}d n{} c{} k{} in{:?} fil{:?} pad{:?} str{:?} dil{:?} g{} t{} {:?}",
+        p.direction,
+        p.dtype,
+        p.spatial_dims,
+        p.n,
+        p.c,
+        p.k,
+        p.input,
+        p.filter,
+        p.pad,
+        p.stride,
+        p.dilation,
+        p.groups,
+        p.transposed,
+        p.layout
+    )
+}

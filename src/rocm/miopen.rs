@@ -1,0 +1,380 @@
+//! MIOpen's log, one line at a time (`MIOPEN_ENABLE_LOGGING_CMD=1`, `MIOPEN_LOG_LEVEL=5`
+//! or 6): the solver each convolution ran, the distinct problems of its `MIOpenDriver`
+//! commands ([`super::driver`]), the kernels it launched, its version and find mode, and
+//! whether its databases were cold. Lines start with `MIOpen(HIP): `, `MIOpen(OpenCL): ` or
+//! `MIOpen: ` (MIOpen 3.6), wherever on the line ([`strip_prefix`]), e.g.
+//!
+//! ```text
+//! MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1 -c 96 --in_d 6 -H 482 ...
+//! MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 1179648
+//! MIOpen(HIP): Info [FillFindReturnParameters] FW Chosen Algorithm: GemmFwdRest , 4718592000, 458.512
+//! ```
+//!
+//! A solver counts as run only from a line that says MIOpen chose or ran it: a Find's
+//! `Chosen Algorithm`, immediate mode's `[Convolution...Immediate] solver_id = NAME`, the
+//! execution summary's `Solver="NAME"`, the driver's own `Solution: 84/NAME`. A solver only
+//! evaluated, listed, compiled or registered as one algorithm's best is kept apart, and a
+//! solver line is tied to the command logged just before it (by order).
+//!
+//! Linear in the log's length, with flat memory: at most [`MAX_COMMANDS`] distinct commands
+//! and problems, [`MAX_SOLVERS`] distinct solver names and kernels are kept; the rest are
+//! counted in `dropped`.
+//!
+//! Must not: read files or processes (callers feed it lines).
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::driver;
+use crate::report::{KernelCount, MiopenLog};
+
+/// Distinct `MIOpenDriver` commands (and problems) kept.
+pub const MAX_COMMANDS: usize = 1000;
+/// Distinct solver names (and kernel names) counted.
+pub const MAX_SOLVERS: usize = 200;
+/// Lines kept as evidence of a cold database.
+const MAX_EVIDENCE: usize = 8;
+
+/// Collects what MIOpen logged, one line at a time.
+#[derive(Debug, Default)]
+pub struct MiopenParser {
+    log: MiopenLog,
+    seen: HashSet<String>,
+    problem_at: HashMap<String, usize>,
+    kernels: BTreeMap<String, u64>,
+    /// The last command logged and not yet tied to a solver line, and its problem.
+    last_command: Option<(String, Option<usize>)>,
+    /// A command a shell line continues with `\` on the next lines.
+    continued: Option<String>,
+    /// Version lines read (not consumed: they stay in a worker's stderr tail).
+    version_lines: u64,
+}
+
+impl MiopenParser {
+    /// Take one line; true when it was one of MIOpen's (or a driver command) and was read.
+    pub fn line(&mut self, line: &str) -> bool {
+        if let Some(mut text) = self.continued.take() {
+            text.push(' ');
+            text.push_str(line.trim().trim_end_matches('\\').trim());
+            if line.trim_end().ends_with('\\') {
+                self.continued = Some(text);
+            } else {
+                self.command(&text);
+            }
+            return true;
+        }
+        // MIOpenDriver's own report of what it ran: `MIOpen Forward Conv. Algorithm: 3,
+        // Solution: 15/ConvBinWinogradRxS`.
+        if line.contains("Conv. Algorithm:") {
+            if let Some(id_name) = after(line, "Solution: ") {
+                let name = id_name.split_once('/').map_or(id_name, |(_, n)| n);
+                self.ran(name);
+                return true;
+            }
+        }
+        let Some(rest) = strip_prefix(line) else {
+            // A command as typed, echoed or quoted, without MIOpen's prefix; or a find-db
+            // record (`KEY-F=Solver:time,workspace,algo;...`).
+            if let Some(cmd) = driver::find(line) {
+                if cmd.ends_with('\\') {
+                    self.continued = Some(cmd.trim_end_matches('\\').trim_end().to_string());
+                } else {
+                    self.command(cmd);
+                }
+                return true;
+            }
+            return self.find_db_record(line);
+        };
+        if rest.contains("[LogConvolutionExecution]") {
+            // The one-line summary (ROCm/rocm-libraries PR #4346): the problem and its solver.
+            if let (Some(cmd), Some(solver)) = (driver::find(rest), quoted(rest, "Solver=\"")) {
+                self.command(cmd);
+                self.ran(solver);
+                return true;
+            }
+        }
+        if let Some(solver) = chosen_solver(rest).or_else(|| immediate_solver(rest)) {
+            self.ran(solver);
+            return true;
+        }
+        if let Some(solver) = evaluated_solver(rest) {
+            count(&mut self.log.evaluated_solvers, solver, &mut self.log.dropped);
+            return true;
+        }
+        if let Some(mode) = after(rest, "MIOPEN_FIND_MODE = ") {
+            push_new(&mut self.log.find_modes, mode, 16);
+            return true;
+        }
+        if let Some(version) = after(rest, "MIOpen version ") {
+            push_new(&mut self.log.versions, version.trim_end_matches(','), 16);
+            self.version_lines += 1;
+            // The line may say more (`ROCm MD version ..., HIP version ...`): not consumed.
+            return false;
+        }
+        if let Some(kernel) = after(rest, "kernel_name = ").filter(|_| rest.contains("[run]")) {
+            count(&mut self.kernels, kernel.trim_end_matches(','), &mut self.log.dropped);
+            return true;
+        }
+        if rest.contains("Find-db regenerating") || (rest.contains("File is unreadable") && rest.contains("db")) {
+            if self.log.cold_db.len() < MAX_EVIDENCE {
+                self.log.cold_db.push(rest.trim().to_string());
+            }
+            return true;
+        }
+        if rest.contains("[LogCmd") {
+            if let Some(cmd) = driver::find(rest) {
+                self.command(cmd);
+                return true;
+            }
+        }
+        self.find_db_record(rest)
+    }
+
+    /// The lines read that were not consumed (version lines).
+    pub fn version_lines(&self) -> u64 {
+        self.version_lines
+    }
+
+    /// A file ended: a command of one file is never tied to a solver line of the next.
+    pub fn end_of_input(&mut self) {
+        if let Some(text) = self.continued.take() {
+            self.command(&text);
+        }
+        self.last_command = None;
+    }
+
+    /// A command line: kept once (to replay), its problem counted, and remembered for the
+    /// solver line of its call.
+    fn command(&mut self, text: &str) {
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !self.seen.contains(&text) {
+            if self.seen.len() < MAX_COMMANDS {
+                self.seen.insert(text.clone());
+                self.log.driver_commands.push(text.clone());
+            } else {
+                self.log.dropped += 1;
+            }
+        }
+        let problem = driver::problem(&text).and_then(|p| {
+            let key = driver::key(&p);
+            match self.problem_at.get(&key) {
+                Some(&i) => Some(i),
+                None if self.log.problems.len() < MAX_COMMANDS => {
+                    self.problem_at.insert(key, self.log.problems.len());
+                    self.log.problems.push(p);
+                    Some(self.log.problems.len() - 1)
+                }
+                None => None,
+            }
+        });
+        if let Some(i) = problem {
+            self.log.problems[i].count += 1;
+        }
+        self.last_command = Some((text, problem));
+    }
+
+    /// A solver MIOpen chose or ran: counted, and tied to the command logged before it.
+    fn ran(&mut self, solver: &str) {
+        count(&mut self.log.solvers, solver, &mut self.log.dropped);
+        let Some((command, problem)) = self.last_command.take() else {
+            return;
+        };
+        if let Some(i) = problem {
+            *self.log.problems[i].solvers.entry(solver.to_string()).or_default() += 1;
+        }
+        let full = self.log.solver_by_command.len() >= MAX_COMMANDS;
+        let slot = match self.log.solver_by_command.get_mut(&command) {
+            Some(m) => Some(m),
+            None if !full => Some(self.log.solver_by_command.entry(command).or_default()),
+            None => None,
+        };
+        if let Some(m) = slot {
+            *m.entry(solver.to_string()).or_default() += 1;
+        }
+    }
+
+    /// A find-db record lists every solver a Find timed, `KEY=NAME:ms,workspace,algo;...`
+    /// (or the older `content inserted: algo:NAME,ms,...`): evaluated, not run.
+    fn find_db_record(&mut self, text: &str) -> bool {
+        let body = if let Some(at) = text.find("content inserted: ") {
+            &text[at + "content inserted: ".len()..]
+        } else {
+            match text.split_once('=') {
+                Some((key, body)) if key.ends_with("-F") || key.ends_with("-B") || key.ends_with("-W") => body,
+                _ => return false,
+            }
+        };
+        if !body.contains("miopenConvolution") {
+            return false;
+        }
+        for record in body.split(';') {
+            // `NAME:ms,ws,algo` or `algo:NAME,ms,...`.
+            let (a, b) = record.split_once(':').unwrap_or((record, ""));
+            let name = if a.starts_with("miopenConvolution") {
+                b.split(',').next()
+            } else {
+                Some(a)
+            };
+            if let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) {
+                count(&mut self.log.evaluated_solvers, name, &mut self.log.dropped);
+            }
+        }
+        true
+    }
+
+    /// What was seen; `None` when no line of MIOpen's came.
+    pub fn finish(mut self) -> Option<MiopenLog> {
+        if let Some(text) = self.continued.take() {
+            self.command(&text);
+        }
+        for p in &mut self.log.problems {
+            // The solver its calls ran most often (ties: the first by name).
+            let best = p.solvers.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
+            p.solver = best.map(|(name, _)| name.clone());
+            p.solver_family = p
+                .solver
+                .as_deref()
+                .map(|s| crate::profile::kernels::family(s).to_string());
+        }
+        let mut kernels: Vec<KernelCount> = self
+            .kernels
+            .into_iter()
+            .map(|(name, count)| KernelCount {
+                family: crate::profile::kernels::family(&name).to_string(),
+                name,
+                count,
+            })
+            .collect();
+        kernels.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+        self.log.kernels = kernels;
+        let l = &self.log;
+        let any = !l.solvers.is_empty()
+            || !l.evaluated_solvers.is_empty()
+            || !l.driver_commands.is_empty()
+            || !l.find_modes.is_empty()
+            || !l.versions.is_empty()
+            || !l.kernels.is_empty()
+            || !l.cold_db.is_empty();
+        any.then_some(self.log)
+    }
+}
+
+/// Count `name` in `map`, within [`MAX_SOLVERS`] distinct names (the rest in `dropped`).
+fn count(map: &mut BTreeMap<String, u64>, name: &str, dropped: &mut u64) {
+    let full = map.len() >= MAX_SOLVERS;
+    match map.get_mut(name) {
+        Some(n) => *n += 1,
+        None if !full => {
+            map.insert(name.to_string(), 1);
+        }
+        None => *dropped += 1,
+    }
+}
+
+fn push_new(list: &mut Vec<String>, value: &str, cap: usize) {
+    if list.len() < cap && !list.iter().any(|v| v == value) {
+        list.push(value.to_string());
+    }
+}
+
+/// The first word after `marker` in `rest`.
+fn after<'a>(rest: &'a str, marker: &str) -> Option<&'a str> {
+    let word = rest[rest.find(marker)? + marker.len()..].split_whitespace().next()?;
+    (!word.is_empty()).then_some(word)
+}
+
+/// The text between `marker` (ending in a quote) and the next quote.
+fn quoted<'a>(rest: &'a str, marker: &str) -> Option<&'a str> {
+    let s = &rest[rest.find(marker)? + marker.len()..];
+    let name = &s[..s.find('"')?];
+    (!name.is_empty()).then_some(name)
+}
+
+/// The text after MIOpen's own prefix, wherever it starts on the line: `MIOpen(HIP): `,
+/// `MIOpen(OpenCL): `, `MIOpen: ` (MIOpen 3.6), with `MIOPEN_ENABLE_LOGGING_ELAPSED_TIME`'s
+/// seconds (`MIOpen(HIP)   0.001: `), behind a tool's `INFO - `, or glued after a progress
+/// bar's output (`0/6 [00:00<?, ?it/s]MIOpen(HIP): Info ...`).
+pub fn strip_prefix(line: &str) -> Option<&str> {
+    let mut from = 0;
+    while let Some(at) = line[from..].find("MIOpen") {
+        let start = from + at;
+        if let Some(rest) = after_prefix(&line[start + "MIOpen".len()..]) {
+            return Some(rest);
+        }
+        from = start + "MIOpen".len();
+    }
+    None
+}
+
+/// `(BACKEND)`, then optional elapsed seconds, then `:`; the rest, trimmed at its start.
+fn after_prefix(s: &str) -> Option<&str> {
+    let s = match s.strip_prefix('(') {
+        Some(r) => &r[r.find(')')? + 1..],
+        None => s,
+    };
+    let t = s.trim_start();
+    let t = match t.find(':') {
+        // Elapsed seconds between the backend and the colon: digits and a dot only.
+        Some(i) if i > 0 && t[..i].chars().all(|c| c.is_ascii_digit() || c == '.') => &t[i..],
+        _ if s.starts_with(':') => s,
+        _ => return None,
+    };
+    let rest = t.strip_prefix(':')?.trim_start();
+    // `MIOpenDriver: conv ...` (an old driver's echo) is a command, not a log line.
+    (!rest.is_empty()).then_some(rest)
+}
+
+/// `... FW Chosen Algorithm: NAME , ...` -> NAME (also `BW` and `BWrW`).
+fn chosen_solver(rest: &str) -> Option<&str> {
+    let after = &rest[rest.find("Chosen Algorithm:")? + "Chosen Algorithm:".len()..];
+    let name = after.split(',').next()?.trim();
+    (!name.is_empty()).then_some(name)
+}
+
+/// Immediate mode (what PyTorch calls unless `cudnn.benchmark` is on):
+/// `Info [ConvolutionForwardImmediate] solver_id = NAME, workspace = N`, and the backward
+/// and weight-gradient calls' own (`ConvolutionBackwardDataImmediate`,
+/// `ConvolutionBackwardWeightsImmediate`) -> NAME. The same macro logs `solver_id = NAME`
+/// when a solution is compiled (`[CompileForwardSolution]`): that is not a run, not counted.
+fn immediate_solver(rest: &str) -> Option<&str> {
+    let tag = &rest[rest.find('[')? + 1..];
+    let func = &tag[..tag.find(']')?];
+    if !(func.starts_with("Convolution") && func.ends_with("Immediate")) {
+        return None;
+    }
+    let name = after(tag, "solver_id = ")?.trim_end_matches(',');
+    (!name.is_empty()).then_some(name)
+}
+
+/// A solver a Find looked at without choosing it -> NAME: `Evaluating Solver: ALGO:NAME`
+/// (MIOpen 3.6), `[FindSolutionImpl] NAME (not searchable)` or `[FindSolutionImpl] NAME`,
+/// `[EvaluateInvokers] NAME: KERNEL: ms < best` and its `Selected: NAME: ...` (the best of
+/// one algorithm, before the algorithms are compared), and `Solver NAME registered as find
+/// 1.0 best for ALGO` (likewise, one per algorithm).
+fn evaluated_solver(rest: &str) -> Option<&str> {
+    if let Some(word) = after(rest, "Evaluating Solver: ") {
+        return Some(word.rsplit(':').next().unwrap_or(word));
+    }
+    if rest.contains("registered as find 1.0 best") {
+        return after(rest, "Solver ");
+    }
+    let tag = &rest[rest.find('[')? + 1..];
+    let (func, body) = tag.split_once(']')?;
+    let body = body.trim_start();
+    match func {
+        "FindSolutionImpl" if !body.contains(' ') || body.ends_with("(not searchable)") => {
+            body.split_whitespace().next()
+        }
+        "EvaluateInvokers" if body.contains(": ") && !body.contains("Evaluating") => {
+            let body = body.strip_prefix("Selected: ").unwrap_or(body);
+            let name = body.split(':').next()?.trim();
+            is_solver_name(name).then_some(name)
+        }
+        _ => None,
+    }
+}
+
+/// A solver's name: a capital letter, then letters, digits and `_<->`
+/// (`ConvWinograd3x3MultipassWrW<3-5>`); not a path or a message.
+fn is_solver_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_<->".contains(c))
+}
