@@ -317,10 +317,18 @@ fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
         "[matrix]\nengine = [\"torch\"]\npasses = [\"both\", \"decode\"]\nenv = [\"gemms\"]\n[env.gemms]\n\
          WAN_VAE_BENCH_FAULT = \"fake\"\nHIPBLASLT_LOG_MASK = 32\n",
     );
+    let bundle = dir.path().join("for-amd");
     let (out, r) = run_engines(
         dir.path(),
         &wrapper,
-        &["--config", cfg.to_str().unwrap(), "--order", "as-written"],
+        &[
+            "--config",
+            cfg.to_str().unwrap(),
+            "--order",
+            "as-written",
+            "--export-rocm-bundle",
+            bundle.to_str().unwrap(),
+        ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let file = std::fs::read_to_string(dir.path().join("seen.txt")).unwrap();
@@ -337,6 +345,17 @@ fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
         r.cases[0].outcome.env.get("HIPBLASLT_LOG_FILE").map(String::as_str),
         Some(file.trim())
     );
+    // `--export-rocm-bundle`: the run's GEMMs as `logs --bundle` writes them.
+    let gemms = std::fs::read_to_string(bundle.join("hipblaslt-gemms.txt")).unwrap();
+    assert!(
+        gemms
+            .trim_start()
+            .starts_with("3 hipblaslt-bench --api_method c -m 4096"),
+        "{gemms}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(bundle.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["files"][0]["path"], format!("case {}", r.cases[0].id));
 }
 
 #[test]

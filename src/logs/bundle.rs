@@ -4,12 +4,17 @@
 //! `sort | uniq -c | sort -rn` would, the system context, the summary as JSON, and a README
 //! saying what is in it. DIR must be new or empty: nothing the user owns is overwritten.
 //!
+//! [`from_cases`] makes the same summary of a run's cases (`run --export-rocm-bundle`).
+//!
 //! Must not: read logs.
 use std::fmt::Write;
 use std::path::Path;
 
-use super::LogsJson;
+use std::collections::HashMap;
+
+use super::{FileRead, HipblasltJson, LogsJson, MiopenJson};
 use crate::error::UserError;
+use crate::report::Outcome;
 
 /// The files a bundle holds.
 pub const FILES: [&str; 5] = [
@@ -80,4 +85,103 @@ fn readme(json: &LogsJson) -> String {
         json.hipblaslt.gemms.len(),
         json.miopen.problems.len(),
     )
+}
+
+/// The summary of what the cases' records hold: each case that logged MIOpen or hipBLASLt
+/// lines is one entry of `files` (`case ID`; `lines` and `rocm_lines` count its distinct
+/// problems and GEMMs), and their
+/// problems, solvers, kernels and GEMMs are summed as if one log held them all.
+pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> LogsJson {
+    let (mut m, mut h) = (MiopenJson::default(), HipblasltJson::default());
+    let mut problem_at: HashMap<String, usize> = HashMap::new();
+    let mut kernel_at: HashMap<String, usize> = HashMap::new();
+    let mut gemm_at: HashMap<String, usize> = HashMap::new();
+    let mut files = Vec::new();
+    let add = |map: &mut std::collections::BTreeMap<String, u64>, from: &std::collections::BTreeMap<String, u64>| {
+        for (k, v) in from {
+            *map.entry(k.clone()).or_default() += v;
+        }
+    };
+    for (id, outcome) in cases {
+        let mut read = 0;
+        if let Some(log) = &outcome.miopen {
+            for v in &log.versions {
+                if !m.versions.contains(v) {
+                    m.versions.push(v.clone());
+                }
+            }
+            for v in &log.find_modes {
+                if !m.find_modes.contains(v) {
+                    m.find_modes.push(v.clone());
+                }
+            }
+            m.cold_db_evidence
+                .extend(log.cold_db.iter().take(8 - m.cold_db_evidence.len().min(8)).cloned());
+            add(&mut m.solvers, &log.solvers);
+            add(&mut m.evaluated_solvers, &log.evaluated_solvers);
+            for p in &log.problems {
+                let key = crate::rocm::driver::key(p);
+                match problem_at.get(&key) {
+                    Some(&i) => {
+                        let q = &mut m.problems[i];
+                        q.count += p.count;
+                        add(&mut q.solvers, &p.solvers);
+                    }
+                    None => {
+                        problem_at.insert(key, m.problems.len());
+                        m.problems.push(p.clone());
+                    }
+                }
+            }
+            for k in &log.kernels {
+                match kernel_at.get(&k.name) {
+                    Some(&i) => m.kernels[i].count += k.count,
+                    None => {
+                        kernel_at.insert(k.name.clone(), m.kernels.len());
+                        m.kernels.push(k.clone());
+                    }
+                }
+            }
+            m.dropped += log.dropped;
+            read += log.problems.len() as u64;
+        }
+        if let Some(log) = &outcome.hipblaslt {
+            for g in &log.gemms {
+                match gemm_at.get(&g.command) {
+                    Some(&i) => h.gemms[i].count += g.count,
+                    None => {
+                        gemm_at.insert(g.command.clone(), h.gemms.len());
+                        h.gemms.push(g.clone());
+                    }
+                }
+            }
+            h.dropped += log.dropped;
+            read += log.gemms.len() as u64;
+        }
+        if outcome.miopen.is_some() || outcome.hipblaslt.is_some() {
+            files.push(FileRead {
+                path: format!("case {id}"),
+                lines: read,
+                rocm_lines: read,
+            });
+        }
+    }
+    m.cold_db = !m.cold_db_evidence.is_empty();
+    for p in &mut m.problems {
+        let best = p.solvers.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
+        p.solver = best.map(|(name, _)| name.clone());
+        p.solver_family = p
+            .solver
+            .as_deref()
+            .map(|s| crate::profile::kernels::family(s).to_string());
+    }
+    m.kernels
+        .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+    h.gemms.sort_by(|a, b| b.count.cmp(&a.count));
+    LogsJson {
+        schema: super::SCHEMA.to_string(),
+        files,
+        miopen: m,
+        hipblaslt: h,
+    }
 }

@@ -77,6 +77,11 @@ pub struct RunArgs {
     /// f32 tensors `latent` and `decoded`) and print its path; by default it is removed.
     #[arg(long = "keep-outputs")]
     pub keep_outputs: bool,
+    /// Write the ROCm logs of the cases (MIOpen's problems and solvers, hipBLASLt's GEMMs)
+    /// into DIR, a new or empty folder, as `logs --bundle` does: what ROCm/TheRock #2591 asks
+    /// for (docs/rocm.md; configs/therock-2591-logs.toml sets the variables).
+    #[arg(long = "export-rocm-bundle", value_name = "DIR")]
+    pub export_rocm_bundle: Option<PathBuf>,
     /// Print the planned cases (id, passes, GFLOP per pass, total) and exit without running.
     #[arg(long)]
     pub list: bool,
@@ -343,6 +348,9 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
         run_files::check_trace_dir(dir, report, &exports)?;
     }
     crate::files::check_output(report, "report")?;
+    if let Some(dir) = &args.export_rocm_bundle {
+        crate::logs::bundle::check(dir)?;
+    }
     for (flag, path) in exports {
         if let Some(p) = path {
             crate::files::check_output(p, &format!("{flag} file"))?;
@@ -507,6 +515,20 @@ fn finish(
         crate::out!("{text}");
     }
     args.exports.manager().write_all(report)?;
+    if let Some(dir) = &args.export_rocm_bundle {
+        let logs = crate::logs::bundle::from_cases(report.cases.iter().map(|c| (c.id.as_str(), &c.outcome)));
+        if logs.files.is_empty() {
+            crate::errln!(
+                "--export-rocm-bundle {}: no case logged MIOpen or hipBLASLt lines (set MIOPEN_ENABLE_LOGGING_CMD=1 \
+                 MIOPEN_LOG_LEVEL=5 and HIPBLASLT_LOG_MASK=32 in an env variant: configs/therock-2591-logs.toml); \
+                 nothing written",
+                dir.display()
+            );
+        } else {
+            crate::logs::bundle::write(dir, &logs)?;
+            crate::errln!("rocm bundle: {}", dir.display());
+        }
+    }
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(report)?);
     }
