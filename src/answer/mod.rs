@@ -26,11 +26,8 @@ pub mod levers;
 /// the real Wan 2.1 VAE score 47 to 53 dB (`docs/answer.md`).
 pub const DEFAULT_MIN_PSNR_DB: f64 = 40.0;
 
-/// The line `run` prints when its weights are synthetic.
-pub const SYNTHETIC_NOTE: &str = "weights: synthetic (random values in the real layout): the times are real, but \
-    quality against fp32 describes random weights, not your VAE, and their tiling and chunking seams are far larger \
-    than your VAE's, so those do not decide the answer; measure yours with --weights FILE, or --comfyui DIR to use \
-    the VAE in your ComfyUI folder";
+/// The line `run` prints when its weights are synthetic (kept with the synthetic weights).
+pub use crate::weights::synthetic::SYNTHETIC_NOTE;
 
 /// Whether `report`'s quality numbers rest on synthetic weights (random values).
 pub fn on_synthetic_weights(report: &Report) -> bool {

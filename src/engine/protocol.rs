@@ -301,21 +301,8 @@ pub fn outputs_path(scratch: &Path, id: &str) -> PathBuf {
 }
 
 /// A file name for case `id`, unique and bounded: its first 120 characters with every one
-/// other than ASCII letters, digits and `-` replaced by `_`, then `-` and 16 hex digits of
-/// the SHA-256 of the whole id. Ids that spell alike (`x/y` and `x_y`) or share a long
-/// prefix (a 240-character env value) still get their own files, within the 255 bytes a
-/// file name may have.
-pub fn file_stem(id: &str) -> String {
-    use sha2::Digest;
-    let readable: String = id
-        .chars()
-        .take(120)
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
-        .collect();
-    let hash = sha2::Sha256::digest(id.as_bytes());
-    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{readable}-{hex}")
-}
+/// ([`crate::files::file_stem`], where the profile's trace files take it too).
+pub use crate::files::file_stem;
 
 /// [`WeightsSource`] on the wire: a string, so the protocol stays the one workers already
 /// speak (`"synthetic"` or a path), with `"synthetic:SEED"` for another seed.

@@ -28,7 +28,7 @@ pub fn own_weights(opts: &mut BenchOptions) -> anyhow::Result<()> {
         crate::weights::source::parse(&opts.weights)?,
         crate::weights::source::WeightsRef::Synthetic
     ) {
-        crate::errln!("{}", crate::answer::SYNTHETIC_NOTE);
+        crate::errln!("{}", crate::weights::synthetic::SYNTHETIC_NOTE);
     }
     Ok(())
 }

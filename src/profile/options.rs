@@ -57,11 +57,11 @@ impl ProfileArgs {
     }
 }
 
-/// A case id as a trace file's stem: the outputs files' rule ([`crate::engine::protocol::file_stem`]),
+/// A case id as a trace file's stem: the outputs files' rule ([`crate::files::file_stem`]),
 /// bounded and unique: ids that differ only in characters mapped to `_` (`X=a b`, `X=a_b`)
 /// get their own traces, and a 260-character id still gives a name a file system takes.
 pub fn file_name(id: &str) -> String {
-    crate::engine::protocol::file_stem(id)
+    crate::files::file_stem(id)
 }
 
 /// The trace of one pass (`encode`, `decode`) of a profiled case whose trace prefix is

@@ -70,3 +70,9 @@ fn fnv1a(bytes: &[u8]) -> u64 {
         (h ^ b as u64).wrapping_mul(0x0000_0100_0000_01B3)
     })
 }
+
+/// The line `run` prints when its weights are synthetic, and the answer's note.
+pub const SYNTHETIC_NOTE: &str = "weights: synthetic (random values in the real layout): the times are real, but \
+    quality against fp32 describes random weights, not your VAE, and their tiling and chunking seams are far larger \
+    than your VAE's, so those do not decide the answer; measure yours with --weights FILE, or --comfyui DIR to use \
+    the VAE in your ComfyUI folder";
