@@ -164,3 +164,29 @@ fn a_real_strix_halo_reads_as_an_apu_whose_memory_is_gtt() {
         );
     }
 }
+
+/// A real KFD node of an old-kernel APU (ROCm/ROCm #121, Bristol Ridge): CPU cores and SIMDs
+/// in one node, no `gfx_target_version`. `system` reads it without naming a gfx target it
+/// was not given.
+#[test]
+fn a_real_old_apu_kfd_node_without_a_gfx_target_names_none() {
+    let text = std::fs::read_to_string(fixture("rocm/rocm-121-bristol-ridge-apu-kfd-topology.txt")).unwrap();
+    let properties: String = text
+        .lines()
+        .skip_while(|l| !l.starts_with("cat /sys/class/kfd"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('['))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(properties.contains("simd_count 32") && properties.contains("cpu_cores_count 4"));
+    let dir = scratch();
+    let node = dir.path().join("sys/class/kfd/kfd/topology/nodes/0");
+    std::fs::create_dir_all(&node).unwrap();
+    std::fs::write(node.join("properties"), properties).unwrap();
+    let info = system_json(dir.path());
+    assert!(
+        info.gpus.iter().all(|g| g.vendor != "amd" || g.gfx_target.is_none()),
+        "{:?}",
+        info.gpus
+    );
+}

@@ -245,6 +245,34 @@ fn versions_find_modes_and_a_cold_database_are_what_miopen_said() {
 }
 
 #[test]
+fn lines_glued_after_a_real_progress_bar_are_read() {
+    // patientx-cfz/comfyui-rocm #33 (gfx1010, TheRock wheels on Windows): tqdm's bar, then
+    // MIOpen 3.6's `MIOpen: Warning ...` on the same line; then an unreadable find-db.
+    let log = miopen("comfyui-rocm-33-progress-bar-glued.log");
+    assert!(
+        log.cold_db.iter().any(|l| l.contains("gfx1010_20.HIP.fdb.txt")),
+        "{:?}",
+        log.cold_db
+    );
+    assert!(log.solvers.is_empty() && log.evaluated_solvers.is_empty());
+    let glued = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/rocm/comfyui-rocm-33-progress-bar-glued.log",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let line = glued.lines().find(|l| l.contains("it/s]MIOpen")).unwrap();
+    assert!(miopen::strip_prefix(line).is_some_and(|r| r.starts_with("Warning [OpenRuntimeLibraryForDevice]")));
+    // ROCm/ROCm #2355 (gfx1100, sd-webui): `MIOpen(HIP): Error [Compile]` after the bar.
+    let text = std::fs::read_to_string(format!(
+        "{}/tests/fixtures/rocm/rocm-2355-progress-bar-glued.log",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    let line = text.lines().find(|l| l.contains("it/s]MIOpen(HIP)")).unwrap();
+    assert!(miopen::strip_prefix(line).is_some_and(|r| r.starts_with("Error [Compile]")));
+}
+
+#[test]
 fn kernels_miopen_launched_are_counted_with_their_family() {
     let log = miopen("miopen-3860-gfx1150-run-kernel-name.log");
     assert_eq!(log.kernels.len(), 1, "{:?}", log.kernels);
