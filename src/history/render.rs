@@ -78,16 +78,21 @@ pub fn verdict(h: &History, s: &Series) -> String {
     };
     if let Some(d) = v.drift.as_ref().filter(|d| d.change > h.threshold) {
         let runs = d.last_point - d.first_point + 1;
+        // "ok; DRIFT ..." would call a drifting series ok.
+        out = match out.as_str() {
+            "ok" => String::new(),
+            _ => out + "; ",
+        };
         let _ = match d.regression {
             true => write!(
                 out,
-                "; DRIFT {:+.1}% over the last {runs} runs ({})",
+                "DRIFT {:+.1}% over the last {runs} runs ({})",
                 d.change * 100.0,
                 p_value(d.p_value)
             ),
             false => write!(
                 out,
-                "; drift {:+.1}% over the last {runs} runs, not significant ({})",
+                "drift {:+.1}% over the last {runs} runs, not significant ({})",
                 d.change * 100.0,
                 p_value(d.p_value)
             ),
@@ -327,7 +332,7 @@ mod tests {
         });
         assert_eq!(
             verdict(&h, &h.series[0]),
-            "ok; DRIFT +20.0% over the last 40 runs (p < 0.0001)"
+            "DRIFT +20.0% over the last 40 runs (p < 0.0001)"
         );
         assert!(summary(&h).contains("DRIFT: 1 series"), "{}", summary(&h));
     }
