@@ -21,7 +21,7 @@ cargo --version
 # and safetensors for the torch and diffusers engines; the rest are what ComfyUI's VAE code
 # (comfy.sd, imported from the ComfyUI test tarball) needs from its requirements.txt.
 PACKAGES=(torch diffusers safetensors psutil einops transformers tokenizers sentencepiece
-          scipy torchsde torchvision pyyaml:yaml)
+          scipy torchsde torchvision pyyaml:yaml asv:asv.step_detect)
 
 # Make (or top up) .venv-torch. It runs beside the build below: pip mostly downloads and
 # unpacks, cargo compiles, so the first run costs the longer of the two, not their sum.

@@ -81,6 +81,21 @@ pub fn count_outliers(xs: &[f64]) -> usize {
         .count()
 }
 
+/// `xs` less the samples [`count_outliers`] counts (a scheduling hiccup, a page-cache miss):
+/// what `compare` and `history` test on, in the samples' order. Hyperfine's ten-MAD rule is
+/// deliberately extreme, so only a sample far outside the others' spread is set aside; with
+/// fewer than three samples nothing is (no median of the others to measure from).
+pub fn without_outliers(xs: &[f64]) -> Vec<f64> {
+    if xs.len() < 3 {
+        return xs.to_vec();
+    }
+    xs.iter()
+        .zip(modified_zscores(xs))
+        .filter(|(_, z)| z.abs() <= OUTLIER_THRESHOLD)
+        .map(|(x, _)| *x)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +121,13 @@ mod tests {
         assert_eq!((s.min, s.median, s.mean, s.stddev, s.max), (3.5, 3.5, 3.5, 0.0, 3.5));
         assert!(close(summarize(&[3.0, 1.0, 2.0]).unwrap().median, 2.0));
         assert!(summarize(&[]).is_none());
+    }
+
+    #[test]
+    fn outliers_are_set_aside_in_order() {
+        assert_eq!(without_outliers(&[1.0, 1.5, 1.003]), [1.0, 1.003]);
+        assert_eq!(without_outliers(&[1.0, 1.1, 0.9, 1.0, 1.2]), [1.0, 1.1, 0.9, 1.0, 1.2]);
+        assert_eq!(without_outliers(&[1.0, 9.0]), [1.0, 9.0]);
     }
 
     #[test]

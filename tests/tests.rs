@@ -17,6 +17,7 @@ mod engines;
 mod examples;
 mod gpu_check;
 mod gpu_truth;
+mod history_asv;
 mod history_cli;
 mod hub;
 mod hub_cli;

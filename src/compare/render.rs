@@ -15,13 +15,35 @@ fn p_text(p: &PassComparison) -> String {
     }
 }
 
-fn verdict_text(p: &PassComparison) -> &'static str {
-    match (p.verdict, p.test) {
-        (Verdict::Slower, _) => "REGRESSION",
-        (Verdict::Faster, _) => "faster",
-        (Verdict::NoChange, super::verdict::Test::InsufficientSamples) => "no change (insufficient samples)",
-        (Verdict::NoChange, _) => "no change",
+/// The verdict in words. A change beyond the threshold that the test does not carry is
+/// "not significant", never "no change": 1.25x slower at p = 0.38 is not shown to be the
+/// same speed.
+fn verdict_text(p: &PassComparison, threshold: f64) -> String {
+    use super::verdict::Test;
+    let beyond = if p.ratio > 1.0 + threshold {
+        Some("slower")
+    } else if p.ratio < 1.0 - threshold {
+        Some("faster")
+    } else {
+        None
+    };
+    let mut t = match (p.verdict, p.test, beyond) {
+        (Verdict::Slower, _, _) => "REGRESSION".to_string(),
+        (Verdict::Faster, _, _) => "faster".to_string(),
+        (Verdict::NoChange, Test::InsufficientSamples, Some(b)) => {
+            format!("{b}, not significant (insufficient samples, the ranges overlap)")
+        }
+        (Verdict::NoChange, Test::InsufficientSamples, None) => "no change (insufficient samples)".to_string(),
+        (Verdict::NoChange, Test::Welch, Some(b)) => format!("{b}, not significant"),
+        (Verdict::NoChange, Test::Welch, None) => "no change".to_string(),
+    };
+    match (p.baseline_outliers, p.current_outliers) {
+        (0, 0) => {}
+        (b, c) => {
+            let _ = write!(t, " ({b} + {c} outlier(s) set aside)");
+        }
     }
+    t
 }
 
 fn psnr(v: Option<f64>) -> String {
@@ -69,7 +91,7 @@ pub fn text(c: &Comparison) -> String {
                 secs(p.current_median_s),
                 p.change,
                 p_text(p),
-                verdict_text(p)
+                verdict_text(p, c.rules.threshold)
             );
         }
         for q in &case.quality {
@@ -129,11 +151,11 @@ pub fn markdown(c: &Comparison) -> String {
     let _ = writeln!(o, "|:---|:---|---:|---:|---:|---:|:---|");
     for case in &c.cases {
         for p in &case.passes {
-            let v = verdict_text(p);
+            let v = verdict_text(p, c.rules.threshold);
             let v = if p.verdict == Verdict::Slower {
                 format!("**{v}**")
             } else {
-                v.to_string()
+                v
             };
             let _ = writeln!(
                 o,

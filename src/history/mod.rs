@@ -8,11 +8,14 @@
 //! named ([`stack`]), or the step says that none did.
 //!
 //! Exit 0: no case is slower now; 1: the newest segment of some series is slower than its
-//! best earlier segment by more than `--threshold` and not noise (Welch's t-test on the two
-//! segments' samples at `--alpha`, as `compare` judges); 2: unusable input (an unreadable
-//! report, timings `compare` would refuse, a time that is not RFC 3339, no report).
+//! best earlier segment by more than `--threshold` and not noise (Welch's t-test at
+//! `--alpha` on the two segments' run medians, or on a one-run segment's samples less their
+//! outliers; [`judge`]), or the newest segment drifts slower by more than `--threshold`
+//! (Mann-Kendall at `--alpha`); 2: unusable input (an unreadable report, timings `compare`
+//! would refuse, a time that is not RFC 3339, no report).
 //!
 //! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
+pub mod judge;
 pub mod render;
 pub mod stack;
 pub mod steps;
@@ -66,8 +69,11 @@ pub struct History {
     pub reports: Vec<RunInfo>,
     /// One per case id, pass and machine.
     pub series: Vec<Series>,
-    /// How many series are slower now (exit 1 when any).
+    /// How many series are slower now than their best earlier segment (exit 1 when any).
     pub regressions: usize,
+    /// How many series drift slower within their newest segment beyond the threshold
+    /// (exit 1 when any).
+    pub drifts: usize,
 }
 
 /// One report of the history.
@@ -109,7 +115,8 @@ pub struct Point {
     pub report: usize,
     /// The pass's median, seconds.
     pub median_s: f64,
-    /// The standard error of its samples, seconds (null with one sample).
+    /// The standard error of its samples less their outliers, seconds (null with one
+    /// sample).
     pub spread_s: Option<f64>,
     /// Its weight in the fit (median weight 1).
     pub weight: f64,
@@ -152,10 +159,10 @@ pub struct Step {
     pub changes: Vec<Change>,
 }
 
-/// Whether the newest segment is slower than the best earlier one.
+/// Whether the newest segment is slower than the best earlier one, and whether it drifts.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Verdict {
-    /// Slower by more than the threshold and not noise.
+    /// Slower than the best earlier segment by more than the threshold and significant.
     pub regression: bool,
     /// The newest segment's level, seconds.
     pub newest_s: f64,
@@ -163,8 +170,23 @@ pub struct Verdict {
     pub best_earlier_s: Option<f64>,
     /// `newest_s / best_earlier_s - 1`.
     pub slower: Option<f64>,
-    /// Welch's two-sided p-value between the two segments' samples.
+    /// The two-sided p-value of the test named by `test`.
     pub p_value: Option<f64>,
+    /// How significance was decided: `run-medians`, `samples` or `spread` ([`judge::Test`];
+    /// null with one segment).
+    pub test: Option<judge::Test>,
+    /// The difference is significant at `--alpha` (false with one segment).
+    pub significant: bool,
+    /// The trend within the newest segment (null below [`judge::MIN_DRIFT_RUNS`] runs);
+    /// `drift.regression`: slower beyond the threshold and significant.
+    pub drift: Option<judge::Drift>,
+}
+
+impl Verdict {
+    /// A step or a drift makes this series a regression (exit 1).
+    pub fn fails(&self) -> bool {
+        self.regression || self.drift.as_ref().is_some_and(|d| d.regression)
+    }
 }
 
 pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
@@ -239,7 +261,7 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
         args.dashboards.add_to(&mut exports);
         exports.write_all(&newest_per_machine(reports))?;
     }
-    Ok(i32::from(history.regressions > 0))
+    Ok(i32::from(history.series.iter().any(|s| s.verdict.fails())))
 }
 
 /// The report files: each file given, and each folder's `*.json` files (not its sub-folders),
@@ -311,9 +333,12 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
                     stacks.push(stack::of(report, case));
                     stacks.len() - 1
                 });
-                let n = p.samples_s.len();
+                // A hiccup the tool counts as an outlier does not move the median; it must
+                // not lower the run's weight either.
+                let kept = crate::stats::without_outliers(&p.samples_s);
+                let n = kept.len();
                 let spread = (n > 1)
-                    .then(|| crate::stats::summarize(&p.samples_s).map(|s| s.stddev / (n as f64).sqrt()))
+                    .then(|| crate::stats::summarize(&kept).map(|s| s.stddev / (n as f64).sqrt()))
                     .flatten();
                 by_key
                     .entry((case.id.clone(), pass, m.clone(), model.clone()))
@@ -349,6 +374,10 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
         threshold,
         alpha,
         regressions: series.iter().filter(|s| s.verdict.regression).count(),
+        drifts: series
+            .iter()
+            .filter(|s| s.verdict.drift.as_ref().is_some_and(|d| d.regression))
+            .count(),
         reports: infos,
         series,
     }
@@ -365,13 +394,24 @@ fn fit(
     threshold: f64,
     alpha: f64,
 ) -> Series {
-    let spreads: Vec<Option<f64>> = points.iter().map(|p| p.spread_s).collect();
-    let w = steps::weights(&spreads);
+    let runs: Vec<(Option<f64>, usize)> = points
+        .iter()
+        .map(|p| (p.spread_s, crate::stats::without_outliers(&p.samples_s).len()))
+        .collect();
+    let w = steps::weights(&runs);
     for (p, w) in points.iter_mut().zip(&w) {
         p.weight = *w;
     }
     let y: Vec<f64> = points.iter().map(|p| p.median_s).collect();
-    let segs = steps::detect(&y, &w);
+    let segs = if points.len() < judge::SHORT_SERIES {
+        let candidate: Vec<usize> = match points.len() {
+            2 => vec![1, 2],
+            _ => steps::detect(&y, &w).iter().map(|s| s.end).collect(),
+        };
+        steps::at(&y, &w, &judge::evidenced(candidate, &points, alpha))
+    } else {
+        steps::detect(&y, &w)
+    };
     let segments: Vec<SegmentInfo> = segs
         .iter()
         .map(|s| SegmentInfo {
@@ -409,36 +449,28 @@ fn fit(
     }
 }
 
-/// The newest segment against the best earlier one: slower by more than `threshold`, and
-/// not noise (Welch's test on their samples below `alpha`; with too few samples for it,
-/// a difference larger than both segments' mean absolute deviation).
+/// The newest segment against the best earlier one, and the newest segment's drift
+/// ([`judge`]).
 fn judge(segs: &[steps::Segment], points: &[Point], threshold: f64, alpha: f64) -> Verdict {
     let Some((newest, earlier)) = segs.split_last() else {
         return Verdict::default();
     };
     let mut v = Verdict {
         newest_s: newest.median,
+        drift: judge::drift(newest, points, threshold, alpha),
         ..Verdict::default()
     };
     let Some(best) = earlier.iter().min_by(|a, b| a.median.total_cmp(&b.median)) else {
         return v;
     };
     let slower = newest.median / best.median - 1.0;
-    let samples = |s: &steps::Segment| -> Vec<f64> {
-        points[s.start..s.end]
-            .iter()
-            .flat_map(|p| p.samples_s.iter().copied())
-            .collect()
-    };
-    let welch = crate::compare::welch::welch_t_test(&samples(newest), &samples(best));
-    let significant = match welch {
-        Some(w) => w.p_value < alpha,
-        None => newest.median - best.median > newest.l1_error.max(best.l1_error),
-    };
+    let t = judge::step_test(newest, best, points, alpha);
     v.best_earlier_s = Some(best.median);
     v.slower = Some(slower);
-    v.p_value = welch.map(|w| w.p_value);
-    v.regression = slower > threshold && significant;
+    v.p_value = t.p_value;
+    v.test = Some(t.test);
+    v.significant = t.significant;
+    v.regression = slower > threshold && t.significant;
     v
 }
 

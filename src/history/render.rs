@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use unicode_width::UnicodeWidthStr;
 
+use super::judge::Test;
 use super::{file_name, History, Series, Step};
 use crate::format::seconds;
 
@@ -45,19 +46,67 @@ pub fn changed(st: &Step) -> String {
     }
 }
 
-/// The verdict of a series: `SLOWER +25.0% than the best earlier (p 0.0001)`, `ok`.
-fn verdict(s: &Series) -> String {
+/// The verdict of a series: `SLOWER +25.0% than the best earlier (p 0.0001, run medians)`,
+/// `+49.3% vs the best earlier, not significant (p = 0.38)`, `ok (+2.0% vs the best earlier,
+/// within the 5.0% threshold)`, `ok`; then the newest segment's drift, when beyond the
+/// threshold. A slow-down beyond the threshold is never called ok.
+pub fn verdict(h: &History, s: &Series) -> String {
     let v = &s.verdict;
-    match (v.regression, v.slower) {
+    let p = |p: Option<f64>| p.map(p_value).unwrap_or_else(|| "no test: too few samples".into());
+    let test = match v.test {
+        Some(Test::RunMedians) => ", run medians",
+        Some(Test::Samples) => ", samples",
+        _ => "",
+    };
+    let mut out = match (v.regression, v.slower) {
         (true, Some(x)) => format!(
-            "SLOWER {:+.1}% than the best earlier{}",
+            "SLOWER {:+.1}% than the best earlier ({}{test})",
             x * 100.0,
-            v.p_value.map(|p| format!(" (p {p:.4})")).unwrap_or_default()
+            p(v.p_value)
         ),
-        (false, Some(x)) if x > 0.0 => {
-            format!("ok ({:+.1}% vs the best earlier, within threshold or noise)", x * 100.0)
-        }
+        (false, Some(x)) if x > h.threshold => format!(
+            "{:+.1}% vs the best earlier, not significant ({}{test})",
+            x * 100.0,
+            p(v.p_value)
+        ),
+        (false, Some(x)) if x > 0.0 => format!(
+            "ok ({:+.1}% vs the best earlier, within the {:.1}% threshold)",
+            x * 100.0,
+            h.threshold * 100.0
+        ),
         _ => "ok".into(),
+    };
+    if let Some(d) = v.drift.as_ref().filter(|d| d.change > h.threshold) {
+        let runs = d.last_point - d.first_point + 1;
+        // "ok; DRIFT ..." would call a drifting series ok.
+        out = match out.as_str() {
+            "ok" => String::new(),
+            _ => out + "; ",
+        };
+        let _ = match d.regression {
+            true => write!(
+                out,
+                "DRIFT {:+.1}% over the last {runs} runs ({})",
+                d.change * 100.0,
+                p_value(d.p_value)
+            ),
+            false => write!(
+                out,
+                "drift {:+.1}% over the last {runs} runs, not significant ({})",
+                d.change * 100.0,
+                p_value(d.p_value)
+            ),
+        };
+    }
+    out
+}
+
+/// `p = 0.38`, `p < 0.0001`.
+fn p_value(p: f64) -> String {
+    if p < 1e-4 {
+        "p < 0.0001".into()
+    } else {
+        format!("p = {p:.4}")
     }
 }
 
@@ -73,14 +122,38 @@ fn summary(h: &History) -> String {
         h.threshold * 100.0,
         h.alpha
     );
-    let _ = write!(
-        out,
-        "\n{}",
-        match h.regressions {
-            0 => "no case is slower now than its best earlier segment".to_string(),
-            n => format!("REGRESSION: {n} series slower now than in their best earlier segment"),
-        }
-    );
+    let unproven = h
+        .series
+        .iter()
+        .filter(|s| !s.verdict.regression && s.verdict.slower.is_some_and(|x| x > h.threshold))
+        .count();
+    if h.regressions > 0 {
+        let _ = write!(
+            out,
+            "\nREGRESSION: {} series slower now than in their best earlier segment",
+            h.regressions
+        );
+    }
+    if h.drifts > 0 {
+        let _ = write!(
+            out,
+            "\nDRIFT: {} series drifting slower beyond the threshold within their newest segment",
+            h.drifts
+        );
+    }
+    if h.regressions == 0 && h.drifts == 0 {
+        out.push_str(match unproven {
+            0 => "\nno case is slower now than its best earlier segment",
+            _ => "\nno significant slow-down",
+        });
+    }
+    if unproven > 0 {
+        let _ = write!(
+            out,
+            "\n{unproven} series slower than their best earlier segment beyond the threshold, but not significantly: \
+             more runs will tell"
+        );
+    }
     out
 }
 
@@ -97,7 +170,7 @@ pub fn text(h: &History) -> String {
                 place(h, s),
                 s.points.len().to_string(),
                 segments(s),
-                verdict(s),
+                verdict(h, s),
             ]
         })
         .collect();
@@ -150,10 +223,10 @@ pub fn markdown(h: &History) -> String {
             cell(&place(h, s)),
             s.points.len(),
             segments(s),
-            if s.verdict.regression {
-                format!("**{}**", verdict(s))
+            if s.verdict.fails() {
+                format!("**{}**", verdict(h, s))
             } else {
-                verdict(s)
+                verdict(h, s)
             }
         );
     }
@@ -189,5 +262,78 @@ fn place(h: &History, s: &super::Series) -> String {
     match models.len() {
         0 | 1 => s.machine.clone(),
         _ => format!("{}, {}", s.machine, s.model),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{judge, Verdict};
+
+    fn history(verdict: Verdict) -> History {
+        History {
+            threshold: 0.05,
+            alpha: 0.05,
+            reports: Vec::new(),
+            regressions: usize::from(verdict.regression),
+            drifts: usize::from(verdict.drift.as_ref().is_some_and(|d| d.regression)),
+            series: vec![Series {
+                case_id: "c".into(),
+                pass: "decode",
+                machine: "box".into(),
+                model: String::new(),
+                points: Vec::new(),
+                segments: Vec::new(),
+                steps: Vec::new(),
+                verdict,
+            }],
+        }
+    }
+
+    #[test]
+    fn slower_beyond_the_threshold_but_not_significant_is_said_so_never_ok() {
+        // Issue 49: "ok (+49.3% vs the best earlier, within threshold or noise)".
+        let h = history(Verdict {
+            slower: Some(0.493),
+            p_value: Some(0.38),
+            test: Some(judge::Test::Samples),
+            ..Verdict::default()
+        });
+        let v = verdict(&h, &h.series[0]);
+        assert_eq!(v, "+49.3% vs the best earlier, not significant (p = 0.3800, samples)");
+        let t = summary(&h);
+        assert!(
+            t.contains("no significant slow-down") && t.contains("not significantly"),
+            "{t}"
+        );
+        assert!(!t.contains("no case is slower"), "{t}");
+        let h = history(Verdict {
+            slower: Some(0.02),
+            p_value: Some(0.01),
+            ..Verdict::default()
+        });
+        assert_eq!(
+            verdict(&h, &h.series[0]),
+            "ok (+2.0% vs the best earlier, within the 5.0% threshold)"
+        );
+    }
+
+    #[test]
+    fn a_drift_is_named_with_its_runs_and_p() {
+        let h = history(Verdict {
+            drift: Some(judge::Drift {
+                first_point: 0,
+                last_point: 39,
+                change: 0.2,
+                p_value: 1e-9,
+                regression: true,
+            }),
+            ..Verdict::default()
+        });
+        assert_eq!(
+            verdict(&h, &h.series[0]),
+            "DRIFT +20.0% over the last 40 runs (p < 0.0001)"
+        );
+        assert!(summary(&h).contains("DRIFT: 1 series"), "{}", summary(&h));
     }
 }
