@@ -110,12 +110,13 @@ pub struct GpuInfo {
     /// Kernel driver version (amdgpu module version / NVIDIA driver).
     pub driver_version: Option<String>,
     /// An APU (integrated GPU: Strix Halo, Strix Point, Phoenix, ...), known by its gfx
-    /// target ([`APU_TARGETS`]); `None` where not known.
+    /// target ([`APU_TARGETS`]) or a KFD node that holds CPU cores too; `None` where not known
+    /// (a target both APUs and discrete cards have, such as MI300A's and MI300X's gfx942).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integrated: Option<bool>,
     /// Which memory is the device's: `gtt` on an APU, whose `mem_info_vram_total` is only
     /// the BIOS carve-out while GTT (system memory the GPU maps) holds the real memory and
-    /// torch's `total_memory` follows it; `vram` on a discrete card.
+    /// torch's `total_memory` follows it; `None` where the tool cannot tell.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_memory: Option<String>,
 }
@@ -382,7 +383,10 @@ fn amd_gpus() -> Vec<GpuInfo> {
         };
         let name = read_trimmed(&node.join("name"))
             .or_else(|| card.as_ref().and_then(|c| read_trimmed(&c.join("product_name"))));
-        let integrated = APU_TARGETS.contains(&gfx_target.as_str());
+        // An APU by its target, or by a node that holds CPU cores too (older kernels); other
+        // targets are not known to be discrete (MI300A shares gfx942 with MI300X): no claim.
+        let apu = APU_TARGETS.contains(&gfx_target.as_str()) || props.get("cpu_cores_count").is_some_and(|&n| n > 0);
+        let integrated = apu.then_some(true);
         gpus.push(GpuInfo {
             vendor: "amd".to_string(),
             name,
@@ -391,8 +395,8 @@ fn amd_gpus() -> Vec<GpuInfo> {
             vram_total_bytes: mem("mem_info_vram_total"),
             gtt_total_bytes: mem("mem_info_gtt_total"),
             driver_version: driver_version.clone(),
-            integrated: Some(integrated),
-            device_memory: Some(if integrated { "gtt" } else { "vram" }.to_string()),
+            integrated,
+            device_memory: apu.then(|| "gtt".to_string()),
         });
     }
     gpus

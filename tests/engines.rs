@@ -306,7 +306,8 @@ fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
                 --transA T --transB T --batch_count 1 --a_type f16_r --b_type f16_r --c_type f16_r --d_type f16_r \
                 --compute_type f32_r --algo_method index --solution_index 2010";
     let body = format!(
-        "echo \"$HIPBLASLT_LOG_FILE\" > '{seen}'\nfor i in 1 2 3; do echo '{line}' >> \"$HIPBLASLT_LOG_FILE\"; done\nexec '{py}' \"$@\"",
+        "echo \"$HIPBLASLT_LOG_FILE\" > '{seen}'\nf=$(echo \"$HIPBLASLT_LOG_FILE\" | sed \"s/%i/$$/\")\n\
+         for i in 1 2 3; do echo '{line}' >> \"$f\"; done\nexec '{py}' \"$@\"",
         seen = dir.path().join("seen.txt").display(),
         py = py.display()
     );
@@ -332,7 +333,11 @@ fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let file = std::fs::read_to_string(dir.path().join("seen.txt")).unwrap();
-    assert!(file.contains("hipblaslt-") && file.trim().ends_with(".log"), "{file}");
+    // hipBLASLt puts its pid for `%i` (the wrapper does as it does; `exec` keeps the pid).
+    assert!(
+        file.contains("hipblaslt-") && file.trim().ends_with("-%i.log"),
+        "{file}"
+    );
     let first = r.cases[0].outcome.hipblaslt.as_ref().expect("the first case's GEMMs");
     let g = &first.gemms[0];
     assert_eq!((g.m, g.n, g.k, g.count, g.trans_a.as_str()), (4096, 4096, 4096, 3, "T"));

@@ -144,3 +144,45 @@ fn a_file_with_no_rocm_line_is_refused_by_name_before_anything_is_written() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(stderr(&missing).contains("no/such.log"));
 }
+
+#[test]
+fn no_output_replaces_an_input_or_lands_inside_the_bundle() {
+    let dir = scratch();
+    let log = dir.path().join("console.log");
+    std::fs::copy(rocm("miopen-600-bwrw-chosen-algorithm.log"), &log).unwrap();
+    let before = std::fs::read(&log).unwrap();
+    // The input spelled another way, as --json: refused, the log untouched.
+    let dotted = dir.path().join(".").join("console.log");
+    let out = bench()
+        .args(["logs"])
+        .arg(&log)
+        .arg("--json")
+        .arg(&dotted)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+    // --json inside the bundle folder would be replaced by the bundle's summary.json.
+    let bundle = dir.path().join("b");
+    let out = bench()
+        .args(["logs"])
+        .arg(&log)
+        .arg("--json")
+        .arg(bundle.join("summary.json"))
+        .arg("--bundle")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("inside the bundle folder"), "{}", stderr(&out));
+    // A bundle under a file is refused before anything is read or written.
+    let out = bench()
+        .args(["logs"])
+        .arg(&log)
+        .arg("--bundle")
+        .arg(log.join("b"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).is_empty());
+}

@@ -28,7 +28,25 @@ pub const FILES: [&str; 5] = [
 /// DIR is usable: absent (made), or an empty folder.
 pub fn check(dir: &Path) -> Result<(), UserError> {
     match std::fs::symlink_metadata(dir) {
-        Err(_) => Ok(()),
+        // Absent: its nearest existing ancestor must be a folder (it is made there).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut up = dir.parent();
+            while let Some(p) = up.filter(|p| !p.as_os_str().is_empty()) {
+                match std::fs::metadata(p) {
+                    Ok(m) if m.is_dir() => return Ok(()),
+                    Ok(_) => {
+                        return Err(UserError::Other(format!(
+                            "--bundle {}: {} is not a folder",
+                            dir.display(),
+                            p.display()
+                        )))
+                    }
+                    Err(_) => up = p.parent(),
+                }
+            }
+            Ok(())
+        }
+        Err(e) => Err(UserError::Other(format!("--bundle {}: {e}", dir.display()))),
         Ok(m) if m.is_dir() => match std::fs::read_dir(dir).map(|mut e| e.next().is_none()) {
             Ok(true) => Ok(()),
             Ok(false) => Err(UserError::Other(format!(
@@ -42,6 +60,23 @@ pub fn check(dir: &Path) -> Result<(), UserError> {
             dir.display()
         ))),
     }
+}
+
+/// No other output of the command may lie inside the bundle folder: the bundle's files would
+/// replace it (`--json b/summary.json --bundle b`).
+pub fn check_apart<'a>(dir: &Path, others: impl IntoIterator<Item = (&'a str, &'a Path)>) -> Result<(), UserError> {
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let bundle = absolute(dir);
+    for (flag, path) in others {
+        if absolute(path).starts_with(&bundle) {
+            return Err(UserError::Other(format!(
+                "{flag} {} is inside the bundle folder {}: its files would replace it; write it elsewhere",
+                path.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Write the bundle into `dir` (checked by [`check`]).

@@ -161,13 +161,19 @@ pub fn command(args: LogsArgs) -> anyhow::Result<i32> {
     // Outputs are checked before any input is read: nothing the user owns is overwritten.
     let json_file = args.json.as_ref().filter(|p| p.as_os_str() != "-");
     if let Some(path) = json_file {
-        if args.files.iter().any(|f| f == path) {
-            return Err(UserError::Other(format!("--json {} is also an input", path.display())).into());
-        }
+        // The same file however spelled (a link, `./`, an absolute path) is refused.
+        let inputs: Vec<crate::files::Named> = args
+            .files
+            .iter()
+            .filter(|f| f.as_os_str() != "-")
+            .map(|f| ("log file", Some(f.as_path())))
+            .collect();
+        crate::files::check_distinct(&inputs, &[("--json", Some(path.as_path()))])?;
         crate::files::check_output(path, "--json file")?;
     }
     if let Some(dir) = &args.bundle {
         bundle::check(dir)?;
+        bundle::check_apart(dir, json_file.map(|p| ("--json", p.as_path())))?;
     }
     let json = read_all(&args.files)?;
     let to_stdout = args.json.as_ref().is_some_and(|p| p.as_os_str() == "-");

@@ -48,30 +48,58 @@ const SUBCOMMANDS: &[(&str, &str)] = &[
 /// Where a driver command starts in `line`: at the `MIOpenDriver` word (any path or `.exe`
 /// with it) followed by a convolution subcommand, or at `Problem="conv ...`. Returns the
 /// command's text, from the driver word (or the subcommand) to its end, quotes trimmed.
-pub fn find(line: &str) -> Option<&str> {
+pub fn find(line: &str) -> Option<std::borrow::Cow<'_, str>> {
     if let Some(at) = line.find("Problem=\"") {
         let rest = &line[at + "Problem=\"".len()..];
         let text = &rest[..rest.find('"').unwrap_or(rest.len())];
-        return subcommand(text.split_whitespace().next()?).map(|_| text.trim());
+        return subcommand(text.split_whitespace().next()?).map(|_| text.trim().into());
     }
     let mut from = 0;
     while let Some(at) = line[from..].find("MIOpenDriver") {
         let start = from + at;
         let after = &line[start + "MIOpenDriver".len()..];
         let after = after.strip_prefix(".exe").unwrap_or(after);
+        // A quoted path (`"C:\...\MIOpenDriver.exe" convbfp16 ...`).
+        let after = after.strip_prefix(['"', '\'']).unwrap_or(after);
         // `MIOpenDriver: conv ...`, the echo of older drivers.
         let after = after.strip_prefix(':').unwrap_or(after);
         if after.starts_with(char::is_whitespace) && after.split_whitespace().next().and_then(subcommand).is_some() {
-            // Keep a path in front of the driver, as logged (`./bin/MIOpenDriver`).
-            let begin = line[..start]
-                .rfind(|c: char| c.is_whitespace() || c == '"' || c == '\'')
-                .map_or(0, |s| s + 1);
-            let text = line[begin..].trim_end();
-            return Some(text.trim_end_matches(['"', '\'']).trim_end());
+            // Keep a path in front of the driver, as logged (`./bin/MIOpenDriver`), from the
+            // character after the space or quote before it (any width of space).
+            let opener = line[..start]
+                .char_indices()
+                .rev()
+                .find(|(_, c)| c.is_whitespace() || *c == '"' || *c == '\'');
+            let begin = opener.map_or(0, |(i, c)| i + c.len_utf8());
+            let quote = opener.map(|(_, c)| c).filter(|c| *c == '"' || *c == '\'');
+            let word_end = start
+                + "MIOpenDriver".len()
+                + if line[start..].starts_with("MIOpenDriver.exe") {
+                    4
+                } else {
+                    0
+                };
+            let text = match quote {
+                // A quoted path: the path, then the rest of the line up to another quote.
+                Some(q) if line[word_end..].starts_with(q) => {
+                    let rest = &line[word_end + 1..];
+                    let rest = &rest[..rest.find(q).unwrap_or(rest.len())];
+                    return Some(format_command(&line[begin..word_end], rest));
+                }
+                // A quoted command ends at the next quote (`cmd="MIOpenDriver conv -n 1" rc=0`).
+                Some(q) => &line[begin..line[word_end..].find(q).map_or(line.len(), |e| word_end + e)],
+                None => &line[begin..],
+            };
+            return Some(text.trim_end().trim_end_matches(['"', '\'']).trim_end().into());
         }
         from = start + "MIOpenDriver".len();
     }
     None
+}
+
+/// A quoted path and the words after its closing quote, as one command.
+fn format_command(path: &str, rest: &str) -> std::borrow::Cow<'static, str> {
+    format!("{path} {}", rest.trim()).into()
 }
 
 fn subcommand(word: &str) -> Option<&'static str> {
@@ -90,6 +118,7 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
     let mut values: Vec<i64> = FLAGS.iter().map(|f| f.2).collect();
     let mut mode = "conv".to_string();
     let mut layout = None;
+    let mut solution: Option<i64> = None;
     let words: Vec<&str> = words.collect();
     let mut i = 0;
     while i < words.len() {
@@ -114,6 +143,8 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
         i += 1;
         match name {
             "mode" => mode = value.to_string(),
+            // `-S` takes a solution id or a solver's name: a name asks for no id.
+            "solution" => solution = value.parse().ok(),
             "in_layout" => layout = Some(value.to_string()),
             _ => {
                 if let Some(k) = FLAGS.iter().position(|f| f.0 == name) {
@@ -152,7 +183,7 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
         groups: nonneg(get("group_count"))?,
         transposed: mode == "trans",
         layout,
-        solution_id: Some(get("solution")).filter(|s| *s >= 0),
+        solution_id: solution.filter(|s| *s >= 0),
         solver: None,
         solver_family: None,
         solvers: Default::default(),

@@ -28,6 +28,11 @@ impl HipblasltParser {
         let Some(gemm) = bench_line(line) else {
             return false;
         };
+        // Real bench lines are under 1 KiB; a longer one is counted, not kept.
+        if gemm.command.len() > super::miopen::MAX_COMMAND_BYTES {
+            self.dropped += 1;
+            return true;
+        }
         match self.at.get(&gemm.command) {
             Some(&i) => self.gemms[i].count += 1,
             None if self.gemms.len() < MAX_GEMMS => {

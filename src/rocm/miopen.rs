@@ -32,6 +32,11 @@ pub const MAX_COMMANDS: usize = 1000;
 pub const MAX_SOLVERS: usize = 200;
 /// Lines kept as evidence of a cold database.
 const MAX_EVIDENCE: usize = 8;
+/// The longest command kept (real ones are a few hundred bytes); a longer one is counted
+/// in `dropped`.
+pub const MAX_COMMAND_BYTES: usize = 4096;
+/// The longest solver or kernel name kept.
+pub const MAX_NAME_BYTES: usize = 256;
 
 /// Collects what MIOpen logged, one line at a time.
 #[derive(Debug, Default)]
@@ -52,21 +57,30 @@ impl MiopenParser {
     /// Take one line; true when it was one of MIOpen's (or a driver command) and was read.
     pub fn line(&mut self, line: &str) -> bool {
         if let Some(mut text) = self.continued.take() {
-            text.push(' ');
-            text.push_str(line.trim().trim_end_matches('\\').trim());
-            if line.trim_end().ends_with('\\') {
-                self.continued = Some(text);
-            } else {
+            // A continuation is short (a command is a few hundred bytes); a MIOpen line or a
+            // long run of lines ends it.
+            if strip_prefix(line).is_some() || text.len() + line.len() > MAX_COMMAND_BYTES {
                 self.command(&text);
+            } else {
+                text.push(' ');
+                text.push_str(line.trim().trim_end_matches('\\').trim());
+                if line.trim_end().ends_with('\\') {
+                    self.continued = Some(text);
+                } else {
+                    self.command(&text);
+                }
+                return true;
             }
-            return true;
         }
         // MIOpenDriver's own report of what it ran: `MIOpen Forward Conv. Algorithm: 3,
         // Solution: 15/ConvBinWinogradRxS`.
         if line.contains("Conv. Algorithm:") {
             if let Some(id_name) = after(line, "Solution: ") {
-                let name = id_name.split_once('/').map_or(id_name, |(_, n)| n);
-                self.ran(name);
+                let (id, name) = id_name.split_once('/').unwrap_or(("", id_name));
+                // `0/UNKNOWN`: the driver could not say which solver ran.
+                if id != "0" && name != "UNKNOWN" {
+                    self.ran(name);
+                }
                 return true;
             }
         }
@@ -77,7 +91,7 @@ impl MiopenParser {
                 if cmd.ends_with('\\') {
                     self.continued = Some(cmd.trim_end_matches('\\').trim_end().to_string());
                 } else {
-                    self.command(cmd);
+                    self.command(&cmd);
                 }
                 return true;
             }
@@ -86,7 +100,7 @@ impl MiopenParser {
         if rest.contains("[LogConvolutionExecution]") {
             // The one-line summary (ROCm/rocm-libraries PR #4346): the problem and its solver.
             if let (Some(cmd), Some(solver)) = (driver::find(rest), quoted(rest, "Solver=\"")) {
-                self.command(cmd);
+                self.command(&cmd);
                 self.ran(solver);
                 return true;
             }
@@ -121,7 +135,7 @@ impl MiopenParser {
         }
         if rest.contains("[LogCmd") {
             if let Some(cmd) = driver::find(rest) {
-                self.command(cmd);
+                self.command(&cmd);
                 return true;
             }
         }
@@ -144,6 +158,11 @@ impl MiopenParser {
     /// A command line: kept once (to replay), its problem counted, and remembered for the
     /// solver line of its call.
     fn command(&mut self, text: &str) {
+        if text.len() > MAX_COMMAND_BYTES {
+            self.log.dropped += 1;
+            self.last_command = None;
+            return;
+        }
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if !self.seen.contains(&text) {
             if self.seen.len() < MAX_COMMANDS {
@@ -177,6 +196,11 @@ impl MiopenParser {
         let Some((command, problem)) = self.last_command.take() else {
             return;
         };
+        // The per-problem and per-command maps take only names the global map kept, so they
+        // are bounded by it.
+        if !self.log.solvers.contains_key(solver) {
+            return;
+        }
         if let Some(i) = problem {
             *self.log.problems[i].solvers.entry(solver.to_string()).or_default() += 1;
         }
@@ -259,6 +283,10 @@ impl MiopenParser {
 
 /// Count `name` in `map`, within [`MAX_SOLVERS`] distinct names (the rest in `dropped`).
 fn count(map: &mut BTreeMap<String, u64>, name: &str, dropped: &mut u64) {
+    if name.len() > MAX_NAME_BYTES {
+        *dropped += 1;
+        return;
+    }
     let full = map.len() >= MAX_SOLVERS;
     match map.get_mut(name) {
         Some(n) => *n += 1,

@@ -273,6 +273,58 @@ fn lines_glued_after_a_real_progress_bar_are_read() {
 }
 
 #[test]
+fn odd_but_real_ways_of_writing_a_command_are_read_and_never_panic() {
+    // A non-breaking space before the driver (logs copied from a web page): no panic.
+    assert_eq!(
+        driver::find("\u{a0}MIOpenDriver conv -n 1 -c 3").as_deref(),
+        Some("MIOpenDriver conv -n 1 -c 3")
+    );
+    // A quoted Windows path, then the subcommand.
+    let cmd = driver::find(
+        r#"& "C:\Program Files\AMD\ROCm\6.4\bin\MIOpenDriver.exe" convbfp16 -n 1 -c 16 -H 64 -W 64 -k 16"#,
+    )
+    .expect("a quoted path");
+    let p = driver::problem(&cmd).expect("its problem");
+    assert_eq!((p.dtype.as_str(), p.c, p.input), ("bf16", 16, [1, 64, 64]));
+    // A quoted command ends at its quote.
+    let cmd = driver::find(r#"cmd="MIOpenDriver conv -n 1 -c 3" rc=0"#).unwrap();
+    assert_eq!(cmd, "MIOpenDriver conv -n 1 -c 3");
+    assert_eq!(driver::problem(&cmd).unwrap().c, 3);
+    // `-S` takes a solver's name too: the problem stays, with no solution id.
+    let p = driver::problem("MIOpenDriver conv -n 1 -c 3 -S ConvBinWinogradRxSf2x3g1").unwrap();
+    assert_eq!((p.n, p.solution_id), (1, None));
+    assert_eq!(driver::problem("MIOpenDriver conv -S -1").unwrap().solution_id, None);
+    // The driver's `0/UNKNOWN` names no solver.
+    let mut r = LogReader::default();
+    r.line("MIOpen Forward Conv. Algorithm: 0, Solution: 0/UNKNOWN");
+    assert!(r.finish().miopen.is_none_or(|m| m.solvers.is_empty()));
+}
+
+#[test]
+fn what_a_hostile_log_holds_is_bounded() {
+    let mut p = miopen::MiopenParser::default();
+    // One command, then ever new solver names: its maps stay within the global cap.
+    for i in 0..(miopen::MAX_SOLVERS + 300) {
+        p.line("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 1");
+        p.line(&format!(
+            "MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = S{i}, workspace = 0"
+        ));
+    }
+    // A command continued without end, and one far too long.
+    p.line("MIOpenDriver conv \\");
+    for _ in 0..10_000 {
+        p.line("-n 1 \\");
+    }
+    p.line(&format!("MIOpenDriver conv {}", "-t 1 ".repeat(2000)));
+    let log = p.finish().unwrap();
+    assert_eq!(log.solvers.len(), miopen::MAX_SOLVERS);
+    assert!(log.problems.iter().all(|p| p.solvers.len() <= miopen::MAX_SOLVERS));
+    assert!(log.solver_by_command.values().all(|m| m.len() <= miopen::MAX_SOLVERS));
+    assert!(log.driver_commands.iter().all(|c| c.len() <= miopen::MAX_COMMAND_BYTES));
+    assert!(log.dropped >= 301, "{}", log.dropped);
+}
+
+#[test]
 fn kernels_miopen_launched_are_counted_with_their_family() {
     let log = miopen("miopen-3860-gfx1150-run-kernel-name.log");
     assert_eq!(log.kernels.len(), 1, "{:?}", log.kernels);

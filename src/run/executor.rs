@@ -140,7 +140,7 @@ impl Executor {
             Err(msg) => return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars),
         };
         // hipBLASLt's bench lines go to a file of the run's scratch, read back after the case.
-        let gemm_log = super::gemm_log::GemmLog::start(&self.scratch, &mut vars);
+        let gemm_log = super::gemm_log::GemmLog::start(&self.scratch, spec.settings.engine.name(), &mut vars);
         let key = worker_key(spec.settings.engine, &vars, unset);
         let shared = !self.isolate_cases && fresh_db.is_none();
         let spec_path = protocol::spec_path(&self.scratch, &spec.id);
@@ -194,7 +194,8 @@ impl Executor {
         let _ = std::fs::remove_file(&spec_path);
         let mut result = self.finish(spec, lease, watched, &result_path, &vars, shared, replaced);
         drop(fresh_db);
-        result.outcome.hipblaslt = gemm_log.and_then(super::gemm_log::GemmLog::read);
+        let pid = result.outcome.worker.as_ref().and_then(|w| w.pid);
+        result.outcome.hipblaslt = gemm_log.and_then(|log| log.read(pid));
         result
     }
 

@@ -245,7 +245,12 @@ impl LiveWorker {
                 if show {
                     on_event(WorkerEvent::Output(&t));
                 }
-                if !miopen.line(&t) {
+                // A progress bar's `\r` may glue MIOpen's lines to its own: each part is read.
+                let mut consumed = false;
+                for part in t.split('\r').filter(|p| !p.trim().is_empty()) {
+                    consumed |= miopen.line(part);
+                }
+                if !consumed {
                     if tail.len() == STDERR_TAIL_LINES {
                         tail.pop_front();
                     }

@@ -350,6 +350,8 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
     crate::files::check_output(report, "report")?;
     if let Some(dir) = &args.export_rocm_bundle {
         crate::logs::bundle::check(dir)?;
+        let outputs = std::iter::once(("report", report)).chain(exports.iter().filter_map(|(f, p)| Some((*f, (*p)?))));
+        crate::logs::bundle::check_apart(dir, outputs)?;
     }
     for (flag, path) in exports {
         if let Some(p) = path {
