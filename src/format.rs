@@ -6,6 +6,32 @@
 //!
 //! Must not: decide what to show (that is the table's or exporter's job) or touch JSON.
 
+/// Rows as left-aligned columns two spaces apart, each padded by its display width (`{:<w$}`
+/// counts chars, which misaligns wide or combining characters), trailing spaces trimmed.
+pub fn columns<S: AsRef<str>>(rows: &[impl AsRef<[S]>]) -> Vec<String> {
+    use unicode_width::UnicodeWidthStr;
+    let mut width: Vec<usize> = Vec::new();
+    for r in rows {
+        for (i, c) in r.as_ref().iter().enumerate() {
+            match width.get_mut(i) {
+                Some(w) => *w = (*w).max(c.as_ref().width()),
+                None => width.push(c.as_ref().width()),
+            }
+        }
+    }
+    rows.iter()
+        .map(|r| {
+            let cells: Vec<String> = r
+                .as_ref()
+                .iter()
+                .zip(&width)
+                .map(|(c, w)| format!("{}{}", c.as_ref(), " ".repeat(w - c.as_ref().width())))
+                .collect();
+            cells.join("  ").trim_end().to_string()
+        })
+        .collect()
+}
+
 /// `1 case`, `3 cases`: `n` and `noun`, plural unless `n` is 1 (nouns that take an `s`).
 pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })

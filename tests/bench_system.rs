@@ -4,12 +4,15 @@ use crate::util::cli::*;
 
 use wan_vae_bench::system::SystemInfo;
 
+/// Write `text` at `rel` under the fake root `root`, making its folders.
+fn put(root: &std::path::Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
 pub fn fake_strix_halo(root: &std::path::Path) {
-    let mk = |rel: &str, text: &str| {
-        let p = root.join(rel);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+    let mk = |rel: &str, text: &str| put(root, rel, text);
     let nodes = "sys/class/kfd/kfd/topology/nodes";
     mk(
         &format!("{nodes}/0/properties"),
@@ -122,11 +125,7 @@ fn a_real_strix_halo_reads_as_an_apu_whose_memory_is_gtt() {
     for (target, version) in [("gfx1151", "110501"), ("gfx1152", "110502")] {
         let dir = scratch();
         let root = dir.path();
-        let mk = |rel: &str, text: &str| {
-            let p = root.join(rel);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        };
+        let mk = |rel: &str, text: &str| put(root, rel, text);
         mk(
             "sys/class/kfd/kfd/topology/nodes/1/properties",
             &format!("simd_count 80\nsimd_per_cu 2\ngfx_target_version {version}\ndrm_render_minor 128\n"),

@@ -6,8 +6,6 @@
 //! `crate::format`.
 use std::fmt::Write;
 
-use unicode_width::UnicodeWidthStr;
-
 use super::judge::Test;
 use super::{file_name, History, Series, Step};
 use crate::format::seconds;
@@ -159,42 +157,22 @@ fn summary(h: &History) -> String {
 
 /// The terminal table.
 pub fn text(h: &History) -> String {
-    let head = ["case", "pass", "machine", "runs", "segments (median)", "verdict"];
-    let rows: Vec<[String; 6]> = h
-        .series
-        .iter()
-        .map(|s| {
-            [
-                s.case_id.clone(),
-                s.pass.to_string(),
-                place(h, s),
-                s.points.len().to_string(),
-                segments(s),
-                verdict(h, s),
-            ]
-        })
-        .collect();
-    let mut width = head.map(|c| c.width());
-    for r in &rows {
-        for (w, c) in width.iter_mut().zip(r) {
-            *w = (*w).max(c.width());
-        }
-    }
-    let line = |cells: &[String]| -> String {
-        let mut l = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            let pad = if i + 1 == cells.len() {
-                0
-            } else {
-                width[i] - c.width() + 2
-            };
-            let _ = write!(l, "{c}{}", " ".repeat(pad));
-        }
-        l.trim_end().to_string() + "\n"
-    };
-    let mut out = line(&head.map(String::from));
-    for (s, r) in h.series.iter().zip(&rows) {
-        out.push_str(&line(r));
+    let head = ["case", "pass", "machine", "runs", "segments (median)", "verdict"].map(String::from);
+    let rows = h.series.iter().map(|s| {
+        [
+            s.case_id.clone(),
+            s.pass.to_string(),
+            place(h, s),
+            s.points.len().to_string(),
+            segments(s),
+            verdict(h, s),
+        ]
+    });
+    let lines = crate::format::columns(&std::iter::once(head).chain(rows).collect::<Vec<_>>());
+    let mut out = format!("{}\n", lines[0]);
+    for (s, line) in h.series.iter().zip(&lines[1..]) {
+        out.push_str(line);
+        out.push('\n');
         for st in &s.steps {
             let _ = writeln!(
                 out,

@@ -87,7 +87,7 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
         let _ = writeln!(gemms, "{:>7} {}", g.count, g.command);
     }
     let mut problems: Vec<_> = json.miopen.problems.iter().collect();
-    problems.sort_by(|a, b| b.count.cmp(&a.count));
+    problems.sort_by_key(|x| std::cmp::Reverse(x.count));
     let mut commands = String::new();
     for p in problems {
         let _ = writeln!(commands, "{:>7} {}", p.count, p.command);
@@ -202,17 +202,8 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
         }
     }
     m.cold_db = !m.cold_db_evidence.is_empty();
-    for p in &mut m.problems {
-        let best = p.solvers.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
-        p.solver = best.map(|(name, _)| name.clone());
-        p.solver_family = p
-            .solver
-            .as_deref()
-            .map(|s| crate::profile::kernels::family(s).to_string());
-    }
-    m.kernels
-        .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
-    h.gemms.sort_by(|a, b| b.count.cmp(&a.count));
+    crate::rocm::miopen::settle(&mut m.problems, &mut m.kernels);
+    h.gemms.sort_by_key(|x| std::cmp::Reverse(x.count));
     LogsJson {
         schema: super::SCHEMA.to_string(),
         files,

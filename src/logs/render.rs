@@ -70,7 +70,7 @@ pub fn text(j: &LogsJson) -> String {
         .map(String::from)
         .to_vec()];
         let mut problems: Vec<_> = m.problems.iter().collect();
-        problems.sort_by(|a, b| b.count.cmp(&a.count));
+        problems.sort_by_key(|x| std::cmp::Reverse(x.count));
         for p in problems {
             let dims = |v: [u64; 3]| v.map(|x| x.to_string()).join("x");
             rows.push(vec![
@@ -175,18 +175,9 @@ pub fn text(j: &LogsJson) -> String {
     out
 }
 
-/// Left-aligned columns, two spaces apart, the first row a header.
+/// Left-aligned columns, two spaces apart, the first row a header ([`crate::format::columns`]).
 fn table(out: &mut String, rows: &[Vec<String>]) {
-    let cols = rows[0].len();
-    let width: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, cell)| format!("{cell:<w$}", w = width[c]))
-            .collect();
-        let _ = writeln!(out, "  {}", line.join("  ").trim_end());
+    for line in crate::format::columns(rows) {
+        let _ = writeln!(out, "  {line}");
     }
 }

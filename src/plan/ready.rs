@@ -60,6 +60,9 @@ pub fn check_matrix(opts: &BenchOptions, req: &Request) -> anyhow::Result<Checke
 
 /// The run's checked plan: the options as the input left them, the model, the input, the
 /// cases in run order with the references they need, the shuffle seed and the shard.
+// The private field, not `#[non_exhaustive]` (which binds only other crates), keeps the other
+// modules of this crate from making a `Plan` without `Plan::build`.
+#[allow(clippy::manual_non_exhaustive)]
 pub struct Plan {
     pub opts: BenchOptions,
     pub model: ResolvedModel,
@@ -125,30 +128,20 @@ impl Plan {
     /// Whether any case runs in the Python worker (the run then needs an interpreter, and
     /// the files every engine reads).
     pub fn runs_python(&self) -> bool {
-        runs_python(&self.cases)
+        self.cases
+            .iter()
+            .any(|c| crate::engine::spec(c.settings.engine).runs_python())
     }
 
     /// The clips the parent writes for the Python worker, one per frames x size of the run;
     /// none when no case runs in it.
     pub fn clip_sizes(&self) -> std::collections::BTreeSet<(usize, usize, usize)> {
-        clip_sizes(&self.cases)
+        if !self.runs_python() {
+            return Default::default();
+        }
+        let size = |c: &Case| (c.settings.frames, c.settings.width, c.settings.height);
+        self.cases.iter().map(size).collect()
     }
-}
-
-/// Whether any of `cases` runs in the Python worker.
-pub fn runs_python(cases: &[Case]) -> bool {
-    cases
-        .iter()
-        .any(|c| crate::engine::spec(c.settings.engine).runs_python())
-}
-
-/// The frames x size of `cases` when one runs in the Python worker.
-pub fn clip_sizes(cases: &[Case]) -> std::collections::BTreeSet<(usize, usize, usize)> {
-    if !runs_python(cases) {
-        return Default::default();
-    }
-    let size = |c: &Case| (c.settings.frames, c.settings.width, c.settings.height);
-    cases.iter().map(size).collect()
 }
 
 /// The run order: as written, or shuffled with the seed (drawn when none is given; drawn

@@ -49,7 +49,7 @@ impl HipblasltParser {
     pub fn finish(self) -> Option<HipblasltLog> {
         let mut gemms = self.gemms;
         // A stable sort keeps first-seen order among equal counts.
-        gemms.sort_by(|a, b| b.count.cmp(&a.count));
+        gemms.sort_by_key(|x| std::cmp::Reverse(x.count));
         (!gemms.is_empty() || self.dropped > 0).then_some(HipblasltLog {
             gemms,
             dropped: self.dropped,

@@ -249,15 +249,7 @@ impl MiopenParser {
         if let Some(text) = self.continued.take() {
             self.command(&text);
         }
-        for p in &mut self.log.problems {
-            // The solver its calls ran most often (ties: the first by name).
-            let best = p.solvers.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
-            p.solver = best.map(|(name, _)| name.clone());
-            p.solver_family = p
-                .solver
-                .as_deref()
-                .map(|s| crate::profile::kernels::family(s).to_string());
-        }
+        settle(&mut self.log.problems, &mut []);
         let mut kernels: Vec<KernelCount> = self
             .kernels
             .into_iter()
@@ -267,7 +259,7 @@ impl MiopenParser {
                 count,
             })
             .collect();
-        kernels.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+        settle(&mut [], &mut kernels);
         self.log.kernels = kernels;
         let l = &self.log;
         let any = !l.solvers.is_empty()
@@ -279,6 +271,21 @@ impl MiopenParser {
             || !l.cold_db.is_empty();
         any.then_some(self.log)
     }
+}
+
+/// What counts give, once the counts are final (one log read, or several cases' summed):
+/// each problem's solver, the one its calls ran most often (ties: the first by name), and
+/// that solver's family; the kernels most launched first (ties by name).
+pub fn settle(problems: &mut [crate::report::ConvProblem], kernels: &mut [KernelCount]) {
+    for p in problems {
+        let best = p.solvers.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)));
+        p.solver = best.map(|(name, _)| name.clone());
+        p.solver_family = p
+            .solver
+            .as_deref()
+            .map(|s| crate::profile::kernels::family(s).to_string());
+    }
+    kernels.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
 }
 
 /// Count `name` in `map`, within [`MAX_SOLVERS`] distinct names (the rest in `dropped`).

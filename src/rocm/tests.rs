@@ -43,7 +43,10 @@ type Shape = (
     u64,
 );
 
-fn shapes(problems: &[ConvProblem]) -> Vec<(String, String, u8, u64, u64, u64, [u64; 3], [u64; 3], u64, u64)> {
+/// A [`Shape`] with owned strings, as read.
+type Row = (String, String, u8, u64, u64, u64, [u64; 3], [u64; 3], u64, u64);
+
+fn shapes(problems: &[ConvProblem]) -> Vec<Row> {
     problems
         .iter()
         .map(|p| {
@@ -64,7 +67,7 @@ fn shapes(problems: &[ConvProblem]) -> Vec<(String, String, u8, u64, u64, u64, [
         .collect()
 }
 
-fn want(list: &[Shape]) -> Vec<(String, String, u8, u64, u64, u64, [u64; 3], [u64; 3], u64, u64)> {
+fn want(list: &[Shape]) -> Vec<Row> {
     list.iter()
         .map(|s| (s.0.into(), s.1.into(), s.2, s.3, s.4, s.5, s.6, s.7, s.8, s.9))
         .collect()
