@@ -215,14 +215,21 @@ const SOLVER_PLAIN: &str =
     "MIOpen: Info [FillFindReturnParameters] FW Chosen Algorithm: ConvBinWinogradRxSf2x3 , 1, 2.5";
 const DRIVER: &str = "./bin/MIOpenDriver conv -n 1 -c 96 --in_d 6 -H 482 -W 834 -k 96 --fil_d 3 -y 3 -x 3";
 
-/// A torch run (fake timings) whose interpreter prints `lines` on stderr first, as MIOpen
-/// would with `MIOPEN_ENABLE_LOGGING_CMD=1` and `MIOPEN_LOG_LEVEL=5` (set in its env variant).
+/// A torch run (fake timings) whose worker prints `lines` on stderr once its case is sent, as
+/// MIOpen would with `MIOPEN_ENABLE_LOGGING_CMD=1` and `MIOPEN_LOG_LEVEL=5` (set in its env
+/// variant). The wrapper takes the case line from stdin first, prints, then hands the line
+/// and the rest of stdin to the real worker: lines printed before the case was sent are no
+/// case's (`LiveWorker::send` drops them), so printing them at start-up raced the send.
 fn run_logging(dir: &Path, py: &Path, lines: &[String]) -> (std::process::Output, Report) {
     let echoes: String = lines.iter().map(|l| format!("echo '{l}' >&2\n")).collect();
+    let py = py.display();
     let wrapper = script(
         dir,
         "logging-python",
-        &format!("{echoes}exec '{}' \"$@\"", py.display()),
+        &format!(
+            "case \" $* \" in\n*' --session '*) IFS= read -r case\n{echoes}\
+             {{ printf '%s\\n' \"$case\"; exec cat; }} | '{py}' \"$@\";;\n*) exec '{py}' \"$@\";;\nesac"
+        ),
     );
     let cfg = write(
         dir,
