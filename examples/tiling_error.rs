@@ -21,7 +21,7 @@ fn main() -> anyhow::Result<()> {
     let st = |a: &Tensor, b: &Tensor| -> anyhow::Result<String> {
         let a = a.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
         let b = b.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
-        let s = wan_vae_bench::quality::error_stats(&a, &b);
+        let s = wan_vae_bench::report::quality::error_stats(&a, &b);
         let mx = a.iter().fold(0f32, |m, v| m.max(v.abs()));
         Ok(format!(
             "max_abs {:.4} mean_abs {:.5} psnr {:.2} (max|ref| {mx:.3})",

@@ -1,33 +1,27 @@
 //! wan-vae-bench: measure the Wan 2.1 and Wan 2.2 video VAEs (encode/decode) with candle,
 //! PyTorch, diffusers and ComfyUI engines.
 //!
-//! Module map (each module opens with a `//!` saying what it owns):
-//! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling).
-//! - [`weights`]: loading `.safetensors` / `.pth`, synthetic weights, hub references.
-//! - [`device`]: `--device` parsing and the devices this build supports; [`env_limits`]:
-//!   whether an env variant's variables fit in a new process.
-//! - [`validate`], [`inspect`]: the correctness and checkpoint-inspection commands.
-//! - [`rocm`]: reading what ROCm's libraries log (MIOpen, hipBLASLt), shared by `run` and
-//!   [`logs`], the command that reads any program's log.
-//! - The pipeline of `run`, one folder a stage: [`plan`] (flags and matrix file -> a checked
-//!   list of cases) -> [`run`] (the scheduler, the worker processes, the report written as
-//!   cases end), with [`telemetry`] (the device's clock, temperature and power while a case
-//!   runs). What is made of a run: [`report`], [`answer`], [`export`], [`compare`],
-//!   [`history`], [`merge`], [`profile`].
-//! - [`settings`], [`axes`], [`values`]: what one case measures; the table of the matrix's
-//!   axes (flag, key, parser, id part of each); the value types and parsers they share.
-//! - [`engine`]: one description per engine, the parent <-> worker protocol, and the
-//!   workers (candle's in this binary, the shipped Python worker).
-//! - [`stats`], [`report`], [`system`], [`tool`]: statistics, the JSON report schema, system
-//!   context, tool and build facts.
-//! - [`files`], [`format`]: writing files (create parent, temp + rename; no output that is
-//!   also an input) and rendering seconds and PSNR, each in one place; [`read`]: reading
-//!   the user's files with a bound; [`lock`]: output locks and folder ownership
-//!   (kernel file locks); [`shuffle`]: the seeded case order; [`process`]: child processes
-//!   in their own group, killed with it.
-//! - [`quality`], [`compare`], [`merge`], [`export`]: output quality, regression compare,
-//!   merging reports, Markdown/CSV/SVG exports; [`answer`]: what to set, from a finished run.
-//! - [`cli`], [`completions`]: the command line and its shell completions.
+//! The house, in the order data flows through a `run` (each module opens with a `//!`
+//! saying what it owns and what it must not do; imports point down this list's layers,
+//! docs/architecture.md draws them):
+//!
+//! 1. [`cli`]: the command line, one room per subcommand (its arguments and entry
+//!    function); each parses and calls the rooms below, and none imports another.
+//! 2. [`model`], [`weights`]: the Wan VAEs on candle, and the checkpoints they load
+//!    (layouts, `.safetensors`/`.pth`, synthetic weights, Hub and ComfyUI references).
+//! 3. [`plan`]: the flags and the matrix file become a checked list of cases (the axes,
+//!    options, matrix, references, shard, budgets), before anything runs.
+//! 4. [`run`], [`engine`]: the run measures the plan (scheduler, worker processes,
+//!    telemetry; `validate` too); the engines are what a case runs on (what each engine is
+//!    and can run, the worker protocol, candle's worker, the Python worker).
+//! 5. [`report`], [`analysis`]: the JSON report a run writes (case settings, outcomes,
+//!    quality, profiles), and everything read from reports (the answer, exports, compare,
+//!    merge, history).
+//! 6. [`rocm`]: what ROCm's libraries log (MIOpen, hipBLASLt), read for `run` and `logs`,
+//!    and the bundle AMD asks for.
+//! 7. [`machine`]: the machine's facts (system, devices, this build, env limits).
+//! 8. [`util`]: the services every stage uses (files, reads, locks, signals, child
+//!    processes, output, formats, statistics, errors).
 //!
 //! Must not: hold logic of its own; it only declares the modules.
 
@@ -37,39 +31,22 @@ compile_error!(
     "wan-vae-bench runs on Linux only (it needs process groups, signals, /proc and sysfs); \
      on Windows, build and run it under WSL2"
 );
-pub mod answer;
-pub mod axes;
+
 pub mod cli;
-pub mod compare;
-pub mod completions;
-pub mod device;
-pub mod engine;
-pub mod env_limits;
-pub mod error;
-pub mod export;
-pub mod files;
-pub mod format;
-pub mod history;
-pub mod inspect;
-pub mod lock;
-pub mod logs;
-pub mod merge;
+
 pub mod model;
-pub mod out;
-pub mod plan;
-pub mod process;
-pub mod profile;
-pub mod quality;
-pub mod read;
-pub mod report;
-pub mod rocm;
-pub mod run;
-pub mod settings;
-pub mod shuffle;
-pub mod stats;
-pub mod system;
-pub mod telemetry;
-pub mod tool;
-pub mod validate;
-pub mod values;
 pub mod weights;
+
+pub mod plan;
+
+pub mod engine;
+pub mod run;
+
+pub mod analysis;
+pub mod report;
+
+pub mod rocm;
+
+pub mod machine;
+
+pub mod util;

@@ -9,18 +9,21 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::settings::CaseSettings;
-use crate::system::SystemInfo;
-pub use crate::tool::ToolInfo;
+use crate::machine::system::SystemInfo;
+pub use crate::machine::tool::ToolInfo;
+use crate::report::settings::CaseSettings;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
 
 mod miopen_log;
 pub mod profile;
+pub mod quality;
+pub mod settings;
 pub mod shard;
 mod summary;
 pub mod telemetry;
 #[cfg(test)]
 pub mod testing;
+pub mod values;
 mod worker_use;
 
 pub use miopen_log::{ConvProblem, Gemm, HipblasltLog, KernelCount, MiopenLog};
@@ -53,7 +56,7 @@ pub struct Report {
     pub engines: BTreeMap<String, EngineContext>,
     /// The answer `run` states after the table: per workload and engine, the default, the
     /// fastest setting that stays right, how much faster and how to apply it (computed by
-    /// `crate::answer` from the cases). Absent in reports written before it existed, while
+    /// `crate::analysis::answer` from the cases). Absent in reports written before it existed, while
     /// the run is in progress, and in merged reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<Summary>,
@@ -478,7 +481,7 @@ impl PassStats {
     /// Statistics of one pass kind from its timed `samples` and `warmup` runs (seconds):
     /// `frames` processed per pass, `gflop` per pass. Rates are 0 when the median is 0.
     pub fn from_samples(samples: Vec<f64>, warmup: Vec<f64>, frames: usize, gflop: f64) -> PassStats {
-        let s = crate::stats::summarize(&samples).unwrap_or(crate::stats::Summary {
+        let s = crate::util::stats::summarize(&samples).unwrap_or(crate::util::stats::Summary {
             min: 0.0,
             median: 0.0,
             mean: 0.0,
@@ -553,14 +556,15 @@ pub struct CrossEngine {
 impl Report {
     /// Read and parse a report, naming the file on any error.
     pub fn load(path: &Path) -> anyhow::Result<Report> {
-        let text = crate::read::text(path, "report", crate::read::MAX_REPORT_BYTES)?;
-        serde_json::from_str(&text).map_err(|e| crate::error::UserError::file(path, not_a_report(&text, &e)).into())
+        let text = crate::util::read::text(path, "report", crate::util::read::MAX_REPORT_BYTES)?;
+        serde_json::from_str(&text)
+            .map_err(|e| crate::util::error::UserError::file(path, not_a_report(&text, &e)).into())
     }
 
-    /// Write atomically ([`crate::files::write_atomic`]), so readers never see a
+    /// Write atomically ([`crate::util::files::write_atomic`]), so readers never see a
     /// half-written report.
     pub fn save_atomic(&self, path: &Path) -> anyhow::Result<()> {
-        crate::files::write_atomic(path, serde_json::to_string_pretty(self)?)
+        crate::util::files::write_atomic(path, serde_json::to_string_pretty(self)?)
     }
 }
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::need;
 use crate::util::cli::*;
-use wan_vae_bench::answer::apply::apply;
+use wan_vae_bench::analysis::answer::apply::apply;
 use wan_vae_bench::report::{CaseStatus, Report};
 
 /// `run` of diffusers on a tiny fixture model, fp32, one timed pass, 1 frame at 64x64.

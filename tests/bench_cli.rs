@@ -1,6 +1,6 @@
 //! `run` argument and matrix-file errors exit 2 and name the culprit, before any case runs.
 use crate::util::cli::*;
-use wan_vae_bench::axes::{CHUNK, FRAMES, SIZE, TILE};
+use wan_vae_bench::plan::axes::{CHUNK, FRAMES, SIZE, TILE};
 
 fn fails_naming(args: &[&str], culprit: &str) {
     let dir = scratch();

@@ -2,7 +2,7 @@
 //! tree shows up in `system --json`, and an empty root gives nulls, not a crash.
 use crate::util::cli::*;
 
-use wan_vae_bench::system::SystemInfo;
+use wan_vae_bench::machine::system::SystemInfo;
 
 /// Write `text` at `rel` under the fake root `root`, making its folders.
 fn put(root: &std::path::Path, rel: &str, text: &str) {

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use crate::util::cli::*;
+use wan_vae_bench::report::values::{Engine, MiopenDb, Passes, Switch};
 use wan_vae_bench::report::BudgetVerdict;
-use wan_vae_bench::values::{Engine, MiopenDb, Passes, Switch};
 
 const MATRIX: &str = r#"
 [model]

@@ -84,7 +84,7 @@ fn a_consistent_slowdown_is_seen_through_one_hiccup_per_report() {
     );
     assert!(decode["p_value"].as_f64().unwrap() < 0.05, "{decode}");
     // The raw samples' p is the 0.38: the hiccups are what hid it.
-    let raw = wan_vae_bench::compare::welch::welch_t_test(&cur, &base).unwrap();
+    let raw = wan_vae_bench::analysis::compare::welch::welch_t_test(&cur, &base).unwrap();
     assert!((raw.p_value - 0.38).abs() < 0.01, "{raw:?}");
     let out = compare(&one_case(&base, &base), &one_case(&cur, &cur), &[]);
     assert!(
@@ -385,9 +385,9 @@ fn a_threshold_that_reads_two_ways_is_refused_naming_both() {
             "{e}"
         );
     }
-    assert_eq!(wan_vae_bench::compare::parse_percent("0.5%"), Ok(0.005));
-    assert_eq!(wan_vae_bench::compare::parse_percent("5"), Ok(0.05));
-    assert_eq!(wan_vae_bench::compare::parse_percent("0"), Ok(0.0));
+    assert_eq!(wan_vae_bench::analysis::compare::parse_percent("0.5%"), Ok(0.005));
+    assert_eq!(wan_vae_bench::analysis::compare::parse_percent("5"), Ok(0.05));
+    assert_eq!(wan_vae_bench::analysis::compare::parse_percent("0"), Ok(0.0));
 }
 
 fn wan_vae_bench_cmd(cmd: &[&str], extra: &[&str]) -> std::process::Output {

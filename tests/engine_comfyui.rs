@@ -446,7 +446,7 @@ fn advice_is_what_ran(
     c: &wan_vae_bench::report::CaseRecord,
     limits: &std::collections::BTreeMap<(String, String), (u64, u64)>,
 ) {
-    let a = wan_vae_bench::answer::apply::apply(r, c, None);
+    let a = wan_vae_bench::analysis::answer::apply::apply(r, c, None);
     let comfy = a.comfyui.as_ref().expect("comfyui advice");
     let facts = c.outcome.engine_case.as_ref().unwrap();
     let want = if c.settings.tiling.is_some() {

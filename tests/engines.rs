@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::need;
 use crate::util::cli::*;
+use wan_vae_bench::report::values::Engine;
 use wan_vae_bench::report::{CaseStatus, Report};
-use wan_vae_bench::values::Engine;
 
 /// An executable shell script `name` in `dir`.
 fn script(dir: &Path, name: &str, body: &str) -> PathBuf {

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::need;
 use crate::util::reports::{case, report};
-use wan_vae_bench::history::{analyse, Series};
+use wan_vae_bench::analysis::history::{analyse, Series};
 use wan_vae_bench::report::Report;
 
 /// SplitMix64: a seeded, portable generator (no dependence on a crate's stream).

@@ -333,7 +333,7 @@ fn a_consistent_slowdown_is_seen_through_one_hiccup_per_run() {
     let pooled = |r: std::ops::Range<usize>| -> Vec<f64> {
         r.flat_map(|i| hiccup_run(i, if i < 4 { 1.0 } else { 1.493 })).collect()
     };
-    let raw = wan_vae_bench::compare::welch::welch_t_test(&pooled(4..8), &pooled(0..4)).unwrap();
+    let raw = wan_vae_bench::analysis::compare::welch::welch_t_test(&pooled(4..8), &pooled(0..4)).unwrap();
     assert!(raw.p_value > 0.05, "{raw:?}");
 }
 

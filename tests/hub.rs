@@ -143,7 +143,7 @@ fn offline_miss_fails_fast_with_a_clear_message() {
         let t = Instant::now();
         let err = source::resolve_with(reference, &s).unwrap_err();
         assert!(t.elapsed() < Duration::from_secs(2));
-        assert!(err.downcast_ref::<wan_vae_bench::error::UserError>().is_some());
+        assert!(err.downcast_ref::<wan_vae_bench::util::error::UserError>().is_some());
         let msg = format!("{err:#}");
         for needle in [
             repo,

@@ -96,7 +96,7 @@ fn chart_report() -> Report {
 #[test]
 fn svg_is_valid_xml_naming_every_case() {
     let r = chart_report();
-    let svg = wan_vae_bench::export::svg_chart(&r).unwrap();
+    let svg = wan_vae_bench::analysis::export::svg_chart(&r).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("valid XML");
     assert_eq!(doc.root_element().tag_name().name(), "svg");
     let texts: Vec<String> = doc
@@ -138,7 +138,7 @@ fn plot_command_writes_the_svg() {
 fn markdown_table_has_a_row_per_case() {
     let mut r = chart_report();
     r.cases[0].quality = Some(quality("fp32-128x96-ref", Some(42.123), None));
-    let md = wan_vae_bench::export::markdown_table(&r);
+    let md = wan_vae_bench::analysis::export::markdown_table(&r);
     let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
     assert_eq!(lines.len(), 2 + r.cases.len(), "{md}");
     // Quality on synthetic weights is labelled under the table (issue 28).
@@ -235,7 +235,7 @@ fn cases_from_two_machines_are_never_compared_as_if_from_one() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stderr.contains("timed on 2 machines"), "{}", out.stderr);
     let merged = Report::load(&all).unwrap();
-    let s = wan_vae_bench::answer::summarize(&merged, 40.0);
+    let s = wan_vae_bench::analysis::answer::summarize(&merged, 40.0);
     let two: Vec<_> = s.answers.iter().filter(|a| a.cases == 2).collect();
     assert_eq!(two.len(), 1, "{:?}", s.answers);
     assert_eq!(two[0].verdict.name(), "machines", "{:?}", two[0]);

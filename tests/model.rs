@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::util::cli::fixture;
 use candle_core::{DType, Device, Tensor};
 use wan_vae_bench::model::{ConvImpl, ModelKind, Precision, RunOptions, Tiling, WanVae};
-use wan_vae_bench::validate::{check_output, read_cases, Case, Tolerance};
+use wan_vae_bench::run::validate::{check_output, read_cases, Case, Tolerance};
 use wan_vae_bench::weights::{load, load_file, load_model, WeightsSource};
 
 /// Both models, with the fixture file prefix of each.
@@ -631,21 +631,21 @@ fn bad_inputs_are_errors() {
 
 #[test]
 fn devices_this_build_lacks_are_errors_not_panics() {
-    assert!(wan_vae_bench::device::parse("cpu").is_ok());
+    assert!(wan_vae_bench::machine::device::parse("cpu").is_ok());
     if !cfg!(feature = "cuda") {
-        let err = wan_vae_bench::device::parse("cuda:0").unwrap_err().to_string();
+        let err = wan_vae_bench::machine::device::parse("cuda:0").unwrap_err().to_string();
         assert!(
             err.contains("no CUDA support") && err.contains("--features cuda"),
             "{err}"
         );
     }
     if !cfg!(feature = "metal") {
-        assert!(wan_vae_bench::device::parse("metal")
+        assert!(wan_vae_bench::machine::device::parse("metal")
             .unwrap_err()
             .to_string()
             .contains("no Metal support"));
     }
-    assert!(wan_vae_bench::device::parse("tpu:0")
+    assert!(wan_vae_bench::machine::device::parse("tpu:0")
         .unwrap_err()
         .to_string()
         .contains("cpu, cuda:N or metal:N"));

@@ -305,7 +305,7 @@ fn the_table_and_the_markdown_say_where_the_time_goes() {
         ..Default::default()
     });
     let r = report("h", vec![c]);
-    let text = wan_vae_bench::export::profile::text(&r);
+    let text = wan_vae_bench::analysis::export::profile::text(&r);
     assert!(
         text.contains("fp32-chunk1-untiled-5x64x64-baseline decode: profiled 200.0 ms (1.05x the timed median)"),
         "{text}"
@@ -314,14 +314,14 @@ fn the_table_and_the_markdown_say_where_the_time_goes() {
         text.contains("decoder.upsamples.12.residual.2") && text.contains("by op: conv3d 75%"),
         "{text}"
     );
-    let md = wan_vae_bench::export::profile::markdown(&r);
+    let md = wan_vae_bench::analysis::export::profile::markdown(&r);
     assert!(
         md.contains("## Where the time goes") && md.contains("| `decoder.upsamples.12.residual.2` | conv3d |"),
         "{md}"
     );
     let p = r.cases[0].profile.as_ref().unwrap().decode.as_ref().unwrap();
     assert_eq!(
-        wan_vae_bench::export::profile::one_line(p),
+        wan_vae_bench::analysis::export::profile::one_line(p),
         "conv3d 75% (costliest: decoder.upsamples.12.residual.2 75%)"
     );
 }
@@ -537,7 +537,7 @@ fn a_folder_or_fifo_at_a_traces_name_is_refused_before_anything_runs() {
         .next()
         .unwrap()
         .to_string();
-    let stem = wan_vae_bench::profile::options::file_name(&id);
+    let stem = wan_vae_bench::report::profile::options::file_name(&id);
     let blocker = traces.join(format!("{stem}.decode.json"));
     std::fs::create_dir(&blocker).unwrap();
     std::fs::write(blocker.join("keep"), "mine").unwrap();

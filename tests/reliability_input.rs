@@ -263,7 +263,7 @@ fn the_table_aligns_wide_env_names_and_compares_rows_of_one_size() {
     let path = dir.path().join("r.json");
     std::fs::write(&path, serde_json::to_string(&r).unwrap()).unwrap();
     // The text table is printed by run; render it through the library's exporter.
-    use wan_vae_bench::export::{Exporter, TextTable};
+    use wan_vae_bench::analysis::export::{Exporter, TextTable};
     let table = TextTable.render(&r).unwrap();
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("fp32")).collect();
     assert_eq!(rows.len(), 2, "{table}");

@@ -57,7 +57,7 @@ fn nan_outputs_fail_the_case_naming_pass_and_count() {
 
 #[test]
 fn quality_never_calls_nan_identical() {
-    use wan_vae_bench::quality::error_stats;
+    use wan_vae_bench::report::quality::error_stats;
     for (a, b) in [(f32::NAN, f32::NAN), (f32::INFINITY, f32::INFINITY)] {
         let s = error_stats(&[0.5, a], &[0.5, b]);
         assert!(!s.identical, "{a} vs {b}");

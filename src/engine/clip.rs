@@ -89,18 +89,18 @@ const GIB: f64 = (1u64 << 30) as f64;
 
 /// Whether the parent can hold the clip of `frames` at `width`x`height` (it makes one, and
 /// writes it, for the Python engines): checked up front against the memory the kernel says
-/// is left ([`crate::system::memory_headroom`]). A clip that is too large is an error naming
+/// is left ([`crate::util::memory::memory_headroom`]). A clip that is too large is an error naming
 /// frames, size and GiB, never an allocation that the out-of-memory killer ends (with
 /// overcommit an allocation larger than the free memory can succeed, and the process dies
 /// when it touches it).
-pub fn check_fits(frames: usize, width: usize, height: usize) -> Result<(), crate::error::UserError> {
-    let Some((headroom, what)) = crate::system::memory_headroom() else {
+pub fn check_fits(frames: usize, width: usize, height: usize) -> Result<(), crate::util::error::UserError> {
+    let Some((headroom, what)) = crate::util::memory::memory_headroom() else {
         return Ok(());
     };
     if clip_bytes(frames, width, height) <= headroom as f64 {
         return Ok(());
     }
-    Err(crate::error::UserError::Other(format!(
+    Err(crate::util::error::UserError::Other(format!(
         "{}: more than the {:.1} GiB {what}; choose a smaller --size or --frames",
         cannot_allocate(frames, width, height),
         headroom as f64 / GIB
@@ -134,7 +134,7 @@ pub fn roundtrip_psnr(clip: &Tensor, decoded: &Tensor) -> anyhow::Result<Option<
             clip.len()
         );
     }
-    Ok(crate::quality::psnr_db(&clip, &out))
+    Ok(crate::report::quality::psnr_db(&clip, &out))
 }
 
 #[cfg(test)]

@@ -5,9 +5,9 @@
 //! temporal axis already takes only what the nodes take (`model::temporal_tiling`).
 //!
 //! Must not: run anything, or know how cases are planned.
-use crate::error::UserError;
-use crate::settings::CaseSettings;
-use crate::values::Engine;
+use crate::report::settings::CaseSettings;
+use crate::report::values::Engine;
+use crate::util::error::UserError;
 
 /// `tile_size`: the smallest the nodes take, pixels.
 pub const TILE_SIZE_MIN: usize = 64;

@@ -14,9 +14,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::error::UserError;
-use crate::settings::{CaseSettings, Knobs};
-use crate::values::Engine;
+use crate::report::settings::{CaseSettings, Knobs};
+use crate::report::values::Engine;
+use crate::util::error::UserError;
 
 pub mod candle;
 pub mod clip;
@@ -319,14 +319,14 @@ impl EngineSpec {
     /// and the knobs `n/a` where they do not act (so they are neither multiplied into cases
     /// nor part of the id).
     pub fn run_as(&self, settings: &CaseSettings, device: &str) -> CaseSettings {
-        self.run_as_with(settings, device, crate::system::amd_gpus_only())
+        self.run_as_with(settings, device, crate::machine::system::amd_gpus_only())
     }
 
     /// [`EngineSpec::run_as`] on a machine whose GPUs are AMD's only (`amd_only`) or not.
     pub fn run_as_with(&self, settings: &CaseSettings, device: &str, amd_only: bool) -> CaseSettings {
         // TF32 is NVIDIA's: not on a machine whose GPUs are AMD's only.
         let tf32 = match amd_only {
-            true => crate::values::Switch::NotApplicable,
+            true => crate::report::values::Switch::NotApplicable,
             false => settings.knobs.tf32,
         };
         CaseSettings {
@@ -615,7 +615,7 @@ mod tests {
 
     #[test]
     fn run_as_drops_knobs_where_they_do_not_act() {
-        use crate::values::{MiopenDb, Switch};
+        use crate::report::values::{MiopenDb, Switch};
         let mut s = settings(Engine::Torch, 1);
         s.knobs = Knobs {
             cudnn: Switch::Off,

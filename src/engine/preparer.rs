@@ -8,7 +8,7 @@
 //! Must not: run anything (the scheduler runs the encode).
 use super::{spec, EngineSpec, WorkerKind, ENGINES};
 use crate::model::Precision;
-use crate::values::Engine;
+use crate::report::values::Engine;
 
 /// Whether this build's own worker (candle) has `device` compiled in: always the CPU, CUDA
 /// and Metal only with their cargo features. `fault_hooks`: the run lets the testing hook act.
@@ -20,7 +20,7 @@ pub fn this_build_has(device: &str, fault_hooks: bool) -> bool {
     match super::device_kind(device).as_str() {
         "cpu" => true,
         // A CUDA build cannot reach an AMD GPU (ROCm names it cuda:N too).
-        "cuda" => cfg!(feature = "cuda") && !crate::system::amd_gpus_only(),
+        "cuda" => cfg!(feature = "cuda") && !crate::machine::system::amd_gpus_only(),
         "metal" => cfg!(feature = "metal"),
         _ => false,
     }
@@ -70,17 +70,17 @@ pub fn latent_preparer(device: &str, in_run: &[Engine], build_has_device: bool) 
 /// [`latent_preparer`] (exit 2).
 pub fn check_run(
     device: &str,
-    cases: &[crate::settings::CaseSettings],
+    cases: &[crate::report::settings::CaseSettings],
     latent_input: bool,
     fault_hooks: bool,
-) -> Result<(), crate::error::UserError> {
+) -> Result<(), crate::util::error::UserError> {
     if latent_input || cases.iter().all(|c| c.passes.encodes()) {
         return Ok(());
     }
     let in_run = engines_of(cases.iter().map(|c| &c.engine));
     latent_preparer(device, &in_run, this_build_has(device, fault_hooks))
         .map(|_| ())
-        .map_err(crate::error::UserError::Other)
+        .map_err(crate::util::error::UserError::Other)
 }
 
 /// The engines of `cases`' settings, each once.

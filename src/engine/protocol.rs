@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::settings::CaseSettings;
+use crate::report::values::TorchPrecision;
 use crate::report::{CaseStatus, EngineContext, Outcome};
-use crate::settings::CaseSettings;
-use crate::values::TorchPrecision;
 use crate::weights::WeightsSource;
 
 /// Prefix of the stderr lines through which the worker tells the parent its current phase.
@@ -301,8 +301,8 @@ pub fn outputs_path(scratch: &Path, id: &str) -> PathBuf {
 }
 
 /// A file name for case `id`, unique and bounded: its first 120 characters with every one
-/// ([`crate::files::file_stem`], where the profile's trace files take it too).
-pub use crate::files::file_stem;
+/// ([`crate::util::files::file_stem`], where the profile's trace files take it too).
+pub use crate::util::files::file_stem;
 
 /// [`WeightsSource`] on the wire: a string, so the protocol stays the one workers already
 /// speak (`"synthetic"` or a path), with `"synthetic:SEED"` for another seed.
@@ -357,7 +357,7 @@ mod tests {
                 width: 64,
                 height: 64,
                 env_variant: "baseline".into(),
-                passes: crate::values::Passes::Both,
+                passes: crate::report::values::Passes::Both,
                 temporal_tile: None,
                 engine: Default::default(),
                 knobs: Default::default(),

@@ -71,7 +71,7 @@ pub fn save_f32(path: &Path, name: &str, tensor: &Tensor) -> anyhow::Result<()> 
 /// memory once but not twice would abort the process, and Wan 2.2's synthetic weights,
 /// 2.8 GB, took 7.8 s to write that way against 1.5 s to generate).
 pub fn save_f32_all(path: &Path, tensors: &[(&str, &Tensor)]) -> anyhow::Result<()> {
-    crate::files::write_atomic_with(path, |tmp| {
+    crate::util::files::write_atomic_with(path, |tmp| {
         write_f32(tmp, tensors).with_context(|| format!("cannot write {}", tmp.display()))
     })
 }

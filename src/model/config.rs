@@ -64,12 +64,12 @@ impl std::fmt::Display for ModelKind {
 }
 
 impl std::str::FromStr for ModelKind {
-    type Err = crate::error::UserError;
+    type Err = crate::util::error::UserError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim().to_ascii_lowercase().replace(['_', ' '], "").as_str() {
             "wan2.1" | "wan21" => Ok(ModelKind::Wan21),
             "wan2.2" | "wan22" => Ok(ModelKind::Wan22),
-            _ => Err(crate::error::UserError::invalid("model", s, "wan2.1 or wan2.2")),
+            _ => Err(crate::util::error::UserError::invalid("model", s, "wan2.1 or wan2.2")),
         }
     }
 }
@@ -304,10 +304,10 @@ impl Config {
 
     /// Frames the reference encodes out of `frames`: `1 + tc*((frames-1)/tc)` with `tc` the
     /// temporal compression (frames past the last full group are ignored); zero is an error.
-    pub fn frames_used(&self, frames: usize) -> Result<usize, crate::error::UserError> {
+    pub fn frames_used(&self, frames: usize) -> Result<usize, crate::util::error::UserError> {
         let tc = self.temporal_compression();
         if frames == 0 {
-            return Err(crate::error::UserError::invalid(
+            return Err(crate::util::error::UserError::invalid(
                 "frames",
                 "0",
                 format!("at least 1 frame (1+{tc}k frames, e.g. 1, 5, 9, 21, 81)"),
@@ -318,7 +318,7 @@ impl Config {
 
     /// Height and width must be positive multiples of the spatial compression (8 for Wan
     /// 2.1, 16 for Wan 2.2); the error names the model and the nearest valid sizes.
-    pub fn check_size(&self, width: usize, height: usize) -> Result<(), crate::error::UserError> {
+    pub fn check_size(&self, width: usize, height: usize) -> Result<(), crate::util::error::UserError> {
         let sc = self.spatial_compression();
         for (what, v) in [("width", width), ("height", height)] {
             if v == 0 || !v.is_multiple_of(sc) {
@@ -329,7 +329,7 @@ impl Config {
                 } else {
                     format!("{lo} or {hi}")
                 };
-                return Err(crate::error::UserError::invalid(
+                return Err(crate::util::error::UserError::invalid(
                     what,
                     v.to_string(),
                     format!(
@@ -344,7 +344,7 @@ impl Config {
 
     /// Tiles and overlaps must be multiples of the spatial compression (tiles are cut in
     /// latent positions); the error names the model and the nearest valid values.
-    pub fn check_tiling(&self, t: &super::Tiling) -> Result<(), crate::error::UserError> {
+    pub fn check_tiling(&self, t: &super::Tiling) -> Result<(), crate::util::error::UserError> {
         let sc = self.spatial_compression();
         if t.tile_px.is_multiple_of(sc) && t.overlap_px.is_multiple_of(sc) {
             return Ok(());
@@ -352,7 +352,7 @@ impl Config {
         let round = |v: usize| (v / sc * sc).max(sc);
         let tile = round(t.tile_px);
         let overlap = (t.overlap_px / sc * sc).min(tile - sc);
-        Err(crate::error::UserError::invalid(
+        Err(crate::util::error::UserError::invalid(
             "tile",
             format!("{}:{}", t.tile_px, t.overlap_px),
             format!(

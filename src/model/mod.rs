@@ -26,11 +26,11 @@ pub use vae::WanVae;
 
 /// Frames the VAE processes out of `frames`: the first `1+4k` (both models compress time by
 /// 4, so this holds before the model is known); zero is an error. See [`Config::frames_used`].
-pub fn frames_used(frames: usize) -> Result<usize, crate::error::UserError> {
+pub fn frames_used(frames: usize) -> Result<usize, crate::util::error::UserError> {
     Config::wan21().frames_used(frames)
 }
 
-use crate::error::UserError;
+use crate::util::error::UserError;
 
 /// Requested numeric precision of the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

@@ -9,7 +9,7 @@
 //! (which may tile spatially on its own, so both tilings combine).
 use candle_core::{DType, Result, Tensor};
 
-use crate::error::UserError;
+use crate::util::error::UserError;
 
 /// Temporal tiling in video frames, ComfyUI's `temporal_size:temporal_overlap` (its
 /// defaults: 64:8).

@@ -210,9 +210,9 @@ fn first_then_chunks(
     Tensor::cat(&outs, 2)
 }
 
-fn check_chunk(chunk: usize) -> Result<(), crate::error::UserError> {
+fn check_chunk(chunk: usize) -> Result<(), crate::util::error::UserError> {
     if chunk == 0 {
-        return Err(crate::error::UserError::invalid(
+        return Err(crate::util::error::UserError::invalid(
             "chunk",
             "0",
             "a positive number of latent frames per call (1 = reference)",

@@ -9,10 +9,10 @@
 //! Must not: run anything or render the main table.
 use serde::Deserialize;
 
-use crate::axes::{self, Axis, AXES};
-use crate::error::UserError;
+use crate::plan::axes::{self, Axis, AXES};
+use crate::report::settings::CaseSettings;
 use crate::report::{BudgetCheck, BudgetVerdict, CaseRecord, CaseStatus};
-use crate::settings::CaseSettings;
+use crate::util::error::UserError;
 
 /// The limits one table or entry sets (each optional).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -107,10 +107,10 @@ impl Budgets {
     /// With a limit on peak resident memory (`peak_rss_gb`) and shared workers: every case in
     /// a process of its own (`isolate` becomes `case`), so that no verdict on memory (nor the
     /// answer's memory filter) depends on the case order; the note that says so.
-    pub fn isolate_for_peak_rss(&self, isolate: &mut crate::values::Isolate) -> Option<String> {
+    pub fn isolate_for_peak_rss(&self, isolate: &mut crate::report::values::Isolate) -> Option<String> {
         let limited = self.global.peak_rss_gb.is_some() || self.cases.iter().any(|(_, l)| l.peak_rss_gb.is_some());
-        (limited && *isolate == crate::values::Isolate::Worker).then(|| {
-            *isolate = crate::values::Isolate::Case;
+        (limited && *isolate == crate::report::values::Isolate::Worker).then(|| {
+            *isolate = crate::report::values::Isolate::Case;
             "note: a peak_rss_gb budget is set, so every case runs in a process of its own (--isolate case): \
              its peak memory then cannot depend on what ran before it"
                 .to_string()
@@ -395,11 +395,11 @@ mod tests {
 
     #[test]
     fn every_axis_filters_on_what_the_case_recorded() {
-        use crate::values::{Engine, MiopenDb, Switch};
+        use crate::report::values::{Engine, MiopenDb, Switch};
         let candle = record(17, 1.0, 1);
         let mut torch = record(17, 1.0, 1);
         torch.settings.engine = Engine::Torch;
-        torch.settings.knobs = crate::settings::Knobs {
+        torch.settings.knobs = crate::report::settings::Knobs {
             cudnn: Switch::Off,
             cudnn_benchmark: Switch::On,
             miopen_db: MiopenDb::Fresh,

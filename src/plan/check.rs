@@ -10,11 +10,11 @@ use unicode_width::UnicodeWidthStr;
 
 use super::matrix;
 use super::options::BenchOptions;
-use crate::axes::{Applies, AXES, ENGINE, FRAMES};
-use crate::error::UserError;
 use crate::model::flops::passes_gflop;
 use crate::model::Config;
-use crate::settings::CaseSettings;
+use crate::plan::axes::{Applies, AXES, ENGINE, FRAMES};
+use crate::report::settings::CaseSettings;
+use crate::util::error::UserError;
 
 /// Default largest matrix `run` accepts (`--max-cases` raises it).
 pub const DEFAULT_MAX_CASES: u64 = 10_000;
@@ -131,8 +131,8 @@ pub fn check_cases(cases: &[matrix::Case], cfg: &Config) -> Result<(), UserError
 /// decode only, so such a case would time the same encode as the untiled one; it is planned
 /// untiled in time ([`matrix::expand`]), and the run says so once. `None` when nothing collapsed.
 pub fn collapsed_temporal(opts: &BenchOptions) -> Option<String> {
-    let tiles = opts.axes.get(&crate::axes::TEMPORAL_TILE);
-    let encode_only = opts.axes.each(&crate::axes::PASSES).any(|s| !s.passes.decodes());
+    let tiles = opts.axes.get(&crate::plan::axes::TEMPORAL_TILE);
+    let encode_only = opts.axes.each(&crate::plan::axes::PASSES).any(|s| !s.passes.decodes());
     (encode_only && tiles.iter().any(|t| t != "none")).then(|| {
         format!(
             "note: --temporal-tile {} does not act on encode-only cases (temporal tiling splits the decode only): \

@@ -11,11 +11,11 @@ use serde::Deserialize;
 
 use super::budgets;
 use super::options::{Axes, BenchOptions};
-use crate::axes;
 use crate::engine::EngineDirs;
-use crate::error::UserError;
-use crate::settings::BASELINE;
-use crate::values::{Order, TorchPrecision};
+use crate::plan::axes;
+use crate::report::settings::BASELINE;
+use crate::report::values::{Order, TorchPrecision};
+use crate::util::error::UserError;
 
 /// The built-in smoke matrix (`configs/smoke.toml`), run when no `--config` is given.
 pub const SMOKE_TOML: &str = include_str!("../../configs/smoke.toml");
@@ -102,7 +102,7 @@ struct RunSection {
 
 /// Read and parse a matrix file; errors name the file and the culprit.
 pub fn load(path: &Path) -> anyhow::Result<BenchOptions> {
-    let text = crate::read::text(path, "matrix file", crate::read::MAX_REPORT_BYTES)?;
+    let text = crate::util::read::text(path, "matrix file", crate::util::read::MAX_REPORT_BYTES)?;
     let mut opts = parse(&text).map_err(|e| UserError::file(path, format!("{e:#}")))?;
     opts.config_path = Some(path.to_path_buf());
     if let Some(dir) = path.parent() {

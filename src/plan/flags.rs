@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use clap::{Arg, ArgAction, ArgMatches, Command};
 
-use crate::axes::{Axis, AXES};
 use crate::model::ModelKind;
-use crate::values::{self, Order, TorchPrecision};
+use crate::plan::axes::{Axis, AXES};
+use crate::report::values::{self, Order, TorchPrecision};
 
 /// `--allow-status`: a status other than `ok` that may appear without failing the run.
 pub fn allow_status_flag(value: &str) -> Result<crate::report::CaseStatus, String> {
@@ -118,8 +118,8 @@ pub struct MatrixFlags {
     /// stays with its quality reference, the parts are balanced by GFLOP and do not depend on
     /// the seed; the report records the part and the plan's fingerprint, and `merge` of the N
     /// reports checks that they are the parts of one plan.
-    #[arg(long, value_name = "K/N", value_parser = crate::values::shard_flag)]
-    pub shard: Option<crate::values::ShardSpec>,
+    #[arg(long, value_name = "K/N", value_parser = crate::report::values::shard_flag)]
+    pub shard: Option<crate::report::values::ShardSpec>,
     /// Sample the device's clock, temperature, power and load every MS milliseconds while a
     /// case runs (in the parent; 0 turns it off) [default: 100].
     #[arg(long = "telemetry-ms", value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=60_000))]
@@ -205,7 +205,7 @@ fn flag(axis: &'static Axis) -> Arg {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axes::{CUDNN_BENCHMARK, FRAMES, SIZE, TEMPORAL_TILE};
+    use crate::plan::axes::{CUDNN_BENCHMARK, FRAMES, SIZE, TEMPORAL_TILE};
     use clap::Parser;
 
     #[derive(Debug, clap::Parser)]

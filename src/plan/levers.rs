@@ -9,11 +9,11 @@
 //! measured faster there.
 //!
 //! Must not: run anything, or know how the Python engines apply a lever.
-use crate::axes::{Applies, Axis, AXES, ENGINE};
-use crate::error::UserError;
+use crate::plan::axes::{Applies, Axis, AXES, ENGINE};
 use crate::plan::options::BenchOptions;
-use crate::settings::CaseSettings;
-use crate::values::{Conv3dMode, Engine, Layout};
+use crate::report::settings::CaseSettings;
+use crate::report::values::{Conv3dMode, Engine, Layout};
+use crate::util::error::UserError;
 
 /// Why `engine` does not take a lever's other values (`None`: it takes them).
 pub fn why_not(engine: Engine) -> Option<String> {
@@ -91,7 +91,7 @@ pub struct LeverArgs {
 impl LeverArgs {
     /// Refuse (exit 2) a lever value that `engine` does not take, naming the flag and why.
     pub fn check(&self, engine: Engine) -> Result<(), UserError> {
-        use crate::axes::{CONV3D, LAYOUT};
+        use crate::plan::axes::{CONV3D, LAYOUT};
         for (axis, value) in [(&LAYOUT, self.layout.name()), (&CONV3D, self.conv3d.name())] {
             if !axis.takes(engine, value) {
                 return Err(UserError::invalid(
@@ -122,7 +122,7 @@ impl LeverArgs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axes::{CONV3D, LAYOUT};
+    use crate::plan::axes::{CONV3D, LAYOUT};
 
     #[test]
     fn candle_takes_only_the_defaults_and_the_python_engines_every_value() {

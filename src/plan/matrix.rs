@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use super::options::BenchOptions;
-use crate::axes::{Axis, AXES};
-use crate::settings::CaseSettings;
+use crate::plan::axes::{Axis, AXES};
+use crate::report::settings::CaseSettings;
 
 /// One point of the matrix.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,12 +103,12 @@ pub fn expand(opts: &BenchOptions) -> Vec<Case> {
 /// Refuse (exit 2) two different cases with one id: an env variant named like another's id
 /// with a suffix (`x-decode` beside `x` with `passes = decode`) would otherwise share its
 /// record, its scratch files and its quality.
-pub fn check_unique(cases: &[Case]) -> Result<(), crate::error::UserError> {
+pub fn check_unique(cases: &[Case]) -> Result<(), crate::util::error::UserError> {
     let mut seen: BTreeMap<&str, &Case> = BTreeMap::new();
     for c in cases {
         if let Some(other) = seen.insert(&c.id, c) {
             if other.settings != c.settings {
-                return Err(crate::error::UserError::Other(format!(
+                return Err(crate::util::error::UserError::Other(format!(
                     "two different cases have the id `{}` (env variants `{}` and `{}`, passes {} and {}): the ids \
                      of a report must be unique; rename the env variant `{}` so that it does not end like an id part \
                      (-decode, -encode, -cudnn_on, -tf32_off, ...)",
@@ -216,7 +216,7 @@ mod tests {
         gpu.device = "cuda:0".into();
         let cases = expand(&gpu);
         assert_eq!(cases.len(), 1 + 8, "candle once, torch 2 x 2 x 2");
-        assert_eq!(cases[0].settings.knobs, crate::settings::Knobs::default());
+        assert_eq!(cases[0].settings.knobs, crate::report::settings::Knobs::default());
         assert!(cases
             .iter()
             .any(|c| c.id == "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"));

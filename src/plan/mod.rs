@@ -1,6 +1,6 @@
 //! What a run will do, decided before anything runs: from the `run` flags and the matrix
 //! file to a checked list of cases. [`options`] the merged options and the axes' values;
-//! [`flags`] the `run` flags (one per axis of `crate::axes::AXES`); [`env_sweep`] the
+//! [`flags`] the `run` flags (one per axis of `crate::plan::axes::AXES`); [`env_sweep`] the
 //! `--env-var` sweeps; [`config`] the TOML matrix file; [`user_input`] the user's `--input`
 //! file; [`weights_choice`] which weights the run loads; [`budgets`] the `[budgets]` limits
 //! (and, after the run, their verdicts); [`levers`] which engines take which lever values;
@@ -11,6 +11,7 @@
 //!
 //! Must not: spawn workers, time anything or write a report (that is [`crate::run`]); nothing
 //! here imports from `run`.
+pub mod axes;
 pub mod budgets;
 pub mod check;
 pub mod config;

@@ -9,11 +9,11 @@ use std::path::PathBuf;
 
 use super::budgets::Budgets;
 use super::flags::MatrixFlags;
-use crate::axes::{Axis, AXES, ENGINE, ENV, TILE};
-use crate::error::UserError;
 use crate::model::ModelKind;
-use crate::settings::CaseSettings;
-use crate::values::{self, Order, TorchPrecision};
+use crate::plan::axes::{Axis, AXES, ENGINE, ENV, TILE};
+use crate::report::settings::CaseSettings;
+use crate::report::values::{self, Order, TorchPrecision};
+use crate::util::error::UserError;
 
 /// Longest per-case time limit accepted, seconds (one year; a `Duration` overflows near 1.8e19).
 pub const MAX_TIMEOUT_S: f64 = 31_536_000.0;
@@ -229,7 +229,7 @@ impl BenchOptions {
         let swept = super::env_sweep::variants(&o.env_var).map_err(UserError::Other)?;
         let mut names: Vec<String> = match o.axes.get(&ENV) {
             Some(given) => given.to_vec(),
-            None => vec![crate::settings::BASELINE.to_string()],
+            None => vec![crate::report::settings::BASELINE.to_string()],
         };
         for v in swept {
             if self.variants.contains_key(&v.name) {
@@ -291,7 +291,7 @@ impl BenchOptions {
                 }
             }
         }
-        crate::env_limits::check_variants(&self.variants)?;
+        crate::machine::env_limits::check_variants(&self.variants)?;
         for name in self.axes.get(&ENV) {
             if !self.variants.contains_key(name) {
                 let known: Vec<&str> = self.variants.keys().map(String::as_str).collect();
@@ -350,7 +350,7 @@ fn tile_px_values(o: &MatrixFlags) -> Result<Vec<String>, UserError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::axes::{CUDNN, FRAMES, MIOPEN_DB, PRECISION, SIZE};
+    use crate::plan::axes::{CUDNN, FRAMES, MIOPEN_DB, PRECISION, SIZE};
 
     #[test]
     fn values_are_canonical_once_each_and_errors_name_where_they_were_written() {

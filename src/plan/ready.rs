@@ -17,9 +17,9 @@ use super::options::BenchOptions;
 use super::shard::{self, ShardSpec};
 use super::user_input::{self, InputFile};
 use super::weights_choice::ResolvedModel;
-use crate::axes::{FRAMES, PASSES, SIZE};
-use crate::error::UserError;
-use crate::values::Order;
+use crate::plan::axes::{FRAMES, PASSES, SIZE};
+use crate::report::values::Order;
+use crate::util::error::UserError;
 
 /// What the run's flags say of the plan beyond the options.
 pub struct Request<'a> {
@@ -150,8 +150,8 @@ pub fn order<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u64>
     match order {
         Order::AsWritten => None,
         Order::Shuffled => {
-            let seed = seed.unwrap_or_else(crate::shuffle::fresh_seed);
-            crate::shuffle::shuffle(items, seed);
+            let seed = seed.unwrap_or_else(crate::util::shuffle::fresh_seed);
+            crate::util::shuffle::shuffle(items, seed);
             Some(seed)
         }
     }
@@ -162,14 +162,14 @@ pub fn order<T>(items: &mut [T], order: Order, seed: Option<u64>) -> Option<u64>
 /// case's profile is lost.
 fn check_traces(cases: &[Case], dir: &Path) -> anyhow::Result<()> {
     for c in cases {
-        let stem = crate::profile::options::file_name(&c.id);
+        let stem = crate::report::profile::options::file_name(&c.id);
         let passes = [
             ("encode", c.settings.passes.encodes()),
             ("decode", c.settings.passes.decodes()),
         ];
         for (pass, _) in passes.iter().filter(|(_, timed)| *timed) {
-            crate::files::check_output(
-                &crate::profile::options::trace_file(&dir.join(&stem), pass),
+            crate::util::files::check_output(
+                &crate::report::profile::options::trace_file(&dir.join(&stem), pass),
                 "--export-trace file",
             )?;
         }

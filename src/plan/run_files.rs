@@ -1,5 +1,5 @@
 //! The files one `run` reads and writes, by flag, checked once before anything is written
-//! ([`crate::files::check_distinct`]): the report and the exports must not be the weights
+//! ([`crate::util::files::check_distinct`]): the report and the exports must not be the weights
 //! file, the `--input` file, the matrix file, this tool's own binary, the Python
 //! interpreter, a file inside an engine's folder (`--comfyui DIR`), nor each other; the
 //! `--export-trace` folder must be neither of them nor hold them.
@@ -8,14 +8,15 @@
 use std::path::Path;
 
 use super::options::BenchOptions;
-use crate::error::UserError;
+use crate::util::error::UserError;
 
 /// Refuse (exit 2) a report or export path that is one of the run's inputs or another of
 /// its outputs.
 pub fn check(opts: &BenchOptions, report: &Path, exports: &[(&str, Option<&Path>)]) -> Result<(), UserError> {
     let weights = crate::weights::source::local_file(&opts.weights);
     let own = std::env::current_exe().ok();
-    let python = crate::engine::python::interpreter_path(&crate::values::python_interpreter(opts.python.as_deref()));
+    let python =
+        crate::engine::python::interpreter_path(&crate::report::values::python_interpreter(opts.python.as_deref()));
     // Without -o the report goes to the default path, named as such in errors.
     let report_flag = if opts.output.is_some() {
         "-o"
@@ -23,7 +24,7 @@ pub fn check(opts: &BenchOptions, report: &Path, exports: &[(&str, Option<&Path>
         "the default report path (give -o)"
     };
     let outputs = [&[(report_flag, Some(report))], exports].concat();
-    crate::files::check_distinct(
+    crate::util::files::check_distinct(
         &[
             ("--weights", weights.as_deref()),
             ("--input", opts.input.as_deref()),

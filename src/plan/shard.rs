@@ -21,7 +21,7 @@ use crate::model::flops::passes_gflop;
 use crate::model::Config;
 use crate::report::shard::ShardRecord;
 
-pub use crate::values::{shard_flag as parse_flag, ShardSpec};
+pub use crate::report::values::{shard_flag as parse_flag, ShardSpec};
 
 /// Keep only the cases of part `spec` of the plan `cases` (references included); the
 /// record says which part of which plan. `None` leaves the plan whole.

@@ -13,7 +13,7 @@
 //! are taken as normalized (what `encode`, `validate`'s fixtures and diffusers' pipelines hold).
 //!
 //! Checked here, once, with errors naming the file and the tensor: the file is read with a
-//! bound ([`crate::read`]: a regular file or a FIFO, at most 16 GiB); the shape's element
+//! bound ([`crate::util::read`]: a regular file or a FIFO, at most 16 GiB); the shape's element
 //! count must not overflow and must match the values; every value must be finite.
 //!
 //! Must not: run the model or spawn processes.
@@ -22,9 +22,9 @@ use std::path::Path;
 use candle_core::{DType, Device, Tensor};
 
 use crate::engine::protocol::{InputKind, WorkerInput};
-use crate::error::UserError;
 use crate::model::Config;
 use crate::report::InputRecord;
+use crate::util::error::UserError;
 
 /// Tensor name of a latent input in the file the workers get.
 pub const LATENT: &str = "latent";
@@ -59,7 +59,7 @@ fn err(path: &Path, message: impl Into<String>) -> UserError {
 
 /// Read `path` (picking `tensor` when given) and check it against `cfg`.
 pub fn load(path: &Path, tensor: Option<&str>, cfg: &Config) -> Result<InputFile, UserError> {
-    let bytes = crate::read::tensor_file(path, "input file")?;
+    let bytes = crate::util::read::tensor_file(path, "input file")?;
     let sha256 = format!("{:x}", <sha2::Sha256 as sha2::Digest>::digest(&bytes));
     let is_npy = path.extension().and_then(|e| e.to_str()) == Some("npy") || bytes.starts_with(b"\x93NUMPY");
     let (name, shape, dtype, values, comfy) = if is_npy {

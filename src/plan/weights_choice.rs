@@ -15,7 +15,7 @@ use crate::weights::WeightsSource;
 pub fn own_weights(opts: &mut BenchOptions) -> anyhow::Result<()> {
     use crate::weights::source::comfyui;
     if !opts.weights_given {
-        if let Some(dir) = opts.engine_dirs.get(crate::values::Engine::Comfyui).cloned() {
+        if let Some(dir) = opts.engine_dirs.get(crate::report::values::Engine::Comfyui).cloned() {
             let model = opts.model.unwrap_or(crate::model::ModelKind::Wan21);
             let found = comfyui::find(&dir, model)?;
             crate::errln!("{}", comfyui::describe(&dir, model, &found));

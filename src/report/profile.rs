@@ -4,10 +4,16 @@
 //! device kernels behind each layer where the engine's profiler sees them, and roll-ups by
 //! op kind and by stage. The same record is the wire format: a worker fills the measured
 //! fields (`total_ms`, and per layer `layer`, `input_shape`, `dtype`, `calls`, `ms`,
-//! `kernels`), and the parent (`crate::profile::finish`) the derived ones.
+//! `kernels`), and the parent (`crate::report::profile::complete::finish`) the derived ones.
 //!
-//! Must not: measure, aggregate or render (that is `crate::profile` and `crate::export`).
+//! Must not: measure, aggregate or render (that is `crate::report::profile::complete` and `crate::analysis::export`).
 use serde::{Deserialize, Serialize};
+
+pub mod complete;
+pub mod kernels;
+pub mod miopen;
+pub mod options;
+pub mod trace;
 
 /// The name of the row holding the time spent outside every layer.
 pub const OUTSIDE: &str = "(outside layers)";
@@ -107,7 +113,7 @@ pub struct LayerRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct KernelRow {
     pub name: String,
-    /// Its family (`crate::profile::kernels`): `naive/direct`, `implicit-gemm/ck`,
+    /// Its family (`crate::report::profile::kernels`): `naive/direct`, `implicit-gemm/ck`,
     /// `winograd`, `gemm+im2col`, `fft`, `copy/pad`, `elementwise`, `norm`, `other`.
     #[serde(default)]
     pub family: String,

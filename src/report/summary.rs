@@ -1,8 +1,8 @@
 //! The report's `summary`: the answer `run` states after the table (what to set, per
-//! workload and engine), as `crate::answer` computes it; schema only, documented in
+//! workload and engine), as `crate::analysis::answer` computes it; schema only, documented in
 //! `docs/report-schema.md` and `docs/answer.md`.
 //!
-//! Must not: compute the answer (that is `crate::answer`).
+//! Must not: compute the answer (that is `crate::analysis::answer`).
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};

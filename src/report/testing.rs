@@ -2,7 +2,7 @@
 //! report around cases, every other field empty. One place, so that a field added to
 //! `CaseRecord` or `Report` is added once for every test that builds one.
 use super::{CaseRecord, CaseStatus, ModelInfo, Outcome, Report, SCHEMA_VERSION};
-use crate::settings::CaseSettings;
+use crate::report::settings::CaseSettings;
 
 /// The case of `settings` (its id from them, the frames the model uses of its frames)
 /// with `outcome`.

@@ -254,7 +254,7 @@ impl MiopenParser {
             .kernels
             .into_iter()
             .map(|(name, count)| KernelCount {
-                family: crate::profile::kernels::family(&name).to_string(),
+                family: crate::report::profile::kernels::family(&name).to_string(),
                 name,
                 count,
             })
@@ -283,7 +283,7 @@ pub fn settle(problems: &mut [crate::report::ConvProblem], kernels: &mut [Kernel
         p.solver_family = p
             .solver
             .as_deref()
-            .map(|s| crate::profile::kernels::family(s).to_string());
+            .map(|s| crate::report::profile::kernels::family(s).to_string());
     }
     kernels.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
 }

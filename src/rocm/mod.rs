@@ -13,9 +13,12 @@ use std::io::BufRead;
 
 use crate::report::{HipblasltLog, MiopenLog};
 
+pub mod bundle;
 pub mod driver;
 pub mod hipblaslt;
 pub mod miopen;
+pub mod render;
+pub mod summary;
 #[cfg(test)]
 mod tests;
 

@@ -25,7 +25,7 @@ pub fn outcome(
     if timed_out {
         let msg = format!(
             "timed out after {}; worker killed{}",
-            crate::format::seconds(timeout.as_secs_f64()),
+            crate::util::format::seconds(timeout.as_secs_f64()),
             stderr_suffix(tail_text)
         );
         return WorkerResult::empty(CaseStatus::Timeout, Some(msg), vars.clone());

@@ -3,7 +3,7 @@
 //! case of its group; one per case with `run --isolate case` or `miopen_db = fresh`), as the
 //! case's engine says ([`crate::engine::WorkerKind`]): this binary's hidden `worker`
 //! subcommand, or the Python worker ([`crate::engine::python`]) under the chosen interpreter;
-//! started in its own process group ([`crate::process`]) with the variant's variables (plus a
+//! started in its own process group ([`crate::util::process`]) with the variant's variables (plus a
 //! random-length padding variable, drawn once per worker process, as hyperfine does per
 //! command) added to the environment, and with `miopen_db = fresh` an empty per-case MIOpen
 //! database folder, removed afterwards. The executor enforces the per-case timeout, forwards
@@ -31,8 +31,8 @@ use super::scratch::Scratch;
 use crate::engine::protocol::{self, WorkerResult, WorkerSpec};
 use crate::engine::python::{interpreter_problem, PythonWorker};
 use crate::engine::WorkerKind;
+use crate::report::values::MiopenDb;
 use crate::report::{CaseStatus, WorkerUse};
-use crate::values::MiopenDb;
 
 /// Padding variable whose random length shifts the environment size between worker
 /// processes (drawn once per process: the cases a worker runs share its environment).
@@ -146,7 +146,7 @@ impl Executor {
         let spec_path = protocol::spec_path(&self.scratch, &spec.id);
         let written = serde_json::to_string(spec)
             .map_err(anyhow::Error::from)
-            .and_then(|json| crate::files::write_atomic(&spec_path, json));
+            .and_then(|json| crate::util::files::write_atomic(&spec_path, json));
         if let Err(e) = written {
             let msg = format!("cannot write the case's spec file {}: {e:#}", spec_path.display());
             return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
@@ -297,14 +297,17 @@ impl Executor {
             .arg("--session")
             .arg(&self.scratch)
             .envs(vars)
-            .env(PADDING_VAR, "X".repeat((crate::shuffle::fresh_u64() % 4096) as usize))
+            .env(
+                PADDING_VAR,
+                "X".repeat((crate::util::shuffle::fresh_u64() % 4096) as usize),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
         for name in unset {
             cmd.env_remove(name);
         }
-        crate::process::isolate(&mut cmd);
+        crate::util::process::isolate(&mut cmd);
         let spawned = Instant::now();
         match cmd.spawn() {
             Ok(child) => Ok(LiveWorker::new(child, spawned, key)),
@@ -379,7 +382,7 @@ fn never_started(lease: &Lease, watched: &Watched, ack_wait: Duration) -> Option
         }),
         CaseEnd::NoAck => Some(format!(
             "did not read it within {}",
-            crate::format::seconds(ack_wait.as_secs_f64())
+            crate::util::format::seconds(ack_wait.as_secs_f64())
         )),
         _ => None,
     }

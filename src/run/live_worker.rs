@@ -102,7 +102,7 @@ impl LiveWorker {
     /// Take over a freshly spawned worker (stdin and stderr piped).
     pub fn new(mut child: Child, spawned: Instant, key: String) -> LiveWorker {
         // Another worker's end (`process::kill_inherited`) must not take this one with it.
-        crate::process::spare(child.id());
+        crate::util::process::spare(child.id());
         let stdin = child.stdin.take();
         let stderr = child.stderr.take().expect("stderr piped");
         let (tx, rx) = mpsc::channel();
@@ -197,7 +197,7 @@ impl LiveWorker {
                     CaseEnd::Exited(Some(status))
                 };
             }
-            if super::interrupt::received().is_some() {
+            if crate::util::interrupt::received().is_some() {
                 self.kill();
                 break CaseEnd::Interrupted;
             }
@@ -286,11 +286,11 @@ impl LiveWorker {
 
     /// Kill the worker's group and reap it, and any child of ours that left the group.
     fn kill(&mut self) {
-        crate::process::kill_group(self.child.id());
+        crate::util::process::kill_group(self.child.id());
         let _ = self.child.kill();
         let _ = self.child.wait();
-        crate::process::unspare(self.child.id());
-        crate::process::kill_inherited();
+        crate::util::process::unspare(self.child.id());
+        crate::util::process::kill_inherited();
     }
 
     /// End the worker: close its stdin (it ends at the end of its input), wait a little,

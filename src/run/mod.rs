@@ -8,7 +8,7 @@
 //! pass of `--profile`), [`oom`] (what did not fit, in words), [`progress`] (the bar),
 //! `measured` (the line above the results table), [`interrupt`] (SIGINT/SIGTERM: stop, keep
 //! what was measured), [`tool_env`] (the tool's own variables that alter a run). The device's
-//! clock and temperature while a case runs are [`crate::telemetry`]'s.
+//! clock and temperature while a case runs are [`crate::run::telemetry`]'s.
 //!
 //! Must not: decide what a run will do (that is [`crate::plan`], checked before anything here
 //! starts), hold model code, know what an engine is beyond its `engine::EngineSpec`, or render
@@ -19,14 +19,13 @@ use std::time::Duration;
 use crate::engine::protocol::RunSpec;
 use crate::engine::shared_files;
 use crate::engine::EngineDirs;
-use crate::error::UserError;
 use crate::plan::ready::{self, Checked, Plan, Request};
 use crate::report::{CaseStatus, Report, RunSettings};
+use crate::util::error::UserError;
 
 pub mod blame;
 pub mod executor;
 pub mod gemm_log;
-pub mod interrupt;
 pub mod live_worker;
 mod measured;
 pub mod oom;
@@ -36,12 +35,14 @@ pub mod profile_pass;
 pub mod progress;
 pub mod scheduler;
 pub mod scratch;
+pub mod telemetry;
 pub mod tool_env;
+pub mod validate;
 
 use crate::plan::{budgets, check, config, env_sweep, flags, matrix, options, run_files, weights_choice};
-use crate::telemetry;
+use crate::util::interrupt;
 
-use crate::export::{Exporter, TextTable};
+use crate::analysis::export::{Exporter, TextTable};
 use matrix::Case;
 use options::BenchOptions;
 pub use scheduler::RECORD_ENV_VAR;
@@ -57,13 +58,13 @@ pub struct RunArgs {
     #[command(flatten)]
     pub flags: flags::MatrixFlags,
     #[command(flatten)]
-    pub exports: crate::export::RunExports,
+    pub exports: crate::analysis::export::RunExports,
     /// Write the JSON report to FILE: the same as -o/--output (`-`: on stdout, as --json).
     #[arg(long = "export-json", value_name = "FILE", conflicts_with = "output")]
     pub export_json: Option<PathBuf>,
     /// The answer's quality floor: the PSNR against the fp32 untiled reference a case needs
     /// to be recommended, dB [default: 40].
-    #[arg(long = "min-psnr", value_name = "DB", value_parser = crate::answer::min_psnr_flag)]
+    #[arg(long = "min-psnr", value_name = "DB", value_parser = crate::analysis::answer::min_psnr_flag)]
     pub min_psnr: Option<f64>,
     /// Case statuses that do not make the run exit 1 (comma-separated, repeatable): any of
     /// unsupported, oom, timeout, failed. A broken budget still exits 1.
@@ -89,8 +90,8 @@ pub struct RunArgs {
     /// which imports and loads the model once (a shuffled order is grouped by worker,
     /// shuffled within and between groups); `case`: one fresh process per case, each paying
     /// the start-up again.
-    #[arg(long, value_enum, default_value_t = crate::values::Isolate::Worker)]
-    pub isolate: crate::values::Isolate,
+    #[arg(long, value_enum, default_value_t = crate::report::values::Isolate::Worker)]
+    pub isolate: crate::report::values::Isolate,
     /// Largest matrix accepted (default 10000): a bigger one is refused before it is built.
     #[arg(long = "max-cases", value_name = "N")]
     pub max_cases: Option<u64>,
@@ -98,7 +99,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub engine_dirs: EngineDirs,
     #[command(flatten)]
-    pub profile: crate::profile::options::ProfileArgs,
+    pub profile: crate::report::profile::options::ProfileArgs,
     /// Testing only: let the workers act on `WAN_VAE_BENCH_FAULT` (recorded in the report's
     /// `run.fault_hooks`); without it they ignore the variable.
     #[arg(long = "fault-hooks", hide = true)]
@@ -142,7 +143,7 @@ pub fn with_defaults(cmd: clap::Command) -> clap::Command {
         }
     };
     cmd.mut_subcommand("run", |mut run| {
-        for axis in crate::axes::AXES {
+        for axis in crate::plan::axes::AXES {
             let text = note(smoke.axes.get(axis).join(","), file.axes.get(axis).join(","));
             run = run.mut_arg(axis.key, |a| {
                 let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
@@ -219,7 +220,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     }
     // Before the system facts are read: one of them may say where they come from.
     let overrides = tool_env::collect()?;
-    let system = crate::system::collect();
+    let system = crate::machine::system::collect();
     let output = opts
         .output
         .clone()
@@ -227,16 +228,16 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     // The ComfyUI folder's own VAE is found first: it is an input the outputs may not be.
     weights_choice::own_weights(&mut opts)?;
     check_outputs(&opts, &args, &output)?;
-    let _lock = crate::lock::OutputLock::acquire(&output)?;
+    let _lock = crate::util::lock::OutputLock::acquire(&output)?;
     // Each export too: it may name the report another run is writing.
     let exports: Vec<&Path> = args.exports.files().into_iter().filter_map(|(_, p)| p).collect();
     let _export_locks = exports
         .iter()
-        .map(|p| crate::lock::OutputLock::acquire(p))
+        .map(|p| crate::util::lock::OutputLock::acquire(p))
         .collect::<Result<Vec<_>, _>>()?;
     let locks: Vec<_> = std::iter::once(output.as_path())
         .chain(exports)
-        .map(crate::lock::OutputLock::path_for)
+        .map(crate::util::lock::OutputLock::path_for)
         .collect();
     let _setup = interrupt::guard_setup(&locks)?;
     // An existing report stays as it was until a case has finished.
@@ -252,7 +253,9 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     args.isolate = isolate;
     // A shuffled order is grouped by worker; an order as written stays as written (a worker
     // then ends wherever the next case needs another).
-    if args.isolate == crate::values::Isolate::Worker && plan.opts.order == crate::values::Order::Shuffled {
+    if args.isolate == crate::report::values::Isolate::Worker
+        && plan.opts.order == crate::report::values::Order::Shuffled
+    {
         scheduler::group_by_worker(&mut plan.cases);
     }
     let kind = plan.model.cfg.kind();
@@ -260,7 +263,7 @@ pub fn run_command(mut args: RunArgs) -> anyhow::Result<i32> {
     (report.run.overrides, report.run.shard) = (overrides, plan.shard.take());
     report.run.isolate = args.isolate.name().to_string();
     interrupt::install()?;
-    crate::process::become_subreaper();
+    crate::util::process::become_subreaper();
     let (executor, run_wide, opts, cases) = start_workers(plan, &args)?;
     // The report is first written once a case has finished: a failed set-up, or a signal
     // before the first case ends, leaves an existing report as it was (the scheduler checks
@@ -316,7 +319,7 @@ fn cases_line(total: usize, added: usize, seed: Option<u64>) -> Option<String> {
         0 => String::new(),
         n => format!(" ({n} added as quality reference{})", if n == 1 { "" } else { "s" }),
     };
-    let cases = crate::format::count(total, "case");
+    let cases = crate::util::format::count(total, "case");
     match seed {
         Some(s) => Some(format!("{cases}{added_note}, shuffled with seed {s}")),
         None if added > 0 => Some(format!("{cases}{added_note}")),
@@ -347,15 +350,15 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
     if let Some(dir) = &args.profile.export_trace {
         run_files::check_trace_dir(dir, report, &exports)?;
     }
-    crate::files::check_output(report, "report")?;
+    crate::util::files::check_output(report, "report")?;
     if let Some(dir) = &args.export_rocm_bundle {
-        crate::logs::bundle::check(dir)?;
+        crate::rocm::bundle::check(dir)?;
         let outputs = std::iter::once(("report", report)).chain(exports.iter().filter_map(|(f, p)| Some((*f, (*p)?))));
-        crate::logs::bundle::check_apart(dir, outputs)?;
+        crate::rocm::bundle::check_apart(dir, outputs)?;
     }
     for (flag, path) in exports {
         if let Some(p) = path {
-            crate::files::check_output(p, &format!("{flag} file"))?;
+            crate::util::files::check_output(p, &format!("{flag} file"))?;
         }
     }
     Ok(())
@@ -373,14 +376,14 @@ fn command_words() -> Vec<String> {
 }
 
 /// The report before any case ran.
-fn new_report(plan: &Plan, system: crate::system::SystemInfo, fault_hooks: bool) -> Report {
+fn new_report(plan: &Plan, system: crate::machine::system::SystemInfo, fault_hooks: bool) -> Report {
     let opts = &plan.opts;
     let created_at = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
     Report {
         schema_version: crate::report::SCHEMA_VERSION,
-        tool: crate::tool::this_tool(),
+        tool: crate::machine::tool::this_tool(),
         created_at,
         system,
         model: plan.model.info.clone(),
@@ -420,7 +423,7 @@ fn start_workers(plan: Plan, args: &RunArgs) -> anyhow::Result<(executor::Execut
     let mut executor = executor::Executor::new(Duration::from_secs_f64(opts.timeout_s))?;
     executor.keep = args.keep_outputs;
     executor.show_output = args.flags.show_output;
-    executor.isolate_cases = args.isolate == crate::values::Isolate::Case;
+    executor.isolate_cases = args.isolate == crate::report::values::Isolate::Case;
     if args.fault_hooks {
         executor.use_fault_hooks();
     }
@@ -490,7 +493,7 @@ fn finish(
     // The last save (budgets and the answer): if it fails (a full disk), every case is
     // still in the report as saved after it; say so, print what we have, and exit 1.
     let mut final_save_failed = None;
-    if let Err(e) = crate::answer::attach(report, output, args.min_psnr) {
+    if let Err(e) = crate::analysis::answer::attach(report, output, args.min_psnr) {
         crate::errln!(
             "error: the final write of {} failed ({e:#}): the file holds every case as saved after it ran, \
              without the budgets and the answer printed below; free space and rerun `merge` or `run` to get them",
@@ -518,7 +521,7 @@ fn finish(
     }
     args.exports.manager().write_all(report)?;
     if let Some(dir) = &args.export_rocm_bundle {
-        let logs = crate::logs::bundle::from_cases(report.cases.iter().map(|c| (c.id.as_str(), &c.outcome)));
+        let logs = crate::rocm::bundle::from_cases(report.cases.iter().map(|c| (c.id.as_str(), &c.outcome)));
         if logs.files.is_empty() {
             crate::errln!(
                 "--export-rocm-bundle {}: no case logged MIOpen or hipBLASLt lines (set MIOPEN_ENABLE_LOGGING_CMD=1 \
@@ -527,7 +530,7 @@ fn finish(
                 dir.display()
             );
         } else {
-            crate::logs::bundle::write(dir, &logs)?;
+            crate::rocm::bundle::write(dir, &logs)?;
             crate::errln!("rocm bundle: {}", dir.display());
         }
     }

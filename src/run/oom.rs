@@ -6,8 +6,8 @@
 //!
 //! Must not: run anything; the memory of the CPU is read from `/proc/meminfo` once the
 //! worker has died, a GPU's is what the worker reported.
+use crate::report::settings::CaseSettings;
 use crate::report::MemoryAtFailure;
-use crate::settings::CaseSettings;
 
 /// The memory of `device` now, when the worker could not say it: the CPU's total and
 /// available memory (`/proc/meminfo`). `None` for a GPU or when unreadable.
@@ -15,7 +15,7 @@ pub fn read_now(device: &str) -> Option<MemoryAtFailure> {
     if crate::engine::device_kind(device) != "cpu" {
         return None;
     }
-    let kib = |key: &str| crate::system::proc_kib_field("/proc/meminfo", key);
+    let kib = |key: &str| crate::util::memory::proc_kib_field("/proc/meminfo", key);
     Some(MemoryAtFailure {
         device: device.to_string(),
         total_bytes: kib("MemTotal:")?,
@@ -118,7 +118,7 @@ mod tests {
         let mut s = CaseSettings::defaults();
         for kv in text.split_whitespace() {
             let (k, v) = kv.split_once('=').unwrap();
-            let axis = crate::axes::axis(k).unwrap();
+            let axis = crate::plan::axes::axis(k).unwrap();
             (axis.set)(&mut s, k, v).unwrap();
         }
         s

@@ -2,7 +2,7 @@
 //! timed pass (f32 safetensors, tensors [`LATENT`] and [`DECODED`]) in the run's scratch
 //! directory; once a case and its reference case (fp32, untiled, chunk 1, same frames, size
 //! and env variant, see [`crate::plan::matrix::Case::reference`]) have both finished, [`QualityBook`]
-//! compares the two files with [`crate::quality::error_stats`] and fills the case's
+//! compares the two files with [`crate::report::quality::error_stats`] and fills the case's
 //! `quality`.
 //!
 //! Semantics (also in `docs/report-schema.md`):
@@ -25,8 +25,8 @@ use anyhow::Context;
 use candle_core::{DType, Device};
 
 use crate::plan::matrix::Case;
+use crate::report::values::Engine;
 use crate::report::{CaseStatus, CrossEngine, ErrorStats, Quality, Report};
-use crate::values::Engine;
 
 pub use crate::engine::protocol::{OUTPUT_DECODED as DECODED, OUTPUT_LATENT as LATENT};
 
@@ -64,7 +64,7 @@ pub fn cross_engine(reference: &Path, case: &Path, engine: Engine, reference_id:
     if rd.dims != cd.dims {
         anyhow::bail!("{DECODED} shapes differ: {engine} {:?}, case {:?}", rd.dims, cd.dims);
     }
-    let stats = crate::quality::error_stats(&rd.values, &cd.values);
+    let stats = crate::report::quality::error_stats(&rd.values, &cd.values);
     Ok(CrossEngine {
         reference_engine: engine.name().to_string(),
         reference_id: reference_id.to_string(),
@@ -87,7 +87,7 @@ pub fn compare_files(reference: &Path, case: &Path) -> anyhow::Result<(Option<Er
         if r.dims != c.dims {
             anyhow::bail!("{name} shapes differ: reference {:?}, case {:?}", r.dims, c.dims);
         }
-        Ok(Some(crate::quality::error_stats(&r.values, &c.values)))
+        Ok(Some(crate::report::quality::error_stats(&r.values, &c.values)))
     };
     Ok((stats(LATENT, rl, cl)?, stats(DECODED, rd, cd)?))
 }

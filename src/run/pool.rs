@@ -118,6 +118,6 @@ impl Pool {
 /// Precision, tiling, chunk, knobs, size, frames and passes are set per case. (A `miopen_db
 /// = fresh` case never shares: the executor gives it a worker of its own.) The scheduler
 /// groups its cases by the same key ([`super::scheduler::group_by_worker`]).
-pub fn worker_key(engine: crate::values::Engine, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
+pub fn worker_key(engine: crate::report::values::Engine, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
     serde_json::json!([engine.name(), vars, unset]).to_string()
 }

@@ -3,7 +3,7 @@
 //! passes it on, as a measured case does), with at most one warmup, one pass of each kind,
 //! no outputs and a [`ProfileRequest`]. The scheduler calls it outside the case's telemetry
 //! sampler, and its figures never enter the case's statistics: only its profile is kept,
-//! completed by [`crate::profile::finish`].
+//! completed by [`crate::report::profile::complete::finish`].
 //!
 //! Must not: render, or touch the case's timings.
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::executor::{Executor, Purpose, WorkerEvent};
 use super::progress::Progress;
 use crate::engine::protocol::{ProfileRequest, WorkerSpec};
-use crate::profile::options::{file_name, Profiling};
+use crate::report::profile::options::{file_name, Profiling};
 use crate::report::profile::CaseProfile;
 use crate::report::{CaseStatus, Outcome};
 
@@ -67,7 +67,7 @@ pub fn run(
         Some(path) => crate::weights::peek_config(path).ok(),
         None => crate::weights::resolve_config(&spec.run.weights, spec.run.model).ok(),
     };
-    let facts = crate::profile::CaseFacts {
+    let facts = crate::report::profile::complete::CaseFacts {
         cfg: cfg.as_ref(),
         frames: s.frames,
         width: s.width,
@@ -75,11 +75,11 @@ pub fn run(
         encode: measured.encode.as_ref(),
         decode: measured.decode.as_ref(),
     };
-    let mut profile = crate::profile::finish(raw, &facts);
+    let mut profile = crate::report::profile::complete::finish(raw, &facts);
     if let Some(log) = &result.outcome.miopen {
-        crate::profile::miopen::join(&mut profile, log);
+        crate::report::profile::miopen::join(&mut profile, log);
     }
-    crate::profile::miopen::reproducers(&mut profile, &spec.run.device);
+    crate::report::profile::miopen::reproducers(&mut profile, &spec.run.device);
     profile
 }
 

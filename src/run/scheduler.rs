@@ -18,9 +18,9 @@ use super::progress::Progress;
 use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, WorkerSpec};
 use crate::engine::EngineDirs;
 use crate::plan::matrix::Case;
+use crate::report::settings::CaseSettings;
+use crate::report::values::{MiopenDb, Passes, Switch};
 use crate::report::{CaseRecord, CaseStatus, Report};
-use crate::settings::CaseSettings;
-use crate::values::{MiopenDb, Passes, Switch};
 
 /// Put the cases that may share a worker process next to each other, so that each group's
 /// worker starts once: groups in the order of their first case, cases within a group in
@@ -56,7 +56,7 @@ pub struct RunWide {
     /// The folders given for the engines that need one.
     pub engine_dirs: EngineDirs,
     /// `run --profile`: a profiled lease after each `ok` case ([`super::profile_pass`]).
-    pub profile: Option<crate::profile::options::Profiling>,
+    pub profile: Option<crate::report::profile::options::Profiling>,
 }
 
 impl RunWide {
@@ -148,7 +148,7 @@ impl Scheduler {
             }
         };
         // True fp32 with the knobs as the engine leaves them (`n/a` where they do not act).
-        let knobs = crate::settings::Knobs {
+        let knobs = crate::report::settings::Knobs {
             cudnn: Switch::Auto,
             cudnn_benchmark: Switch::Auto,
             miopen_db: MiopenDb::User,
@@ -157,7 +157,7 @@ impl Scheduler {
         let settings = preparer.run_as(
             &CaseSettings {
                 passes: Passes::Encode,
-                env_variant: crate::settings::BASELINE.to_string(),
+                env_variant: crate::report::settings::BASELINE.to_string(),
                 knobs,
                 ..s.reference()
             },
@@ -212,7 +212,7 @@ impl Scheduler {
     /// worker (nor splits a group's worker in two), and no measured case inherits it.
     fn prepare_latents(&mut self) {
         for case in self.cases.clone() {
-            if super::interrupt::received().is_some() {
+            if crate::util::interrupt::received().is_some() {
                 return;
             }
             let s = &case.settings;
@@ -229,7 +229,7 @@ impl Scheduler {
     /// the case's telemetry, when it could not reach the temperature or read it.
     fn pace(&self, case: &Case, not_first: bool) -> Option<String> {
         let sleep_until = |until: std::time::Instant| {
-            while std::time::Instant::now() < until && super::interrupt::received().is_none() {
+            while std::time::Instant::now() < until && crate::util::interrupt::received().is_none() {
                 std::thread::sleep(std::time::Duration::from_millis(50));
             }
         };
@@ -240,8 +240,8 @@ impl Scheduler {
         }
         let limit = self.pacing.wait_temp_c?;
         let cannot = |why| Some(format!("--wait-temp {limit}: cannot read the temperature: {why}"));
-        let env = crate::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
-        let mut thermometer = match crate::telemetry::Thermometer::open(&self.run_wide.spec.device, &env) {
+        let env = crate::run::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
+        let mut thermometer = match crate::run::telemetry::Thermometer::open(&self.run_wide.spec.device, &env) {
             Ok(t) => t,
             Err(why) => return cannot(why),
         };
@@ -259,7 +259,7 @@ impl Scheduler {
                 Ok(t) => {
                     self.progress.phase(&format!("waiting for {t:.0} °C < {limit} °C"));
                     sleep_until(std::time::Instant::now() + std::time::Duration::from_secs(1));
-                    if super::interrupt::received().is_some() {
+                    if crate::util::interrupt::received().is_some() {
                         return None;
                     }
                 }
@@ -293,7 +293,7 @@ impl Scheduler {
         let total = self.cases.len();
         self.prepare_latents();
         for (i, case) in self.cases.clone().into_iter().enumerate() {
-            if let Some(sig) = super::interrupt::received() {
+            if let Some(sig) = crate::util::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
             self.progress.start_case(&case.id);
@@ -301,20 +301,20 @@ impl Scheduler {
             if let Some(w) = &waited {
                 self.progress.println(&format!("  warning: {w}"));
             }
-            if let Some(sig) = super::interrupt::received() {
+            if let Some(sig) = crate::util::interrupt::received() {
                 return self.interrupted(report, output, sig, total);
             }
             let (mut result, outputs) = self.run_case(&case, &recorded);
             if let (Some(w), Some(t)) = (waited, result.outcome.telemetry.as_mut()) {
                 t.unavailable.insert("wait_temp".to_string(), w);
             }
-            if let Some(sig) = super::interrupt::received() {
+            if let Some(sig) = crate::util::interrupt::received() {
                 // A case whose timed passes ended `ok` before the signal is a measurement:
                 // kept, with its profile (an extra) marked as the signal left it.
                 if result.outcome.status == CaseStatus::Ok {
                     if let Some(p) = result.profile.as_mut().filter(|p| p.error.is_some()) {
                         let why = p.error.take().unwrap_or_default();
-                        p.error = Some(format!("interrupted by {}: {why}", super::interrupt::name(sig)));
+                        p.error = Some(format!("interrupted by {}: {why}", crate::util::interrupt::name(sig)));
                     }
                     self.record(report, &case, result, outputs);
                     report.save_atomic(output)?;
@@ -352,9 +352,9 @@ impl Scheduler {
         let progress = &self.progress;
         let mut last_phase = None;
         let interval = self.pacing.telemetry_ms;
-        let env = crate::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
+        let env = crate::run::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
         let sampler = (interval > 0 && input.is_ok())
-            .then(|| crate::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
+            .then(|| crate::run::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
         let mut result = match input {
             Ok(_) => self.executor.run(
                 &spec,
@@ -476,7 +476,7 @@ impl Scheduler {
         }
         report.run.interrupted = Some(format!(
             "{} after {} of {total} cases",
-            super::interrupt::name(sig),
+            crate::util::interrupt::name(sig),
             report.cases.len()
         ));
         report.save_atomic(output)?;
@@ -514,12 +514,12 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
 /// The per-case line: timings of the passes it ran when ok, otherwise the status and the
 /// error's first line.
 fn case_line(c: &CaseRecord) -> String {
-    use crate::format::median_spread;
+    use crate::util::format::median_spread;
     let o = &c.outcome;
     match o.status {
         CaseStatus::Ok => {
             let status = if o.throttled() { "ok (throttled)" } else { "ok" };
-            let mut line = format!("{status:<8} {}", crate::format::printable(&c.id));
+            let mut line = format!("{status:<8} {}", crate::util::format::printable(&c.id));
             for (name, p) in [("encode", &o.encode), ("decode", &o.decode)] {
                 if let Some(p) = p {
                     line.push_str(&format!(
@@ -538,8 +538,8 @@ fn case_line(c: &CaseRecord) -> String {
             format!(
                 "{:<8} {}  {}",
                 o.status.name(),
-                crate::format::printable(&c.id),
-                crate::format::printable(first)
+                crate::util::format::printable(&c.id),
+                crate::util::format::printable(first)
             )
         }
     }

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 
-use crate::error::UserError;
-use crate::lock::FolderMark;
+use crate::util::error::UserError;
+use crate::util::lock::FolderMark;
 
 /// Name prefix of scratch folders in the temp directory.
 pub const SCRATCH_PREFIX: &str = "wan-vae-bench-";
@@ -142,7 +142,7 @@ pub fn remove_stale_scratch(tmp: &Path) -> usize {
         }
         let marker = path.join(SCRATCH_MARKER);
         let is_file = std::fs::symlink_metadata(&marker).is_ok_and(|m| m.file_type().is_file());
-        if is_file && crate::lock::abandoned(&marker) && std::fs::remove_dir_all(&path).is_ok() {
+        if is_file && crate::util::lock::abandoned(&marker) && std::fs::remove_dir_all(&path).is_ok() {
             removed += 1;
         }
     }

@@ -8,9 +8,9 @@
 //! Must not: change the variables (the workers get them as they are).
 use std::collections::BTreeMap;
 
-use crate::error::UserError;
+use crate::machine::system::SYSFS_ROOT_ENV;
 use crate::model::kernels::{Isa, ISA_ENV};
-use crate::system::SYSFS_ROOT_ENV;
+use crate::util::error::UserError;
 
 /// The variables set (name -> value), each announced on stderr; an unusable value is an error.
 pub fn collect() -> Result<BTreeMap<String, String>, UserError> {

@@ -11,7 +11,7 @@ use std::path::Path;
 use candle_core::DType;
 
 use super::{check_layout, checked_format, Checked, Declared};
-use crate::error::UserError;
+use crate::util::error::UserError;
 
 /// Largest safetensors header we read (the format's own limit is 100 MB).
 const MAX_HEADER_BYTES: u64 = 100_000_000;

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 
-use crate::error::UserError;
 use crate::model::{Config, ModelKind, Precision};
+use crate::util::error::UserError;
 
 pub mod header;
 pub mod layout;

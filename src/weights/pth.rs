@@ -15,7 +15,7 @@ use std::path::Path;
 
 use candle_core::pickle::{Object, Stack};
 
-use crate::error::UserError;
+use crate::util::error::UserError;
 
 /// Largest `data.pkl` parsed (the real Wan 2.2 VAE's is about 40 KB).
 const MAX_PICKLE_BYTES: u64 = 64 << 20;
@@ -59,7 +59,7 @@ pub fn check_only_tensors(path: &Path) -> Result<(), UserError> {
         if data.len() as u64 > MAX_PICKLE_BYTES {
             return Err(bad(format!(
                 "{name} is larger than {}, far more than a state dict's index",
-                crate::read::size_text(MAX_PICKLE_BYTES)
+                crate::util::read::size_text(MAX_PICKLE_BYTES)
             )));
         }
         let mut stack = Stack::empty();

@@ -9,8 +9,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::error::UserError;
 use crate::report::ModelInfo;
+use crate::util::error::UserError;
 use crate::weights::WeightsSource;
 
 pub mod comfyui;

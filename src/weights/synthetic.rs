@@ -17,8 +17,8 @@ use rayon::prelude::*;
 
 use super::layout::{expected_tensors, TensorSpec};
 use super::Weights;
-use crate::error::UserError;
 use crate::model::Config;
+use crate::util::error::UserError;
 
 /// Build synthetic weights for `cfg` from `seed`.
 pub fn build(cfg: &Config, seed: u64) -> Result<Weights, UserError> {

@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use wan_vae_bench::machine::system::SystemInfo;
 use wan_vae_bench::model::Precision;
+use wan_vae_bench::report::settings::CaseSettings;
 use wan_vae_bench::report::{
     CaseRecord, CaseStatus, ErrorStats, ModelInfo, Outcome, PassStats, Quality, Report, RunSettings, SCHEMA_VERSION,
 };
-use wan_vae_bench::settings::CaseSettings;
-use wan_vae_bench::system::SystemInfo;
 
 /// Pass statistics from samples, through the real [`PassStats::from_samples`] (5 frames,
 /// 10 GFLOP per pass, one warmup run of twice the median).
@@ -92,7 +92,7 @@ pub fn quality(reference: &str, decoded: Option<f64>, latent: Option<f64>) -> Qu
 pub fn report(host: &str, cases: Vec<CaseRecord>) -> Report {
     Report {
         schema_version: SCHEMA_VERSION,
-        tool: wan_vae_bench::tool::this_tool(),
+        tool: wan_vae_bench::machine::tool::this_tool(),
         created_at: "2025-01-01T00:00:00Z".into(),
         system: SystemInfo {
             hostname: Some(host.into()),

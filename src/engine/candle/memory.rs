@@ -1,5 +1,5 @@
 //! Memory a worker process used: peak resident memory (Linux `/proc/self/status`, else
-//! `getrusage`) and the device memory it holds on NVIDIA GPUs (through [`crate::system::nvidia_smi`], the one
+//! `getrusage`) and the device memory it holds on NVIDIA GPUs (through [`crate::machine::system::nvidia_smi`], the one
 //! place that runs `nvidia-smi`).
 //!
 //! Must not: measure time or know about cases.
@@ -76,7 +76,8 @@ fn rusage_max_rss_bytes() -> Option<u64> {
 /// Device memory this process holds on NVIDIA GPUs, bytes; `None` without `nvidia-smi` or
 /// when the process holds none.
 pub fn cuda_memory_used_bytes() -> Option<u64> {
-    let text = crate::system::nvidia_smi(&["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])?;
+    let text =
+        crate::machine::system::nvidia_smi(&["--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"])?;
     let pid = std::process::id().to_string();
     let mib: u64 = text
         .lines()

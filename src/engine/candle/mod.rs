@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use super::protocol;
-use crate::error::UserError;
+use crate::util::error::UserError;
 
 pub mod fault;
 pub mod memory;
@@ -50,7 +50,7 @@ pub fn command(_args: WorkerArgs) -> anyhow::Result<i32> {
                 protocol::WorkerResult::empty(crate::report::CaseStatus::Failed, Some(why.clone()), Default::default())
             }
         };
-        crate::files::write_atomic(Path::new(result_path), serde_json::to_string_pretty(&result)?)?;
+        crate::util::files::write_atomic(Path::new(result_path), serde_json::to_string_pretty(&result)?)?;
         crate::errln!("{}", protocol::DONE_MARKER);
         if let Ok(spec) = &spec {
             fault::between_cases(spec, || {

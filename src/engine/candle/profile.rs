@@ -5,7 +5,7 @@
 //! collects per layer its calls, time, and first input shape and dtype, and the calls as
 //! trace events. The timed passes run without it.
 //!
-//! Must not: decide what a pass runs, or complete the profile (`crate::profile::finish`).
+//! Must not: decide what a pass runs, or complete the profile (`crate::report::profile::complete::finish`).
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -15,7 +15,7 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata};
 
-use crate::profile::trace::TraceEvent;
+use crate::report::profile::trace::TraceEvent;
 use crate::report::profile::{LayerRow, PassProfile};
 
 /// What a span said when it was created.
@@ -71,7 +71,7 @@ impl Visit for Fields {
 impl LayerClock {
     fn sync(&self) {
         // Best effort: a device that cannot synchronize fails the pass itself anyway.
-        let _ = crate::device::synchronize(&self.device);
+        let _ = crate::machine::device::synchronize(&self.device);
     }
 }
 
@@ -120,7 +120,7 @@ impl tracing::Subscriber for LayerClock {
         let ms = (end - start).as_secs_f64() * 1e3;
         let t0 = *s.t0.get_or_insert(start);
         let ts = (start - t0).as_secs_f64() * 1e6;
-        let op = crate::profile::op_of(&info.path);
+        let op = crate::report::profile::complete::op_of(&info.path);
         let args = serde_json::json!({ "shape": info.shape, "dtype": info.dtype });
         s.events.push(TraceEvent::layer(&info.path, op, ts, ms * 1e3, args));
         let i = match s.index.get(&info.path) {
@@ -172,11 +172,11 @@ pub fn profiled<T>(
         device: device.clone(),
         state: state.clone(),
     };
-    crate::device::synchronize(device)?;
+    crate::machine::device::synchronize(device)?;
     let t = Instant::now();
     state.lock().unwrap().t0 = Some(t);
     let out = tracing::subscriber::with_default(clock, f)?;
-    crate::device::synchronize(device)?;
+    crate::machine::device::synchronize(device)?;
     let secs = t.elapsed().as_secs_f64();
     let mut s = state.lock().unwrap();
     let pass = PassProfile {
@@ -220,11 +220,11 @@ impl Recorder {
     ) -> anyhow::Result<(T, f64)> {
         let (out, secs, profile, events) = profiled(device, f)?;
         if let Some(prefix) = self.request.as_ref().and_then(|r| r.trace.as_ref()) {
-            let path = crate::profile::options::trace_file(prefix, pass);
+            let path = crate::report::profile::options::trace_file(prefix, pass);
             let case = prefix
                 .file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-            crate::profile::trace::write(
+            crate::report::profile::trace::write(
                 &path,
                 &events,
                 &format!("wan-vae-bench candle: {case}"),

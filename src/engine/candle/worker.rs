@@ -125,7 +125,8 @@ struct Checked {
 fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Result<WorkerResult, Classified> {
     phase("device");
     // A device this build lacks, or one that cannot be opened, is `unsupported` here.
-    let device = crate::device::parse(&spec.run.device).map_err(|e| Classified(CaseStatus::Unsupported, e.into()))?;
+    let device =
+        crate::machine::device::parse(&spec.run.device).map_err(|e| Classified(CaseStatus::Unsupported, e.into()))?;
     phase("load");
     let key = serde_json::json!([
         format!("{:?}", spec.run.weights),
@@ -197,7 +198,7 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
 }
 
 fn sync(device: &Device) -> Result<(), Classified> {
-    crate::device::synchronize(device).map_err(classify)
+    crate::machine::device::synchronize(device).map_err(classify)
 }
 
 /// Load the weights and build the model, timed (the device synchronized before the clock
@@ -403,7 +404,7 @@ pub fn save_outputs(path: &Path, latent: Option<&Tensor>, decoded: Option<&Tenso
             tensors.insert(name.to_string(), cpu(t)?);
         }
     }
-    crate::files::write_atomic_with(path, |tmp| {
+    crate::util::files::write_atomic_with(path, |tmp| {
         candle_core::safetensors::save(&tensors, tmp).with_context(|| format!("cannot write {}", tmp.display()))
     })
 }

@@ -125,7 +125,7 @@ pub fn interpreter_problem(interpreter: &str) -> Option<String> {
     let Some(file) = found else {
         return Some(format!(
             "Python interpreter `{interpreter}` not found on PATH (set --python, [model] python or {})",
-            crate::values::PYTHON_ENV_VAR
+            crate::report::values::PYTHON_ENV_VAR
         ));
     };
     match std::fs::metadata(&file) {

@@ -25,8 +25,8 @@ use std::path::{Path, PathBuf};
 
 use super::pypath;
 use super::pyyaml::Py;
-use crate::error::UserError;
 use crate::model::ModelKind;
+use crate::util::error::UserError;
 
 /// How deep a VAE folder is walked (ComfyUI walks without a limit; links may loop).
 pub const MAX_DEPTH: usize = 8;
@@ -73,7 +73,7 @@ pub const MAX_EXTRA_PATHS_BYTES: u64 = 1 << 20;
 /// with its entry's `is_default` (Python's truthiness of the value).
 fn extra_vae_folders(yaml: &Path) -> Result<Vec<(PathBuf, bool)>, UserError> {
     // A few lines in practice: a larger file (or a FIFO that never ends) stops at the cap.
-    let text = crate::read::text(yaml, "extra_model_paths.yaml", MAX_EXTRA_PATHS_BYTES)?;
+    let text = crate::util::read::text(yaml, "extra_model_paths.yaml", MAX_EXTRA_PATHS_BYTES)?;
     let refused = |what: String| {
         UserError::file(
             yaml,

@@ -29,7 +29,7 @@ use hf_hub::{Cache, Repo, RepoType};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::HubRef;
-use crate::error::UserError;
+use crate::util::error::UserError;
 
 /// Default Hub address (`HF_ENDPOINT` overrides it).
 pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";

@@ -1,0 +1,493 @@
+//! The answer of a run (issue "what to set"): from a finished [`Report`], per workload
+//! (model, frames, size, passes) and engine, the default (what changing nothing gives),
+//! the fastest case that stays right (`ok`, PSNR against its fp32 untiled reference at
+//! least `--min-psnr`, no memory or PSNR budget broken), how much faster with a bootstrap
+//! interval ([`bootstrap`]), a plain sentence, and how to apply it ([`apply`]). The result
+//! is the report's `summary` ([`crate::report::Summary`]); the exporters print it.
+//! Method and default floor: `docs/answer.md`.
+//!
+//! Nothing is recommended that the run did not measure: every case named is a record of
+//! the report.
+//!
+//! Must not: run or measure anything, or render tables (`export` does).
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::report::settings::BASELINE;
+use crate::report::values::{MiopenDb, Switch};
+use crate::report::{Answer, AnswerCase, BudgetVerdict, CaseRecord, CaseStatus, Report, Summary, Verdict};
+
+pub mod apply;
+pub mod bootstrap;
+pub mod levers;
+
+/// Default quality floor, dB of PSNR over the [-1, 1] range: an RMS error of 1% of the
+/// range (2.6 steps of 8-bit video), the usual "visually lossless" mark; bf16 decodes of
+/// the real Wan 2.1 VAE score 47 to 53 dB (`docs/answer.md`).
+pub const DEFAULT_MIN_PSNR_DB: f64 = 40.0;
+
+/// The line `run` prints when its weights are synthetic (kept with the synthetic weights).
+pub use crate::weights::synthetic::SYNTHETIC_NOTE;
+
+/// Whether `report`'s quality numbers rest on synthetic weights (random values).
+pub fn on_synthetic_weights(report: &Report) -> bool {
+    report.model.is_synthetic()
+}
+
+/// Whether `c`'s quality is one that synthetic weights cannot tell: on them (`synthetic`), it
+/// differs from its reference in spatial or temporal tiling or in chunk (seams, which random
+/// weights make far larger), not in precision alone (judged as usual: `docs/answer.md`).
+pub fn seams_unknown(synthetic: bool, c: &CaseRecord) -> bool {
+    let (s, r) = (&c.settings, c.settings.reference());
+    synthetic && (s.tiling != r.tiling || s.temporal_tile != r.temporal_tile || s.chunk != r.chunk)
+}
+
+/// The budgets whose breach disqualifies a case: memory, and the user's own PSNR floor.
+const DISQUALIFYING_BUDGETS: [&str; 3] = ["peak_rss_gb", "device_memory_gb", "min_psnr_db"];
+
+/// `--min-psnr DB` (clap value parser): a finite number of dB, at least 0.
+pub fn min_psnr_flag(s: &str) -> Result<f64, crate::util::error::UserError> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(crate::util::error::UserError::invalid(
+            "--min-psnr",
+            s,
+            "a PSNR in dB, a number at least 0 (default 40)",
+        )),
+    }
+}
+
+/// Compute the answer of `report` and save the report with it at `output` (the one call
+/// `run` makes after its budgets, before printing the table).
+pub fn attach(report: &mut Report, output: &Path, min_psnr_db: Option<f64>) -> anyhow::Result<()> {
+    report.summary = Some(summarize(report, min_psnr_db.unwrap_or(DEFAULT_MIN_PSNR_DB)));
+    report.save_atomic(output)
+}
+
+/// The answer for every workload and engine of `report`, with the floor `min_psnr_db`.
+pub fn summarize(report: &Report, min_psnr_db: f64) -> Summary {
+    let mut groups: BTreeMap<(usize, usize, usize, &str, &str), Vec<&CaseRecord>> = BTreeMap::new();
+    for c in &report.cases {
+        let s = &c.settings;
+        let key = (s.frames, s.width, s.height, s.passes.name(), s.engine.name());
+        groups.entry(key).or_default().push(c);
+    }
+    let model = model_name(report);
+    let answers = groups
+        .into_values()
+        .map(|cases| answer(report, &model, &cases, min_psnr_db))
+        .collect();
+    Summary {
+        quality_on_synthetic_weights: on_synthetic_weights(report),
+        min_psnr_db,
+        confidence: bootstrap::CONFIDENCE,
+        bootstrap_resamples: bootstrap::RESAMPLES,
+        bootstrap_seed: bootstrap::SEED,
+        answers,
+    }
+}
+
+/// `wan2.1` / `wan2.2` from the latent channels, else `z_dim N`.
+fn model_name(report: &Report) -> String {
+    crate::model::ModelKind::ALL
+        .into_iter()
+        .find(|k| k.config().z_dim == report.model.z_dim)
+        .map_or_else(|| format!("z_dim {}", report.model.z_dim), |k| k.name().to_string())
+}
+
+/// A case's quality against its fp32 untiled reference, as the answer judges it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Quality {
+    /// It is its own reference.
+    Reference,
+    Identical,
+    Psnr(f64),
+    Unknown,
+    /// Measured (its decoded PSNR, if any) on synthetic weights, where it says nothing about
+    /// the user's VAE ([`seams_unknown`]): it does not gate.
+    NotKnownOnSynthetic(Option<f64>),
+}
+
+impl Quality {
+    fn of(c: &CaseRecord, synthetic: bool) -> Quality {
+        let own = c.settings.reference() == c.settings;
+        if !own && seams_unknown(synthetic, c) {
+            let p = c
+                .quality
+                .as_ref()
+                .and_then(|q| q.decoded.as_ref().or(q.latent.as_ref()));
+            return Quality::NotKnownOnSynthetic(p.and_then(|e| e.psnr_db));
+        }
+        match &c.quality {
+            _ if own => Quality::Reference,
+            Some(q) if q.reference_id == c.id => Quality::Reference,
+            Some(q) => {
+                let e = if c.settings.passes.decodes() {
+                    &q.decoded
+                } else {
+                    &q.latent
+                };
+                match e {
+                    Some(e) if e.identical => Quality::Identical,
+                    Some(e) => e.psnr_db.map_or(Quality::Identical, Quality::Psnr),
+                    None => Quality::Unknown,
+                }
+            }
+            None => Quality::Unknown,
+        }
+    }
+
+    fn meets(self, floor: f64) -> bool {
+        match self {
+            Quality::Reference | Quality::Identical | Quality::NotKnownOnSynthetic(_) => true,
+            Quality::Psnr(p) => p >= floor,
+            Quality::Unknown => false,
+        }
+    }
+}
+
+/// Per run, the time of the case's timed passes together (encode + decode for `both`),
+/// seconds; empty unless `ok`.
+pub fn run_times(c: &CaseRecord) -> Vec<f64> {
+    if c.outcome.status != CaseStatus::Ok {
+        return Vec::new();
+    }
+    let parts: Vec<&Vec<f64>> = [&c.outcome.encode, &c.outcome.decode]
+        .into_iter()
+        .flatten()
+        .map(|p| &p.samples_s)
+        .filter(|s| !s.is_empty())
+        .collect();
+    let n = parts.iter().map(|s| s.len()).min().unwrap_or(0);
+    (0..n).map(|i| parts.iter().map(|s| s[i]).sum()).collect()
+}
+
+/// Whether `c` is `ok`, timed, at or above the floor (or of a quality synthetic weights
+/// cannot tell) and within its budgets.
+fn qualifies(c: &CaseRecord, floor: f64, synthetic: bool) -> bool {
+    let broken = c
+        .budgets
+        .iter()
+        .any(|b| b.verdict == BudgetVerdict::Broken && DISQUALIFYING_BUDGETS.contains(&b.budget.as_str()));
+    !run_times(c).is_empty() && Quality::of(c, synthetic).meets(floor) && !broken
+}
+
+/// The default of `cases` (one workload, one engine): untiled in space and time, chunk 1,
+/// the `baseline` env variant, default knobs (left to the engine, `auto`, else set to
+/// torch's defaults: cuDNN/MIOpen on, benchmark off, TF32 auto or off; the user's MIOpen
+/// database; or `n/a`),
+/// and fp32, or for an engine with its own dtype choice
+/// (`engine::EngineSpec::own_dtype`, comfyui) its `auto` precision when the run has it.
+fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
+    let own_auto = cases.iter().any(|c| {
+        crate::engine::spec(c.settings.engine).own_dtype && c.settings.precision == crate::model::Precision::Auto
+    });
+    let precision = if own_auto { "auto" } else { "fp32" };
+    let default_settings = |c: &&CaseRecord, knobs: &[Switch], bench: &[Switch], tf32: &[Switch]| {
+        let s = &c.settings;
+        let k = &s.knobs;
+        s.precision.name() == precision
+            && s.tiling.is_none()
+            && s.temporal_tile.is_none()
+            && s.chunk == 1
+            && s.env_variant == BASELINE
+            && knobs.contains(&k.cudnn)
+            && bench.contains(&k.cudnn_benchmark)
+            && tf32.contains(&k.tf32)
+            && matches!(k.miopen_db, MiopenDb::User | MiopenDb::NotApplicable)
+            && crate::plan::levers::at_defaults(s)
+    };
+    // The knobs as the engine leaves them; else, set to torch's own defaults.
+    let left = [Switch::Auto, Switch::NotApplicable];
+    cases
+        .iter()
+        .copied()
+        .find(|c| default_settings(c, &left, &left, &left))
+        .or_else(|| {
+            cases.iter().copied().find(|c| {
+                default_settings(
+                    c,
+                    &[Switch::On],
+                    &[Switch::Off, Switch::Auto],
+                    &[Switch::Auto, Switch::NotApplicable, Switch::Off],
+                )
+            })
+        })
+}
+
+fn cite(c: &CaseRecord, synthetic: bool) -> AnswerCase {
+    let times = run_times(c);
+    let (quality, psnr_db) = match Quality::of(c, synthetic) {
+        Quality::NotKnownOnSynthetic(p) => ("not_known_on_synthetic_weights", p),
+        Quality::Reference => ("reference", None),
+        Quality::Identical => ("identical", None),
+        Quality::Psnr(p) => ("psnr", Some(p)),
+        Quality::Unknown => ("unknown", None),
+    };
+    AnswerCase {
+        id: c.id.clone(),
+        status: c.outcome.status,
+        median_s: (!times.is_empty()).then(|| crate::util::stats::median(&times)),
+        runs: times.len(),
+        quality: quality.to_string(),
+        psnr_db,
+        peak_rss_bytes: c.outcome.peak_rss_bytes,
+        device_peak_reserved_bytes: c.outcome.device_peak_reserved_bytes,
+        error: match c.outcome.status {
+            CaseStatus::Ok => None,
+            _ => c.outcome.error_line().map(str::to_string),
+        },
+    }
+}
+
+/// The answer for one workload on one engine.
+fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> Answer {
+    let s = &cases[0].settings;
+    let synthetic = on_synthetic_weights(report);
+    let base = baseline(cases);
+    let qualified: Vec<&CaseRecord> = cases
+        .iter()
+        .copied()
+        .filter(|c| qualifies(c, floor, synthetic))
+        .collect();
+    let is_base = |c: &CaseRecord| base.is_some_and(|b| b.id == c.id);
+    let fastest = qualified.iter().copied().min_by(|a, b| {
+        let m = |c: &CaseRecord| crate::util::stats::median(&run_times(c));
+        m(a).total_cmp(&m(b))
+            .then(is_base(b).cmp(&is_base(a)))
+            .then(a.id.cmp(&b.id))
+    });
+    let mut a = Answer {
+        model: model.to_string(),
+        engine: s.engine.name().to_string(),
+        frames: s.frames,
+        width_px: s.width,
+        height_px: s.height,
+        passes: s.passes.name().to_string(),
+        verdict: Verdict::NoneQualified,
+        sentence: String::new(),
+        cases: cases.len(),
+        cases_qualified: qualified.len(),
+        baseline: base.map(|b| cite(b, synthetic)),
+        baseline_qualified: base.is_some_and(|b| qualifies(b, floor, synthetic)),
+        fastest: fastest.map(|f| cite(f, synthetic)),
+        rerun_with_weights: fastest
+            .filter(|f| seams_unknown(synthetic, f))
+            .map(|_| rerun_command(&report.run.command)),
+        speedup_ratio: None,
+        speedup_ratio_low: None,
+        speedup_ratio_high: None,
+        apply: None,
+    };
+    let throttled: Vec<&CaseRecord> = cases
+        .iter()
+        .copied()
+        .filter(|c| c.outcome.status == CaseStatus::Ok && c.outcome.throttled())
+        .collect();
+    // One machine's cases only: a merged report's parts may come from several runners.
+    let machines = crate::machine::system::distinct_machines(
+        cases
+            .iter()
+            .filter(|c| c.outcome.status == CaseStatus::Ok)
+            .map(|c| c.system.as_ref().unwrap_or(&report.system)),
+    );
+    if machines.len() > 1 {
+        a.verdict = Verdict::Machines;
+        a.fastest = None;
+        a.rerun_with_weights = None;
+        a.sentence = format!(
+            "Its cases were timed on {} different machines ({}): their times do not compare, so no winner is \
+             called. Compare the cases of one machine, or run them all on one.",
+            machines.len(),
+            machines.join("; ")
+        );
+        return a;
+    }
+    if !throttled.is_empty() {
+        a.verdict = Verdict::Throttled;
+        a.fastest = None;
+        a.rerun_with_weights = None;
+        a.sentence = throttled_sentence(&throttled, cases.len());
+        return a;
+    }
+    a.verdict = match (cases.len(), fastest, base) {
+        (1, _, _) => Verdict::OneCase,
+        (_, None, _) => Verdict::NoneQualified,
+        (_, Some(f), Some(b)) if f.id == b.id => Verdict::BaselineFastest,
+        (_, Some(f), Some(b)) if b.outcome.status == CaseStatus::Ok => ratio_verdict(&mut a, b, f),
+        _ => Verdict::NoBaseline,
+    };
+    let recommend = match a.verdict {
+        Verdict::Faster | Verdict::Slower | Verdict::TooFewRuns | Verdict::NoBaseline => true,
+        Verdict::WithinNoise => !a.baseline_qualified,
+        _ => false,
+    };
+    if let Some(f) = fastest.filter(|_| recommend) {
+        a.apply = Some(apply::apply(report, f, base));
+    }
+    a.sentence = sentence(&a, floor);
+    if let Some(cmd) = &a.rerun_with_weights {
+        a.sentence.push_str(&format!(
+            " Its quality is not known on synthetic weights: rerun with --weights FILE (your VAE): {cmd}"
+        ));
+    }
+    a
+}
+
+/// The refusal when cases of a workload ran throttled: which, why, and what to do.
+fn throttled_sentence(throttled: &[&CaseRecord], total: usize) -> String {
+    let first = throttled[0];
+    let why = first
+        .outcome
+        .telemetry
+        .as_ref()
+        .and_then(|t| t.throttle_why.clone())
+        .unwrap_or_default();
+    format!(
+        "{} of {total} case(s) ran throttled (e.g. {}: {why}): their times measure the cooling, not the settings, \
+         so no winner is called from this run. Cap the clock (on Strix Halo, a lower shader clock), add --cooldown \
+         SECONDS or --wait-temp C, or on the CPU run fewer threads, then run again.",
+        throttled.len(),
+        first.id
+    )
+}
+
+/// The run's command with `--weights FILE` instead of any weights it gave (`FILE` for the
+/// user to fill in): what tells the quality of a case synthetic weights cannot judge.
+fn rerun_command(command: &[String]) -> String {
+    let default = ["wan-vae-bench".to_string(), "run".to_string()];
+    let words = if command.is_empty() { &default[..] } else { command };
+    let mut out: Vec<String> = Vec::new();
+    let mut skip = false;
+    for w in words {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        match w.as_str() {
+            "--weights" => skip = true,
+            w if w.starts_with("--weights=") => {}
+            w => out.push(crate::util::format::shell_word(w)),
+        }
+    }
+    format!("{} --weights FILE", out.join(" "))
+}
+
+/// Ratio and interval of the default's time over the fastest's, and what they say.
+fn ratio_verdict(a: &mut Answer, base: &CaseRecord, fastest: &CaseRecord) -> Verdict {
+    let (b, f) = (run_times(base), run_times(fastest));
+    a.speedup_ratio = Some(crate::util::stats::median(&b) / crate::util::stats::median(&f));
+    match bootstrap::ratio_interval(&b, &f) {
+        None => Verdict::TooFewRuns,
+        Some((lo, hi)) => {
+            (a.speedup_ratio_low, a.speedup_ratio_high) = (Some(lo), Some(hi));
+            if lo > 1.0 {
+                Verdict::Faster
+            } else if hi < 1.0 {
+                Verdict::Slower
+            } else {
+                Verdict::WithinNoise
+            }
+        }
+    }
+}
+
+/// `1.84x (95% interval 1.70x to 1.98x)`.
+fn ratio_text(a: &Answer) -> String {
+    let r = a.speedup_ratio.unwrap_or(f64::NAN);
+    match (a.speedup_ratio_low, a.speedup_ratio_high) {
+        (Some(lo), Some(hi)) => format!(
+            "{r:.2}x (95% interval {lo:.2}x to {hi:.2}x, bootstrap of {} and {} runs)",
+            a.baseline.as_ref().map_or(0, |b| b.runs),
+            a.fastest.as_ref().map_or(0, |f| f.runs)
+        ),
+        _ => format!("{r:.2}x"),
+    }
+}
+
+/// `0.123 s`, or `-`.
+fn time_of(c: &AnswerCase) -> String {
+    c.median_s.map_or("-".into(), crate::util::format::seconds)
+}
+
+/// `PSNR 47.3 dB`, `identical outputs` or `the fp32 untiled reference`.
+fn quality_text(c: &AnswerCase) -> String {
+    match (c.quality.as_str(), c.psnr_db) {
+        ("psnr", Some(p)) => format!("PSNR {p:.1} dB"),
+        ("identical", _) => "outputs identical to its reference".into(),
+        ("reference", _) => "itself the fp32 untiled reference".into(),
+        ("not_known_on_synthetic_weights", p) => format!(
+            "quality not known on synthetic weights{}",
+            p.map(|p| format!(": PSNR {p:.1} dB on random weights"))
+                .unwrap_or_default()
+        ),
+        _ => "quality unknown".into(),
+    }
+}
+
+/// The conclusion in one plain sentence.
+fn sentence(a: &Answer, floor: f64) -> String {
+    let why_base = if a.baseline_qualified {
+        String::new()
+    } else {
+        " (the default itself is below the floor or breaks a budget)".to_string()
+    };
+    let (Some(f), base) = (&a.fastest, &a.baseline) else {
+        return match a.verdict {
+            Verdict::OneCase => format!(
+                "Only one case ({}) ran for this workload: nothing to compare; add precisions, tilings or env variants.",
+                a.baseline.as_ref().or(a.fastest.as_ref()).map_or("?", |c| c.id.as_str())
+            ),
+            _ => format!(
+                "No case of {} is ok with PSNR >= {floor} dB within the memory budgets: nothing to recommend.",
+                a.cases
+            ),
+        };
+    };
+    let fastest = format!("{} ({}, {})", f.id, time_of(f), quality_text(f));
+    match (a.verdict, base) {
+        (Verdict::OneCase, _) => format!("Only one case ({}) ran for this workload: nothing to compare.", f.id),
+        (Verdict::BaselineFastest, _) => format!("The default {fastest} is the fastest setting that stays right: keep it."),
+        (Verdict::Faster, Some(b)) => format!(
+            "{fastest} is {} faster than the default {} ({}){why_base}.",
+            ratio_text(a),
+            b.id,
+            time_of(b)
+        ),
+        (Verdict::Slower, Some(b)) => format!(
+            "{fastest} is the fastest setting that stays right; it is slower than the default {} ({}), ratio {}{why_base}.",
+            b.id,
+            time_of(b),
+            ratio_text(a)
+        ),
+        (Verdict::WithinNoise, Some(b)) if a.baseline_qualified => format!(
+            "No setting is reliably faster than the default {} ({}): the fastest that stays right, {fastest}, is {}, within noise. Keep the default.",
+            b.id,
+            time_of(b),
+            ratio_text(a)
+        ),
+        (Verdict::WithinNoise, Some(b)) => format!(
+            "{fastest} is as fast as the default {} ({}) within noise, ratio {}{why_base}: use it.",
+            b.id,
+            time_of(b),
+            ratio_text(a)
+        ),
+        (Verdict::TooFewRuns, Some(b)) => format!(
+            "{fastest} is {} faster than the default {} ({}), but with one run the noise is unknown: rerun with --runs 3 or more.",
+            ratio_text(a),
+            b.id,
+            time_of(b)
+        ),
+        (_, Some(b)) => format!(
+            "The default {} ended `{}`{}: the fastest setting that stays right is {fastest}; no ratio.",
+            b.id,
+            b.status,
+            b.error.as_deref().map(|e| format!(" ({e})")).unwrap_or_default()
+        ),
+        (_, None) => format!(
+            "The default (the engine's default precision, untiled, chunk 1, env `baseline`, default knobs) was not in the run: the fastest setting that stays right is {fastest}; no ratio."
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests;

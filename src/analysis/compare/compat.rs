@@ -1,0 +1,156 @@
+//! Whether two reports may be compared or merged: same schema version, same model weights;
+//! whether a report's cases are sound enough to compare (unique ids, finite non-negative
+//! timings); and which machine facts differ (CPU model, instruction set, GPUs).
+//!
+//! Must not: compare timings or write anything.
+use std::path::Path;
+
+use crate::machine::system::SystemInfo;
+use crate::report::{ModelInfo, PassStats, Report};
+use crate::util::error::UserError;
+
+/// Reasons the two reports are not comparable (empty when they are).
+///
+/// Weights are the same when both `model.sha256` are present and equal; when either is
+/// missing, `model.source`, `model.params` and `model.on_disk_dtype` must all match.
+pub fn incompatibilities(a: &Report, b: &Report) -> Vec<String> {
+    let mut why = Vec::new();
+    if a.schema_version != b.schema_version {
+        why.push(format!(
+            "different schema versions ({} vs {})",
+            a.schema_version, b.schema_version
+        ));
+    }
+    if let Some(reason) = model_mismatch(&a.model, &b.model) {
+        why.push(reason);
+    }
+    why
+}
+
+/// Why two models are not the same weights, if they are not.
+pub fn model_mismatch(a: &ModelInfo, b: &ModelInfo) -> Option<String> {
+    if let (Some(sa), Some(sb)) = (&a.sha256, &b.sha256) {
+        return (!sa.eq_ignore_ascii_case(sb))
+            .then(|| format!("different model weights (sha256 {} vs {})", short(sa), short(sb)));
+    }
+    let same = a.source == b.source && a.params == b.params && a.on_disk_dtype == b.on_disk_dtype;
+    (!same).then(|| {
+        format!(
+            "different model weights ({} / {} params / {} vs {} / {} params / {})",
+            a.source, a.params, a.on_disk_dtype, b.source, b.params, b.on_disk_dtype
+        )
+    })
+}
+
+/// The first 12 characters (not bytes: the field is the report's text, it may be anything).
+pub fn short(sha: &str) -> String {
+    sha.chars().take(12).collect()
+}
+
+/// A report `compare` can trust: every case id once, every timing finite and not negative.
+/// The error names the file and the case.
+pub fn check_cases(report: &Report, path: &Path) -> Result<(), UserError> {
+    let mut seen = std::collections::BTreeSet::new();
+    for case in &report.cases {
+        if !seen.insert(case.id.as_str()) {
+            return Err(UserError::file(
+                path,
+                format!(
+                    "case id {:?} appears more than once; each case must be measured once",
+                    case.id
+                ),
+            ));
+        }
+        for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
+            if let Some(bad) = stats.as_ref().and_then(bad_timing) {
+                return Err(UserError::file(
+                    path,
+                    format!(
+                        "case {:?}: {pass} {bad}; timings must be finite and not negative",
+                        case.id
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The longest pass a report may hold, seconds (115 days): larger finite values are not
+/// measurements, and their variance overflows Welch's test.
+pub const MAX_PASS_S: f64 = 1e7;
+
+fn bad_timing(p: &PassStats) -> Option<String> {
+    let bad = |v: f64| !(v.is_finite() && (0.0..=MAX_PASS_S).contains(&v));
+    if let Some((i, v)) = p.samples_s.iter().enumerate().find(|(_, v)| bad(**v)) {
+        return Some(format!("sample {} is {v} (at most {MAX_PASS_S} s)", i + 1));
+    }
+    if !p.samples_s.is_empty() {
+        let m = crate::util::stats::median(&p.samples_s);
+        if m <= 0.0 || p.median_s <= 0.0 {
+            return Some(format!(
+                "median_s is {} with samples of median {m}: a pass takes time",
+                p.median_s
+            ));
+        }
+        if (p.median_s - m).abs() > 1e-6 * m.max(p.median_s) {
+            return Some(format!(
+                "median_s {} contradicts its samples, whose median is {m}",
+                p.median_s
+            ));
+        }
+    }
+    [
+        ("min_s", p.min_s),
+        ("median_s", p.median_s),
+        ("mean_s", p.mean_s),
+        ("max_s", p.max_s),
+    ]
+    .into_iter()
+    .find(|(_, v)| bad(*v))
+    .map(|(name, v)| format!("{name} is {v}"))
+}
+
+/// The machine facts that differ between two reports: CPU model, instruction-set
+/// extensions, GPUs (empty when none differ or a side does not know them).
+pub fn system_differences(a: &SystemInfo, b: &SystemInfo) -> Vec<String> {
+    let mut why = Vec::new();
+    if let (Some(x), Some(y)) = (&a.cpu_model, &b.cpu_model) {
+        if x != y {
+            why.push(format!("different CPU models ({x} vs {y})"));
+        }
+    }
+    if !a.cpu_simd.is_empty() && !b.cpu_simd.is_empty() && a.cpu_simd != b.cpu_simd {
+        let only = |p: &[String], q: &[String]| -> String {
+            let v: Vec<&str> = p.iter().filter(|x| !q.contains(x)).map(String::as_str).collect();
+            if v.is_empty() {
+                "-".into()
+            } else {
+                v.join(" ")
+            }
+        };
+        why.push(format!(
+            "different instruction sets (baseline only: {}; current only: {})",
+            only(&a.cpu_simd, &b.cpu_simd),
+            only(&b.cpu_simd, &a.cpu_simd)
+        ));
+    }
+    let gpus = |s: &SystemInfo| -> Vec<String> {
+        s.gpus
+            .iter()
+            .map(|g| {
+                format!(
+                    "{} {}",
+                    g.vendor,
+                    g.name.as_deref().or(g.gfx_target.as_deref()).unwrap_or("?")
+                )
+            })
+            .collect()
+    };
+    let (ga, gb) = (gpus(a), gpus(b));
+    if ga != gb {
+        let text = |g: &[String]| if g.is_empty() { "none".to_string() } else { g.join(", ") };
+        why.push(format!("different GPUs ({} vs {})", text(&ga), text(&gb)));
+    }
+    why
+}

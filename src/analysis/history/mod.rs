@@ -1,0 +1,497 @@
+//! `history REPORTS|DIR...`: many runs over time, which update made a case slower.
+//!
+//! One series per case id, pass (encode, decode) and machine (host, CPU and GPUs as the
+//! system context records them), its runs ordered by the reports' `created_at`. Each
+//! series' run medians are fitted with asv's penalized piecewise-constant model, each run
+//! weighted by its own samples' spread ([`steps`]); at each step the components of the
+//! software stack that differ between the last run before it and the first after it are
+//! named ([`stack`]), or the step says that none did.
+//!
+//! Exit 0: no case is slower now; 1: the newest segment of some series is slower than its
+//! best earlier segment by more than `--threshold` and not noise (Welch's t-test at
+//! `--alpha` on the two segments' run medians, or on a one-run segment's samples less their
+//! outliers; [`judge`]), or the newest segment drifts slower by more than `--threshold`
+//! (Mann-Kendall at `--alpha`); 2: unusable input (an unreadable report, timings `compare`
+//! would refuse, a time that is not RFC 3339, no report).
+//!
+//! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
+pub mod judge;
+pub mod render;
+pub mod stack;
+pub mod steps;
+mod svg;
+pub mod time;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::report::{CaseStatus, Report};
+use crate::util::error::UserError;
+use stack::Change;
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// Reports, or folders whose `*.json` files are reports, in any order (they are ordered
+    /// by their `created_at`).
+    #[arg(required = true, value_name = "REPORTS|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Slowdown of the newest segment against the best earlier one that is a regression,
+    /// percent (`5` or `5%`), as `compare`'s.
+    #[arg(long, default_value = "5", value_parser = crate::analysis::compare::parse_percent)]
+    pub threshold: f64,
+    /// Significance level of Welch's t-test between the two segments' samples.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Print the table as Markdown (for a CI job summary).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also write each series with its steps, marked and labelled by what changed, as SVG.
+    #[arg(long = "export-svg", value_name = "FILE")]
+    pub export_svg: Option<PathBuf>,
+    /// Also write the history as JSON (see `history::History`).
+    #[arg(long = "export-json", value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// BMF / github-action-benchmark exports: the newest report of each machine.
+    #[command(flatten)]
+    pub dashboards: crate::analysis::export::DashboardExports,
+}
+
+/// The whole history (`--export-json`).
+#[derive(Debug, Clone, Serialize)]
+pub struct History {
+    /// `--threshold`, a fraction (0.05 = 5%).
+    pub threshold: f64,
+    /// `--alpha`.
+    pub alpha: f64,
+    /// The reports read, oldest first.
+    pub reports: Vec<RunInfo>,
+    /// One per case id, pass and machine.
+    pub series: Vec<Series>,
+    /// How many series are slower now than their best earlier segment (exit 1 when any).
+    pub regressions: usize,
+    /// How many series drift slower within their newest segment beyond the threshold
+    /// (exit 1 when any).
+    pub drifts: usize,
+}
+
+/// One report of the history.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunInfo {
+    /// Its file.
+    pub path: String,
+    /// Its `created_at`.
+    pub created_at: String,
+}
+
+/// One case's pass on one machine over time.
+#[derive(Debug, Clone, Serialize)]
+pub struct Series {
+    /// The case id.
+    pub case_id: String,
+    /// `encode` or `decode`.
+    pub pass: &'static str,
+    /// `host (CPU; GPUs)`.
+    pub machine: String,
+    /// The weights measured (`wan_2.1_vae.safetensors, sha256 0123456789ab`, or for synthetic
+    /// weights their model: `synthetic Wan 2.1 (126.9 M params)`): a series is one model on
+    /// one machine, so another VAE is never taken for a slower run of this one.
+    pub model: String,
+    /// Its runs, oldest first.
+    pub points: Vec<Point>,
+    /// The fit's segments, oldest first.
+    pub segments: Vec<SegmentInfo>,
+    /// Where the level changed.
+    pub steps: Vec<Step>,
+    /// The newest segment against the best earlier one.
+    pub verdict: Verdict,
+}
+
+/// One run of a series.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// Index into [`History::reports`].
+    pub report: usize,
+    /// The pass's median, seconds.
+    pub median_s: f64,
+    /// The standard error of its samples less their outliers, seconds (null with one
+    /// sample).
+    pub spread_s: Option<f64>,
+    /// Its weight in the fit (median weight 1).
+    pub weight: f64,
+    /// Its samples, seconds.
+    #[serde(skip)]
+    pub samples_s: Vec<f64>,
+    /// Index into the stacks (not exported).
+    #[serde(skip)]
+    pub stack: usize,
+}
+
+/// A segment of constant level.
+#[derive(Debug, Clone, Serialize)]
+pub struct SegmentInfo {
+    /// First and last point (indices into `points`).
+    pub first_point: usize,
+    /// Last point, inclusive.
+    pub last_point: usize,
+    /// Its level (the weighted median of its run medians), seconds.
+    pub median_s: f64,
+}
+
+/// A change of level between two segments.
+#[derive(Debug, Clone, Serialize)]
+pub struct Step {
+    /// The first point after the step.
+    pub point: usize,
+    /// Its report's file and time.
+    pub report: String,
+    /// Its `created_at`.
+    pub created_at: String,
+    /// Level before and after, seconds.
+    pub before_s: f64,
+    /// Level after, seconds.
+    pub after_s: f64,
+    /// `after_s / before_s - 1`.
+    pub change: f64,
+    /// The stack components that differ between the last run before and the first after
+    /// (empty: nothing in the stack changed; the cause is elsewhere).
+    pub changes: Vec<Change>,
+}
+
+/// Whether the newest segment is slower than the best earlier one, and whether it drifts.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Verdict {
+    /// Slower than the best earlier segment by more than the threshold and significant.
+    pub regression: bool,
+    /// The newest segment's level, seconds.
+    pub newest_s: f64,
+    /// The best earlier segment's level, seconds (null with one segment).
+    pub best_earlier_s: Option<f64>,
+    /// `newest_s / best_earlier_s - 1`.
+    pub slower: Option<f64>,
+    /// The two-sided p-value of the test named by `test`.
+    pub p_value: Option<f64>,
+    /// How significance was decided: `run-medians`, `samples` or `spread` ([`judge::Test`];
+    /// null with one segment).
+    pub test: Option<judge::Test>,
+    /// The difference is significant at `--alpha` (false with one segment).
+    pub significant: bool,
+    /// The trend within the newest segment (null below [`judge::MIN_DRIFT_RUNS`] runs);
+    /// `drift.regression`: slower beyond the threshold and significant.
+    pub drift: Option<judge::Drift>,
+}
+
+impl Verdict {
+    /// A step or a drift makes this series a regression (exit 1).
+    pub fn fails(&self) -> bool {
+        self.regression || self.drift.as_ref().is_some_and(|d| d.regression)
+    }
+}
+
+pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
+    }
+    for (flag, p) in [("--export-svg", &args.export_svg), ("--export-json", &args.export_json)] {
+        if let Some(p) = p {
+            crate::util::files::check_output(p, &format!("{flag} file"))?;
+        }
+    }
+    args.dashboards.check()?;
+    let files = report_files(&args.inputs)?;
+    // No export may be one of the reports read, nor another export's file.
+    let labels: Vec<String> = files.iter().map(|p| format!("input report {}", p.display())).collect();
+    let inputs: Vec<_> = labels
+        .iter()
+        .zip(&files)
+        .map(|(l, p)| (l.as_str(), Some(p.as_path())))
+        .collect();
+    let outputs = [
+        &[
+            ("--export-svg", args.export_svg.as_deref()),
+            ("--export-json", args.export_json.as_deref()),
+        ][..],
+        &args.dashboards.files(),
+    ]
+    .concat();
+    crate::util::files::check_distinct(&inputs, &outputs)?;
+    let mut loaded = Vec::with_capacity(files.len());
+    for path in files {
+        let report = Report::load(&path)?;
+        crate::analysis::compare::compat::check_cases(&report, &path)?;
+        let t = time::parse(&report.created_at).ok_or_else(|| {
+            UserError::file(
+                &path,
+                format!("created_at {:?} is not an RFC 3339 time", report.created_at),
+            )
+        })?;
+        loaded.push((t, path, report));
+    }
+    if let Some((_, p, r)) = loaded
+        .iter()
+        .find(|(_, _, r)| r.schema_version != loaded[0].2.schema_version)
+    {
+        return Err(UserError::file(
+            p,
+            format!(
+                "schema version {} differs from the others' {}",
+                r.schema_version, loaded[0].2.schema_version
+            ),
+        )
+        .into());
+    }
+    loaded.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let (paths, reports): (Vec<PathBuf>, Vec<Report>) = loaded.into_iter().map(|(_, p, r)| (p, r)).unzip();
+    let history = analyse(&paths, &reports, args.threshold, args.alpha);
+    let out = if args.markdown {
+        render::markdown(&history)
+    } else {
+        render::text(&history)
+    };
+    crate::out!("{out}");
+    if let Some(p) = &args.export_json {
+        crate::util::files::write_new(p, serde_json::to_string_pretty(&history)? + "\n")?;
+    }
+    if let Some(p) = &args.export_svg {
+        crate::util::files::write_new(p, svg::render(&history))?;
+    }
+    if args.dashboards.export_bmf.is_some() || args.dashboards.export_gab.is_some() {
+        let mut exports = crate::analysis::export::ExportManager::default();
+        args.dashboards.add_to(&mut exports);
+        exports.write_all(&newest_per_machine(reports))?;
+    }
+    Ok(i32::from(history.series.iter().any(|s| s.verdict.fails())))
+}
+
+/// The report files: each file given, and each folder's `*.json` files (not its sub-folders),
+/// sorted, each file once however often it is named (by path, folder or link); none at all
+/// is unusable input.
+fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
+    let mut files = Vec::new();
+    for input in inputs {
+        if input.is_dir() {
+            let entries =
+                std::fs::read_dir(input).map_err(|e| UserError::file(input, format!("cannot read the folder: {e}")))?;
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "json"))
+                .collect();
+            found.sort();
+            files.extend(found);
+        } else {
+            files.push(input.clone());
+        }
+    }
+    // One file given twice (`history results/ results/*.json`, or through a link) is one run:
+    // counted twice it would weigh double in the fit and could flip a verdict.
+    let mut seen = std::collections::BTreeSet::new();
+    files.retain(|p| {
+        use std::os::unix::fs::MetadataExt;
+        match std::fs::metadata(p) {
+            Ok(m) => seen.insert((m.dev(), m.ino())),
+            Err(_) => true, // read (and refused, naming it) with the others
+        }
+    });
+    if files.is_empty() {
+        return Err(UserError::Other(format!(
+            "no report found in {}: give reports (JSON files `run` wrote) or folders holding them",
+            inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(files)
+}
+
+/// Which weights a report measured, as a series names them: the file by its SHA-256, or
+/// synthetic weights by their model (z_dim, width and parameters tell Wan 2.1 from 2.2).
+pub fn model_label(m: &crate::report::ModelInfo) -> String {
+    let params = format!("{:.1} M params", m.params as f64 / 1e6);
+    match &m.sha256 {
+        Some(sha) => format!("{}, sha256 {}", m.source, crate::analysis::compare::compat::short(sha)),
+        None => format!("{} (z_dim {}, dim {}, {params})", m.source, m.z_dim, m.dim),
+    }
+}
+
+/// The series of `reports` (oldest first, `paths` their files), fitted and judged.
+pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64) -> History {
+    let mut stacks = Vec::new();
+    let mut by_key: BTreeMap<(String, &'static str, String, String), Vec<Point>> = BTreeMap::new();
+    for (ri, report) in reports.iter().enumerate() {
+        let model = model_label(&report.model);
+        for case in report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok) {
+            let m = case.system.as_ref().unwrap_or(&report.system).machine();
+            let mut stack = None;
+            for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
+                let Some(p) = stats.as_ref().filter(|p| p.median_s > 0.0) else {
+                    continue;
+                };
+                let si = *stack.get_or_insert_with(|| {
+                    stacks.push(stack::of(report, case));
+                    stacks.len() - 1
+                });
+                // A hiccup the tool counts as an outlier does not move the median; it must
+                // not lower the run's weight either.
+                let kept = crate::util::stats::without_outliers(&p.samples_s);
+                let n = kept.len();
+                let spread = (n > 1)
+                    .then(|| crate::util::stats::summarize(&kept).map(|s| s.stddev / (n as f64).sqrt()))
+                    .flatten();
+                by_key
+                    .entry((case.id.clone(), pass, m.clone(), model.clone()))
+                    .or_default()
+                    .push(Point {
+                        report: ri,
+                        median_s: p.median_s,
+                        spread_s: spread,
+                        weight: 1.0,
+                        samples_s: p.samples_s.clone(),
+                        stack: si,
+                    });
+            }
+        }
+    }
+    let infos: Vec<RunInfo> = paths
+        .iter()
+        .zip(reports)
+        .map(|(p, r)| RunInfo {
+            path: p.display().to_string(),
+            created_at: r.created_at.clone(),
+        })
+        .collect();
+    let series: Vec<Series> = by_key
+        .into_iter()
+        .map(|((case_id, pass, machine, model), points)| {
+            let mut s = fit(case_id, pass, machine, points, &infos, &stacks, threshold, alpha);
+            s.model = model;
+            s
+        })
+        .collect();
+    History {
+        threshold,
+        alpha,
+        regressions: series.iter().filter(|s| s.verdict.regression).count(),
+        drifts: series
+            .iter()
+            .filter(|s| s.verdict.drift.as_ref().is_some_and(|d| d.regression))
+            .count(),
+        reports: infos,
+        series,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fit(
+    case_id: String,
+    pass: &'static str,
+    machine: String,
+    mut points: Vec<Point>,
+    infos: &[RunInfo],
+    stacks: &[stack::Stack],
+    threshold: f64,
+    alpha: f64,
+) -> Series {
+    let runs: Vec<(Option<f64>, usize)> = points
+        .iter()
+        .map(|p| (p.spread_s, crate::util::stats::without_outliers(&p.samples_s).len()))
+        .collect();
+    let w = steps::weights(&runs);
+    for (p, w) in points.iter_mut().zip(&w) {
+        p.weight = *w;
+    }
+    let y: Vec<f64> = points.iter().map(|p| p.median_s).collect();
+    let segs = if points.len() < judge::SHORT_SERIES {
+        let candidate: Vec<usize> = match points.len() {
+            2 => vec![1, 2],
+            _ => steps::detect(&y, &w).iter().map(|s| s.end).collect(),
+        };
+        steps::at(&y, &w, &judge::evidenced(candidate, &points, alpha))
+    } else {
+        steps::detect(&y, &w)
+    };
+    let segments: Vec<SegmentInfo> = segs
+        .iter()
+        .map(|s| SegmentInfo {
+            first_point: s.start,
+            last_point: s.end - 1,
+            median_s: s.median,
+        })
+        .collect();
+    let steps: Vec<Step> = segs
+        .windows(2)
+        .map(|pair| {
+            let at = pair[1].start;
+            let (before, after) = (&points[at - 1], &points[at]);
+            Step {
+                point: at,
+                report: infos[after.report].path.clone(),
+                created_at: infos[after.report].created_at.clone(),
+                before_s: pair[0].median,
+                after_s: pair[1].median,
+                change: pair[1].median / pair[0].median - 1.0,
+                changes: stack::diff(&stacks[before.stack], &stacks[after.stack]),
+            }
+        })
+        .collect();
+    let verdict = judge(&segs, &points, threshold, alpha);
+    Series {
+        case_id,
+        pass,
+        machine,
+        model: String::new(),
+        points,
+        segments,
+        steps,
+        verdict,
+    }
+}
+
+/// The newest segment against the best earlier one, and the newest segment's drift
+/// ([`judge`]).
+fn judge(segs: &[steps::Segment], points: &[Point], threshold: f64, alpha: f64) -> Verdict {
+    let Some((newest, earlier)) = segs.split_last() else {
+        return Verdict::default();
+    };
+    let mut v = Verdict {
+        newest_s: newest.median,
+        drift: judge::drift(newest, points, threshold, alpha),
+        ..Verdict::default()
+    };
+    let Some(best) = earlier.iter().min_by(|a, b| a.median.total_cmp(&b.median)) else {
+        return v;
+    };
+    let slower = newest.median / best.median - 1.0;
+    let t = judge::step_test(newest, best, points, alpha);
+    v.best_earlier_s = Some(best.median);
+    v.slower = Some(slower);
+    v.p_value = t.p_value;
+    v.test = Some(t.test);
+    v.significant = t.significant;
+    v.regression = slower > threshold && t.significant;
+    v
+}
+
+/// The newest report of each machine, merged (the dashboards' view of "now").
+fn newest_per_machine(reports: Vec<Report>) -> Report {
+    let mut newest: BTreeMap<String, Report> = BTreeMap::new();
+    for r in reports {
+        newest.insert(r.system.machine(), r);
+    }
+    // Every case named with its machine before they meet: no name depends on the others.
+    let parts: Vec<Report> = newest
+        .into_values()
+        .map(|r| crate::analysis::export::dashboards::with_machine_names(&r))
+        .collect();
+    crate::analysis::merge::merge(parts).0
+}
+
+/// A path as the table shows it: its file name.
+pub fn file_name(path: &str) -> String {
+    Path::new(path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string())
+}

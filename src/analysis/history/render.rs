@@ -1,0 +1,317 @@
+//! A [`History`] as the terminal table and as Markdown (a CI job summary): one line per
+//! series (case, pass, machine) with its segments' medians, then one line per step with its
+//! date, run and what changed in the stack.
+//!
+//! Must not: fit or judge (that is [`super::steps`] and [`super`]); numbers go through
+//! `crate::util::format`.
+use std::fmt::Write;
+
+use super::judge::Test;
+use super::{file_name, History, Series, Step};
+use crate::util::format::seconds;
+
+/// The segments' medians: `100.0 ms -> 125.0 ms (+25.0%)`.
+fn segments(s: &Series) -> String {
+    let mut out = s
+        .segments
+        .iter()
+        .map(|g| seconds(g.median_s))
+        .collect::<Vec<_>>()
+        .join(" -> ");
+    if let Some(st) = s.steps.last() {
+        let _ = write!(out, " ({:+.1}%)", st.change * 100.0);
+    }
+    out
+}
+
+/// `run 7 of 12, 2026-11-20T03:00:00Z (r07.json)`.
+fn when(h: &History, s: &Series, st: &Step) -> String {
+    format!(
+        "run {} of {}, {} ({})",
+        st.point + 1,
+        s.points.len(),
+        st.created_at,
+        file_name(&h.reports[s.points[st.point].report].path)
+    )
+}
+
+/// What changed at a step, or that nothing in the stack did.
+pub fn changed(st: &Step) -> String {
+    if st.changes.is_empty() {
+        "nothing in the stack changed: the cause is elsewhere (thermal state, the machine, noise)".into()
+    } else {
+        st.changes.iter().map(|c| c.text()).collect::<Vec<_>>().join("; ")
+    }
+}
+
+/// The verdict of a series: `SLOWER +25.0% than the best earlier (p 0.0001, run medians)`,
+/// `+49.3% vs the best earlier, not significant (p = 0.38)`, `ok (+2.0% vs the best earlier,
+/// within the 5.0% threshold)`, `ok`; then the newest segment's drift, when beyond the
+/// threshold. A slow-down beyond the threshold is never called ok.
+pub fn verdict(h: &History, s: &Series) -> String {
+    let v = &s.verdict;
+    let p = |p: Option<f64>| p.map(p_value).unwrap_or_else(|| "no test: too few samples".into());
+    let test = match v.test {
+        Some(Test::RunMedians) => ", run medians",
+        Some(Test::Samples) => ", samples",
+        _ => "",
+    };
+    let mut out = match (v.regression, v.slower) {
+        (true, Some(x)) => format!(
+            "SLOWER {:+.1}% than the best earlier ({}{test})",
+            x * 100.0,
+            p(v.p_value)
+        ),
+        (false, Some(x)) if x > h.threshold => format!(
+            "{:+.1}% vs the best earlier, not significant ({}{test})",
+            x * 100.0,
+            p(v.p_value)
+        ),
+        (false, Some(x)) if x > 0.0 => format!(
+            "ok ({:+.1}% vs the best earlier, within the {:.1}% threshold)",
+            x * 100.0,
+            h.threshold * 100.0
+        ),
+        _ => "ok".into(),
+    };
+    if let Some(d) = v.drift.as_ref().filter(|d| d.change > h.threshold) {
+        let runs = d.last_point - d.first_point + 1;
+        // "ok; DRIFT ..." would call a drifting series ok.
+        out = match out.as_str() {
+            "ok" => String::new(),
+            _ => out + "; ",
+        };
+        let _ = match d.regression {
+            true => write!(
+                out,
+                "DRIFT {:+.1}% over the last {runs} runs ({})",
+                d.change * 100.0,
+                p_value(d.p_value)
+            ),
+            false => write!(
+                out,
+                "drift {:+.1}% over the last {runs} runs, not significant ({})",
+                d.change * 100.0,
+                p_value(d.p_value)
+            ),
+        };
+    }
+    out
+}
+
+/// `p = 0.38`, `p < 0.0001`.
+fn p_value(p: f64) -> String {
+    if p < 1e-4 {
+        "p < 0.0001".into()
+    } else {
+        format!("p = {p:.4}")
+    }
+}
+
+fn summary(h: &History) -> String {
+    let machines: std::collections::BTreeSet<&str> = h.series.iter().map(|s| s.machine.as_str()).collect();
+    let steps: usize = h.series.iter().map(|s| s.steps.len()).sum();
+    let mut out = format!(
+        "{} series from {} on {}; {}; threshold {:.1}%, alpha {}",
+        h.series.len(),
+        crate::util::format::count(h.reports.len(), "report"),
+        crate::util::format::count(machines.len(), "machine"),
+        crate::util::format::count(steps, "step"),
+        h.threshold * 100.0,
+        h.alpha
+    );
+    let unproven = h
+        .series
+        .iter()
+        .filter(|s| !s.verdict.regression && s.verdict.slower.is_some_and(|x| x > h.threshold))
+        .count();
+    if h.regressions > 0 {
+        let _ = write!(
+            out,
+            "\nREGRESSION: {} series slower now than in their best earlier segment",
+            h.regressions
+        );
+    }
+    if h.drifts > 0 {
+        let _ = write!(
+            out,
+            "\nDRIFT: {} series drifting slower beyond the threshold within their newest segment",
+            h.drifts
+        );
+    }
+    if h.regressions == 0 && h.drifts == 0 {
+        out.push_str(match unproven {
+            0 => "\nno case is slower now than its best earlier segment",
+            _ => "\nno significant slow-down",
+        });
+    }
+    if unproven > 0 {
+        let _ = write!(
+            out,
+            "\n{unproven} series slower than their best earlier segment beyond the threshold, but not significantly: \
+             more runs will tell"
+        );
+    }
+    out
+}
+
+/// The terminal table.
+pub fn text(h: &History) -> String {
+    let head = ["case", "pass", "machine", "runs", "segments (median)", "verdict"].map(String::from);
+    let rows = h.series.iter().map(|s| {
+        [
+            s.case_id.clone(),
+            s.pass.to_string(),
+            place(h, s),
+            s.points.len().to_string(),
+            segments(s),
+            verdict(h, s),
+        ]
+    });
+    let lines = crate::util::format::columns(&std::iter::once(head).chain(rows).collect::<Vec<_>>());
+    let mut out = format!("{}\n", lines[0]);
+    for (s, line) in h.series.iter().zip(&lines[1..]) {
+        out.push_str(line);
+        out.push('\n');
+        for st in &s.steps {
+            let _ = writeln!(
+                out,
+                "    step {:+.1}% at {}: {}",
+                st.change * 100.0,
+                when(h, s, st),
+                changed(st)
+            );
+        }
+    }
+    out + &summary(h) + "\n"
+}
+
+/// Markdown: a table of series, then one bullet per step.
+pub fn markdown(h: &History) -> String {
+    let cell = crate::util::format::md_cell;
+    let mut out =
+        String::from("## Benchmark history\n\n| case | pass | machine | runs | segments (median) | verdict |\n");
+    out.push_str("| --- | --- | --- | ---: | --- | --- |\n");
+    for s in &h.series {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            cell(&s.case_id),
+            s.pass,
+            cell(&place(h, s)),
+            s.points.len(),
+            segments(s),
+            if s.verdict.fails() {
+                format!("**{}**", verdict(h, s))
+            } else {
+                verdict(h, s)
+            }
+        );
+    }
+    let steps: Vec<String> = h
+        .series
+        .iter()
+        .flat_map(|s| {
+            s.steps.iter().map(move |st| {
+                format!(
+                    "- `{}` {} on {}: {:+.1}% at {}: {}",
+                    cell(&s.case_id),
+                    s.pass,
+                    cell(&place(h, s)),
+                    st.change * 100.0,
+                    when(h, s, st),
+                    changed(st)
+                )
+            })
+        })
+        .collect();
+    if !steps.is_empty() {
+        out.push_str("\n### Steps\n\n");
+        out.push_str(&steps.join("\n"));
+        out.push('\n');
+    }
+    out + "\n" + &summary(h) + "\n"
+}
+
+/// Where a series was measured: its machine, and its model too when the history holds
+/// several (Wan 2.1 and Wan 2.2 runs are separate series, never one).
+fn place(h: &History, s: &super::Series) -> String {
+    let models: std::collections::BTreeSet<&str> = h.series.iter().map(|x| x.model.as_str()).collect();
+    match models.len() {
+        0 | 1 => s.machine.clone(),
+        _ => format!("{}, {}", s.machine, s.model),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::history::{judge, Verdict};
+
+    fn history(verdict: Verdict) -> History {
+        History {
+            threshold: 0.05,
+            alpha: 0.05,
+            reports: Vec::new(),
+            regressions: usize::from(verdict.regression),
+            drifts: usize::from(verdict.drift.as_ref().is_some_and(|d| d.regression)),
+            series: vec![Series {
+                case_id: "c".into(),
+                pass: "decode",
+                machine: "box".into(),
+                model: String::new(),
+                points: Vec::new(),
+                segments: Vec::new(),
+                steps: Vec::new(),
+                verdict,
+            }],
+        }
+    }
+
+    #[test]
+    fn slower_beyond_the_threshold_but_not_significant_is_said_so_never_ok() {
+        // Issue 49: "ok (+49.3% vs the best earlier, within threshold or noise)".
+        let h = history(Verdict {
+            slower: Some(0.493),
+            p_value: Some(0.38),
+            test: Some(judge::Test::Samples),
+            ..Verdict::default()
+        });
+        let v = verdict(&h, &h.series[0]);
+        assert_eq!(v, "+49.3% vs the best earlier, not significant (p = 0.3800, samples)");
+        let t = summary(&h);
+        assert!(
+            t.contains("no significant slow-down") && t.contains("not significantly"),
+            "{t}"
+        );
+        assert!(!t.contains("no case is slower"), "{t}");
+        let h = history(Verdict {
+            slower: Some(0.02),
+            p_value: Some(0.01),
+            ..Verdict::default()
+        });
+        assert_eq!(
+            verdict(&h, &h.series[0]),
+            "ok (+2.0% vs the best earlier, within the 5.0% threshold)"
+        );
+    }
+
+    #[test]
+    fn a_drift_is_named_with_its_runs_and_p() {
+        let h = history(Verdict {
+            drift: Some(judge::Drift {
+                first_point: 0,
+                last_point: 39,
+                change: 0.2,
+                p_value: 1e-9,
+                regression: true,
+            }),
+            ..Verdict::default()
+        });
+        assert_eq!(
+            verdict(&h, &h.series[0]),
+            "DRIFT +20.0% over the last 40 runs (p < 0.0001)"
+        );
+        assert!(summary(&h).contains("DRIFT: 1 series"), "{}", summary(&h));
+    }
+}

@@ -1,0 +1,449 @@
+//! `merge A.json B.json ... -o ALL.json`: one report from several runs or machines.
+//!
+//! Every case keeps its own machine context and run settings (`CaseRecord.system` and
+//! `CaseRecord.run`, set from its input's `system` and `run` unless it already has them);
+//! the top-level `system`, `model`, `run`, `tool` and
+//! `created_at` are the first input's. A case id already taken gets a suffix: `@HOST` (the
+//! case's host name), else `@inputN` (1-based input position), plus `-2`, `-3`, ... if still
+//! taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
+//!
+//! The output is locked while it is written (`<output>.lock`); a SIGINT or SIGTERM meanwhile
+//! (reading an input that blocks, a FIFO) removes the lock and exits with 128 + the signal
+//! number ([`crate::util::interrupt::guard_setup`]).
+//!
+//! The parts of a sharded run (`run --shard K/N`, each report's `run.shard`) are checked
+//! first ([`check_parts`]): every input a part of one plan (same fingerprint, N and planned
+//! total), no part twice, none missing (`--force` merges what is there); a mix of plans, or
+//! of parts and unsharded reports, is refused (exit 2), each naming its file. The merge of
+//! a complete set is what one unsharded run would have written ([`merge_parts`]): no
+//! `run.shard`, the command without `--shard`, cases without their own `run` (and `system`
+//! where it is the first part's), and the answer recomputed over every case.
+//!
+//! Must not: re-measure or recompute statistics; cases are copied as they are.
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use crate::analysis::compare::compat::incompatibilities;
+use crate::report::shard::ShardRecord;
+use crate::report::Report;
+use crate::util::error::UserError;
+
+#[derive(Debug, clap::Args)]
+pub struct MergeArgs {
+    /// Reports to merge.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output report.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Merge even with different schema versions or model weights, or with parts of a
+    /// sharded run missing.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub dashboards: crate::analysis::export::DashboardExports,
+}
+
+/// A case id renamed while merging.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rename {
+    /// 0-based position of the input report.
+    pub input: usize,
+    /// The id in that input.
+    pub from: String,
+    /// The id in the merged report.
+    pub to: String,
+}
+
+/// Merge loaded reports (at least one). Returns the merged report and the renames.
+pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
+    let mut iter = reports.into_iter().enumerate();
+    let (_, first) = iter.next().expect("merge needs at least one report");
+    let mut merged = Report {
+        cases: Vec::new(),
+        // The answer belongs to one run; merged cases come from several.
+        summary: None,
+        ..first.clone()
+    };
+    let mut taken = BTreeSet::new();
+    let mut renames = Vec::new();
+    for (index, report) in std::iter::once((0, first)).chain(iter) {
+        let mut map = BTreeMap::new();
+        let mut cases = report.cases;
+        for case in &mut cases {
+            if case.system.is_none() {
+                case.system = Some(report.system.clone());
+            }
+            if case.run.is_none() {
+                case.run = Some(report.run.clone());
+            }
+            let new_id = free_id(&case.id, case_host(case), index, &taken);
+            taken.insert(new_id.clone());
+            if new_id != case.id {
+                renames.push(Rename {
+                    input: index,
+                    from: case.id.clone(),
+                    to: new_id.clone(),
+                });
+                map.insert(case.id.clone(), new_id.clone());
+                case.id = new_id;
+            }
+        }
+        for case in &mut cases {
+            if let Some(q) = &mut case.quality {
+                if let Some(to) = map.get(&q.reference_id) {
+                    q.reference_id = to.clone();
+                }
+                if let Some(x) = &mut q.cross_engine {
+                    if let Some(to) = map.get(&x.reference_id) {
+                        x.reference_id = to.clone();
+                    }
+                }
+            }
+        }
+        // Each engine's context: the first report that has one keeps it.
+        for (engine, ctx) in report.engines {
+            merged.engines.entry(engine).or_insert(ctx);
+        }
+        merged.cases.extend(cases);
+    }
+    (merged, renames)
+}
+
+fn case_host(case: &crate::report::CaseRecord) -> Option<String> {
+    case.system
+        .as_ref()
+        .and_then(|s| s.hostname.clone())
+        .filter(|h| !h.is_empty())
+}
+
+/// First id not yet taken: `id`, `id@host`, `id@inputN`, then numbered suffixes.
+fn free_id(id: &str, host: Option<String>, index: usize, taken: &BTreeSet<String>) -> String {
+    let mut candidates = vec![id.to_string()];
+    if let Some(h) = host {
+        candidates.push(format!("{id}@{h}"));
+    }
+    let by_index = format!("{id}@input{}", index + 1);
+    candidates.push(by_index.clone());
+    if let Some(free) = candidates.into_iter().find(|c| !taken.contains(c)) {
+        return free;
+    }
+    (2..)
+        .map(|n| format!("{by_index}-{n}"))
+        .find(|c| !taken.contains(c))
+        .expect("an unbounded range always has a free id")
+}
+
+pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
+    let labels: Vec<String> = (1..=args.inputs.len()).map(|i| format!("input report {i}")).collect();
+    let inputs: Vec<_> = labels
+        .iter()
+        .zip(&args.inputs)
+        .map(|(l, p)| (l.as_str(), Some(p.as_path())))
+        .collect();
+    // The merged report and the dashboard exports: none an input, none another's file.
+    let outputs = [&[("-o", Some(args.output.as_path()))][..], &args.dashboards.files()].concat();
+    crate::util::files::check_distinct(&inputs, &outputs)?;
+    crate::util::files::check_output(&args.output, "merged report")?;
+    args.dashboards.check()?;
+    let _lock = crate::util::lock::OutputLock::acquire(&args.output)?;
+    // Reading the inputs may block (a FIFO): a SIGINT/SIGTERM until we are done removes the
+    // lock file and exits with 128 + the signal number.
+    let _guard = crate::util::interrupt::guard_setup(&[crate::util::lock::OutputLock::path_for(&args.output)])?;
+    let mut reports = Vec::with_capacity(args.inputs.len());
+    for path in &args.inputs {
+        let report = Report::load(path)?;
+        // As compare does: no negative, absurd or self-contradicting timings merged.
+        crate::analysis::compare::compat::check_cases(&report, path)?;
+        reports.push(report);
+    }
+    // A part of a sharded run may have no case (more parts than units): it loaded no weights.
+    let base = reports.iter().position(|r| !r.cases.is_empty()).unwrap_or(0);
+    for (path, report) in args.inputs.iter().zip(&reports) {
+        if report.cases.is_empty() {
+            continue;
+        }
+        let problems = incompatibilities(&reports[base], report);
+        if problems.is_empty() {
+            continue;
+        }
+        let msg = format!(
+            "{} vs {}: {}",
+            args.inputs[base].display(),
+            path.display(),
+            problems.join("; ")
+        );
+        refuse_unless_forced(
+            args.force,
+            format!("refusing to merge {msg}; pass --force to merge anyway"),
+            format!("warning: {msg} (merged anyway: --force)"),
+        )?;
+    }
+    let complete = check_parts(&args.inputs, &reports, args.force)?;
+    // Each part against its own record: every case it should hold, none of another part's,
+    // and no interruption. Refused, or with --force merged and kept on record.
+    let incomplete = part_problems(&args.inputs, &reports);
+    if !incomplete.is_empty() {
+        let msg = incomplete.join("; ");
+        refuse_unless_forced(
+            args.force,
+            format!("refusing to merge: {msg}; run the part(s) again, or pass --force to merge what is there"),
+            format!("warning: {msg} (merged anyway: --force; recorded in run.interrupted)"),
+        )?;
+    }
+    // Settings outside the plan's fingerprint that change what was measured: one value for
+    // every part, else the merged report would claim the first part's for all.
+    let differing = part_setting_differences(&args.inputs, &reports);
+    if !differing.is_empty() {
+        let msg = differing.join("; ");
+        refuse_unless_forced(
+            args.force,
+            format!("refusing to merge parts run with different settings: {msg}; rerun them alike, or pass --force"),
+            format!("warning: parts run with different settings: {msg} (merged anyway: --force)"),
+        )?;
+    }
+    let (mut merged, renames) = if complete { merge_parts(reports) } else { merge(reports) };
+    if !incomplete.is_empty() {
+        merged.run.interrupted = Some(format!(
+            "merged with --force from parts that are not whole: {}",
+            incomplete.join("; ")
+        ));
+    }
+    for r in &renames {
+        crate::errln!(
+            "note: duplicate case id {:?} from {} renamed to {:?}",
+            r.from,
+            args.inputs[r.input].display(),
+            r.to
+        );
+    }
+    let machines = crate::machine::system::distinct_machines(
+        merged.cases.iter().map(|c| c.system.as_ref().unwrap_or(&merged.system)),
+    );
+    if machines.len() > 1 {
+        crate::errln!(
+            "warning: the merged cases were timed on {} machines ({}): the answer calls no winner across \
+             them, and `compare` names each pair's machines",
+            machines.len(),
+            machines.join("; ")
+        );
+    }
+    merged.save_atomic(&args.output)?;
+    let mut exports = crate::analysis::export::ExportManager::default();
+    args.dashboards.add_to(&mut exports);
+    // The dashboards get each case under its machine's name (`ID@HOST`), whatever else merged.
+    exports.write_all(&crate::analysis::export::dashboards::with_machine_names(&merged))?;
+    crate::errln!(
+        "merged {} from {} into {}",
+        crate::util::format::count(merged.cases.len(), "case"),
+        crate::util::format::count(args.inputs.len(), "report"),
+        args.output.display()
+    );
+    Ok(0)
+}
+
+/// Refuse (exit 2) with `refusal`, or under `--force` print `warning` and go on.
+fn refuse_unless_forced(force: bool, refusal: String, warning: String) -> Result<(), UserError> {
+    if !force {
+        return Err(UserError::Other(refusal));
+    }
+    crate::errln!("{warning}");
+    Ok(())
+}
+
+/// Whether the inputs are every part of one sharded plan (`true`), or unsharded reports
+/// (`false`). Refused (exit 2), naming the files: parts of several plans, parts beside
+/// unsharded reports, a part given twice, and (unless `force`: then a warning, and the
+/// parts are merged as any reports) a missing part.
+pub fn check_parts(paths: &[PathBuf], reports: &[Report], force: bool) -> Result<bool, UserError> {
+    let parts: Vec<Option<&ShardRecord>> = reports.iter().map(|r| r.run.shard.as_ref()).collect();
+    let Some((first, fp)) = parts.iter().enumerate().find_map(|(i, p)| p.map(|p| (i, p))) else {
+        return Ok(false);
+    };
+    let name = |i: usize| paths[i].display().to_string();
+    let plan = |p: &ShardRecord| {
+        format!(
+            "plan {} ({} parts, {} cases)",
+            p.plan_fingerprint, p.count, p.planned_cases
+        )
+    };
+    let mut seen: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, part) in parts.iter().enumerate() {
+        let Some(p) = part else {
+            return Err(UserError::Other(format!(
+                "refusing to merge {}, an unsharded report, with {}, part {} of {}: merge the parts of one \
+                 plan, or whole runs, not both",
+                name(i),
+                name(first),
+                fp.label(),
+                plan(fp)
+            )));
+        };
+        if (p.plan_fingerprint.as_str(), p.count, p.planned_cases)
+            != (fp.plan_fingerprint.as_str(), fp.count, fp.planned_cases)
+        {
+            return Err(UserError::Other(format!(
+                "refusing to merge {}: it is part {} of {}, a foreign shard: {} is part {} of {}; merge the \
+                 parts of one plan (the same matrix, flags and --shard N)",
+                name(i),
+                p.label(),
+                plan(p),
+                name(first),
+                fp.label(),
+                plan(fp)
+            )));
+        }
+        if let Some(other) = seen.insert(p.index, i) {
+            return Err(UserError::Other(format!(
+                "refusing to merge: part {} of {} is given twice ({} and {}); give each part once",
+                p.label(),
+                plan(p),
+                name(other),
+                name(i)
+            )));
+        }
+    }
+    let missing: Vec<String> = (1..=fp.count)
+        .filter(|k| !seen.contains_key(k))
+        .map(|k| format!("{k}/{}", fp.count))
+        .collect();
+    if missing.is_empty() {
+        return Ok(true);
+    }
+    let msg = format!(
+        "part(s) {} of {} missing (given: {})",
+        missing.join(", "),
+        plan(fp),
+        seen.keys()
+            .map(|k| format!("{k}/{}", fp.count))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if !force {
+        return Err(UserError::Other(format!(
+            "refusing to merge: {msg}; run them (`run --shard K/{}`), or pass --force to merge what is there",
+            fp.count
+        )));
+    }
+    crate::errln!("warning: {msg} (merged anyway: --force)");
+    Ok(false)
+}
+
+/// What is wrong with the parts of a sharded run, each against its own `run.shard`: a part
+/// that was interrupted, or holds fewer or more cases than its `shard_cases`, or a case id
+/// that another part holds too. Empty for whole parts (and for unsharded reports).
+pub fn part_problems(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut owner: BTreeMap<&str, usize> = BTreeMap::new();
+    for (i, r) in reports.iter().enumerate() {
+        let Some(p) = &r.run.shard else { continue };
+        let name = paths[i].display();
+        if let Some(why) = &r.run.interrupted {
+            problems.push(format!("part {} ({name}) was interrupted ({why})", p.label()));
+        } else if r.cases.len() != p.shard_cases {
+            problems.push(format!(
+                "part {} ({name}) holds {} but its record says {}",
+                p.label(),
+                crate::util::format::count(r.cases.len(), "case"),
+                p.shard_cases
+            ));
+        }
+        for c in &r.cases {
+            if let Some(j) = owner.insert(c.id.as_str(), i) {
+                problems.push(format!(
+                    "case {:?} is in part {} ({}) and in part {} ({name}): each case of a plan is in one part",
+                    c.id,
+                    reports[j]
+                        .run
+                        .shard
+                        .as_ref()
+                        .map_or_else(|| "?".to_string(), |s| s.label()),
+                    paths[j].display(),
+                    p.label()
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// The run settings a part holds that the plan's fingerprint does not (it covers the case
+/// ids, passes and device), where a part differs from the first: the `--input` file (by its
+/// SHA-256), `--torch-precision`, the Python interpreter, the tool's own variables.
+pub fn part_setting_differences(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
+    let parts: Vec<(usize, &Report)> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.run.shard.is_some())
+        .collect();
+    let Some(&(first, a)) = parts.first() else {
+        return Vec::new();
+    };
+    let settings = |r: &Report| -> Vec<(&'static str, String)> {
+        let run = &r.run;
+        vec![
+            (
+                "--input",
+                run.input.as_ref().map_or("none".to_string(), |i| {
+                    format!("sha256 {}", crate::analysis::compare::compat::short(&i.sha256))
+                }),
+            ),
+            (
+                "--torch-precision",
+                run.torch_precision.clone().unwrap_or_else(|| "default".into()),
+            ),
+            ("--python", run.python.clone().unwrap_or_else(|| "default".into())),
+            ("the tool's variables", format!("{:?}", run.overrides)),
+        ]
+    };
+    let mine = settings(a);
+    let mut out = Vec::new();
+    for &(i, r) in &parts[1..] {
+        for ((name, x), (_, y)) in mine.iter().zip(settings(r)) {
+            if *x != y {
+                out.push(format!(
+                    "{name} is {x} in {} but {y} in {}",
+                    paths[first].display(),
+                    paths[i].display()
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Every part of one plan merged into what one unsharded run would have written.
+pub fn merge_parts(mut reports: Vec<Report>) -> (Report, Vec<Rename>) {
+    // The first part that measured something gives the model and machine; parts in their
+    // plan's order, whatever the order of the arguments.
+    reports.sort_by_key(|r| (r.cases.is_empty(), r.run.shard.as_ref().map_or(0, |s| s.index)));
+    let min_psnr = reports[0].summary.as_ref().map(|s| s.min_psnr_db);
+    let (mut merged, renames) = merge(reports);
+    merged.run.shard = None;
+    merged.run.command = without_shard(&merged.run.command);
+    for case in &mut merged.cases {
+        case.run = None;
+        if case.system.as_ref() == Some(&merged.system) {
+            case.system = None;
+        }
+    }
+    merged.summary = min_psnr.map(|m| crate::analysis::answer::summarize(&merged, m));
+    (merged, renames)
+}
+
+/// A command line without its `--shard K/N` (or `--shard=K/N`).
+fn without_shard(words: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(words.len());
+    let mut skip = false;
+    for w in words {
+        if std::mem::take(&mut skip) || w.starts_with("--shard=") {
+            continue;
+        }
+        if w == "--shard" {
+            skip = true;
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
+}

@@ -1,0 +1,71 @@
+//! `--device` parsing (`cpu`, `cuda:N`, `metal[:N]`) and device synchronization.
+//! Accelerators exist only in builds with the matching cargo feature; asking for one that
+//! this build lacks is a clear error, not a panic.
+//!
+//! Must not: build or run a model; it only names devices and waits for them.
+use candle_core::Device;
+
+use crate::util::error::UserError;
+
+/// Parse a device string.
+pub fn parse(s: &str) -> Result<Device, UserError> {
+    let spec = s.trim().to_ascii_lowercase();
+    let (kind, index) = match spec.split_once(':') {
+        Some((k, i)) => {
+            let n = i
+                .parse::<usize>()
+                .map_err(|_| UserError::invalid("device", s, "cpu, cuda:N or metal:N with N a number"))?;
+            (k.to_string(), n)
+        }
+        None => (spec.clone(), 0),
+    };
+    match kind.as_str() {
+        "cpu" => Ok(Device::Cpu),
+        "cuda" => cuda(index, s),
+        "metal" => metal(index, s),
+        _ => Err(UserError::invalid("device", s, "cpu, cuda:N or metal:N")),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda(index: usize, s: &str) -> Result<Device, UserError> {
+    Device::new_cuda(index).map_err(|e| UserError::invalid("device", s, format!("a usable CUDA device ({e})")))
+}
+#[cfg(not(feature = "cuda"))]
+fn cuda(_index: usize, s: &str) -> Result<Device, UserError> {
+    Err(UserError::Unsupported(format!(
+        "device {s}: this build has no CUDA support (rebuild with `cargo build --release --features cuda`, or cudnn)"
+    )))
+}
+
+#[cfg(feature = "metal")]
+fn metal(index: usize, s: &str) -> Result<Device, UserError> {
+    Device::new_metal(index).map_err(|e| UserError::invalid("device", s, format!("a usable Metal device ({e})")))
+}
+#[cfg(not(feature = "metal"))]
+fn metal(_index: usize, s: &str) -> Result<Device, UserError> {
+    Err(UserError::Unsupported(format!(
+        "device {s}: this build has no Metal support (rebuild with `cargo build --release --features metal`)"
+    )))
+}
+
+/// Cargo features compiled into this build.
+pub fn compiled_features() -> Vec<String> {
+    let mut f = Vec::new();
+    if cfg!(feature = "cuda") {
+        f.push("cuda".to_string());
+    }
+    if cfg!(feature = "cudnn") {
+        f.push("cudnn".to_string());
+    }
+    if cfg!(feature = "metal") {
+        f.push("metal".to_string());
+    }
+    f
+}
+
+/// Wait for queued device work before reading a clock.
+pub fn synchronize(device: &Device) -> anyhow::Result<()> {
+    device.synchronize()?;
+    Ok(())
+}

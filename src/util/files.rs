@@ -1,0 +1,402 @@
+//! Writing files the same way everywhere: [`check_output`] (may we write this output at
+//! all?), [`write_new`] (create the parent folder, then write) for exports, and
+//! [`write_atomic`] / [`write_atomic_with`] (temp file beside the target, then rename) for
+//! anything another process may read while we write it (reports, worker results, worker
+//! outputs). Errors name the file.
+//!
+//! The rule for an output path that already exists (see also the README):
+//! - a symbolic link is followed: the file it points to is checked and written, the link
+//!   stays a link;
+//! - anything but a regular file (a device such as `/dev/null`, a FIFO, a socket, a folder)
+//!   is refused, never replaced;
+//! - a regular file we may not write (e.g. `chmod 444`) is refused, never replaced;
+//! - a regular file we may write is replaced through a temp file and a rename, and the new
+//!   file gets the old one's permission bits (the mode never changes).
+//!
+//! Commands call [`check_output`] on every output before the first case runs, so a bad
+//! path costs nothing; the writers check again, because the file may change meanwhile.
+//! They also call [`check_distinct`] once with all their inputs and outputs: an output that
+//! is the same file as an input or as another output (the same path however spelled, or
+//! through a symbolic or a hard link) is refused before anything is written.
+//!
+//! Must not: know what is written (JSON, SVG, safetensors are the callers' business).
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+
+use crate::util::error::UserError;
+
+/// The folders [`create_parent`] created in this process, outermost first: a command that
+/// then ends with exit 2 removes those still empty ([`remove_created_empty_folders`]).
+static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Create `path`'s parent folder when it has one and it is missing (remembered, see
+/// [`CREATED`]).
+pub fn create_parent(path: &Path) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let missing: Vec<PathBuf> = dir
+            .ancestors()
+            .filter(|d| !d.as_os_str().is_empty())
+            .take_while(|d| std::fs::symlink_metadata(d).is_err())
+            .map(Path::to_path_buf)
+            .collect();
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        if let Ok(mut created) = CREATED.lock() {
+            created.extend(missing.into_iter().rev());
+        }
+    }
+    Ok(())
+}
+
+/// Remove the folders this process created for its outputs that are still empty, innermost
+/// first: a command refused with exit 2 leaves nothing behind. A folder something was
+/// written into stays (removing a non-empty folder fails).
+pub fn remove_created_empty_folders() {
+    let created = CREATED.lock().map(|mut c| std::mem::take(&mut *c)).unwrap_or_default();
+    for dir in created.iter().rev() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// The file a write to `path` really changes: `path` itself, or where its symlink points.
+fn real_target(path: &Path) -> Result<PathBuf, UserError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)
+            .map_err(|e| UserError::file(path, format!("is a symbolic link that cannot be followed ({e})"))),
+        _ => Ok(path.to_path_buf()),
+    }
+}
+
+/// Check that `path` (what: `report`, `--export-svg`, ...) may be written under the rule of
+/// the module docs: creates the missing parent folder, refuses an existing non-regular file
+/// or one we may not write, and a folder we may not write into.
+pub fn check_output(path: &Path, what: &str) -> Result<(), UserError> {
+    let refuse = |why: String| UserError::file(path, format!("cannot be the {what}: {why}"));
+    // `-` is stdout only where a command says so (`run -o -`); elsewhere it would become a
+    // file named `-`.
+    if path.as_os_str() == "-" {
+        return Err(refuse(
+            "`-` (standard output) is not supported here; give a file path (./- for a file named -)".into(),
+        ));
+    }
+    let target = real_target(path)?;
+    match std::fs::metadata(&target) {
+        Ok(m) if !m.is_file() => {
+            return Err(refuse(format!(
+                "it exists and is not a regular file ({}); refusing to replace it",
+                crate::util::read::kind(&m)
+            )))
+        }
+        Ok(m) => {
+            if !writable(&target) {
+                return Err(refuse(format!(
+                    "it exists and we may not write it (mode {}); refusing to replace it",
+                    mode_text(&m)
+                )));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(refuse(format!("cannot inspect it: {e}"))),
+    }
+    create_parent(&target).map_err(|e| refuse(format!("{e:#}")))?;
+    let dir = match target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        Some(d) => d.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    if !writable(&dir) {
+        return Err(refuse(format!(
+            "we may not create files in the folder {}",
+            dir.display()
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn mode_text(m: &std::fs::Metadata) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    format!("{:o}", m.permissions().mode() & 0o7777)
+}
+
+#[cfg(not(unix))]
+fn mode_text(m: &std::fs::Metadata) -> String {
+    if m.permissions().readonly() {
+        "read-only"
+    } else {
+        "writable"
+    }
+    .to_string()
+}
+
+/// Whether this process may write `path` (the kernel's answer, so root may write a 444 file).
+#[cfg(unix)]
+fn writable(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
+    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+}
+
+#[cfg(not(unix))]
+fn writable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.permissions().readonly())
+}
+
+/// A file a command reads or writes, with the flag or argument that names it (`-o`,
+/// `--weights`, `input report 2`); `None` when not given.
+pub type Named<'a> = (&'a str, Option<&'a Path>);
+
+/// Refuse (exit 2) any output that is the same file as one of `inputs`, or as an earlier
+/// output: the same path however spelled, through a symbolic link, or a hard link (same
+/// device and inode). An output that does not exist yet is compared by its canonical folder
+/// and file name. The error names both flags and both paths.
+pub fn check_distinct(inputs: &[Named], outputs: &[Named]) -> Result<(), UserError> {
+    let given = |list: &[Named<'_>]| -> Vec<(String, PathBuf, FileId)> {
+        list.iter()
+            .filter_map(|(flag, p)| p.map(|p| (flag.to_string(), p.to_path_buf(), FileId::of(p))))
+            .collect()
+    };
+    let inputs = given(inputs);
+    let outputs = given(outputs);
+    for (i, (flag, path, id)) in outputs.iter().enumerate() {
+        let earlier = inputs
+            .iter()
+            .map(|x| (x, true))
+            .chain(outputs[..i].iter().map(|x| (x, false)));
+        for ((other_flag, other_path, other_id), is_input) in earlier {
+            let Some(how) = id.same_as(other_id) else {
+                continue;
+            };
+            let why = if is_input {
+                format!("refusing to write over an input: give {flag} another path")
+            } else {
+                format!("each output needs its own file: give {flag} another path")
+            };
+            return Err(UserError::file(
+                path,
+                format!(
+                    "{flag} and {other_flag} {} are the same file{how}; {why}",
+                    other_path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What makes two paths the same file: where it is (canonical), and its device and inode.
+#[derive(Debug)]
+struct FileId {
+    canonical: Option<PathBuf>,
+    inode: Option<(u64, u64)>,
+    symlink: bool,
+}
+
+impl FileId {
+    fn of(path: &Path) -> FileId {
+        let symlink = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+        match std::fs::metadata(path) {
+            Ok(m) => FileId {
+                canonical: std::fs::canonicalize(path).ok(),
+                inode: inode(&m),
+                symlink,
+            },
+            Err(_) => FileId {
+                canonical: canonical_missing(path),
+                inode: None,
+                symlink,
+            },
+        }
+    }
+
+    /// `None` when different files, else how they are the same (for the message).
+    fn same_as(&self, other: &FileId) -> Option<&'static str> {
+        let same_inode = self.inode.is_some() && self.inode == other.inode;
+        let same_place = self.canonical.is_some() && self.canonical == other.canonical;
+        if !same_inode && !same_place {
+            return None;
+        }
+        Some(if self.symlink || other.symlink {
+            " (through a symbolic link)"
+        } else if !same_place {
+            " (hard links to one file)"
+        } else {
+            ""
+        })
+    }
+}
+
+#[cfg(unix)]
+fn inode(m: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn inode(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
+}
+
+/// Where a file that does not exist yet would be: its deepest existing folder, canonical,
+/// then the rest of the path (`.` dropped, `..` taken lexically).
+fn canonical_missing(path: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let absolute = std::path::absolute(path).ok()?;
+    let parts: Vec<Component> = absolute.components().collect();
+    (1..=parts.len()).rev().find_map(|k| {
+        let mut real = std::fs::canonicalize(parts[..k].iter().collect::<PathBuf>()).ok()?;
+        for part in &parts[k..] {
+            match part {
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::Normal(name) => real.push(name),
+                _ => {}
+            }
+        }
+        Some(real)
+    })
+}
+
+/// Check `path`, create the parent folder, then write `contents` (see [`write_atomic`]).
+pub fn write_new(path: &Path, contents: impl AsRef<[u8]>) -> anyhow::Result<()> {
+    write_atomic(path, contents)
+}
+
+/// Write `contents` so that readers never see a half-written `path`: see [`write_atomic_with`].
+pub fn write_atomic(path: &Path, contents: impl AsRef<[u8]>) -> anyhow::Result<()> {
+    write_atomic_with(path, |tmp| {
+        std::fs::write(tmp, contents.as_ref()).with_context(|| format!("cannot write {}", tmp.display()))
+    })
+}
+
+/// Check `path` ([`check_output`]), let `write` fill a temp file beside the real target
+/// (same folder, so the rename is atomic; the name carries our pid so two processes never
+/// share it), give it the old file's permissions, then rename it over the target. The temp
+/// file is removed when `write` fails.
+pub fn write_atomic_with(path: &Path, write: impl FnOnce(&Path) -> anyhow::Result<()>) -> anyhow::Result<()> {
+    check_output(path, "output")?;
+    let target = real_target(path)?;
+    let old_permissions = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    let tmp = temp_beside(&target);
+    let result = write(&tmp).and_then(|()| match old_permissions {
+        Some(p) => {
+            std::fs::set_permissions(&tmp, p).with_context(|| format!("cannot set the mode of {}", tmp.display()))
+        }
+        None => Ok(()),
+    });
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, &target).with_context(|| format!("cannot rename {} to {}", tmp.display(), target.display()))
+}
+
+/// `NAME.tmpPID` beside `path`.
+fn temp_beside(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// A file name for case `id`, unique and bounded: its first 120 characters with every one
+/// other than ASCII letters, digits and `-` replaced by `_`, then `-` and 16 hex digits of
+/// the SHA-256 of the whole id. Ids that spell alike (`x/y` and `x_y`) or share a long
+/// prefix (a 240-character env value) still get their own files, within the 255 bytes a
+/// file name may have.
+pub fn file_stem(id: &str) -> String {
+    use sha2::Digest;
+    let readable: String = id
+        .chars()
+        .take(120)
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+        .collect();
+    let hash = sha2::Sha256::digest(id.as_bytes());
+    let hex: String = hash[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{readable}-{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_write_creates_the_folder_and_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a/b/report.json");
+        write_atomic(&path, "{}").unwrap();
+        write_atomic(&path, "[1]").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "[1]");
+        let names: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
+        assert_eq!(names.len(), 1);
+        let failed = write_atomic_with(&dir.path().join("x"), |_| anyhow::bail!("no"));
+        assert!(failed.is_err());
+        assert!(!dir.path().join("x").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn mode_and_links_survive_a_rewrite_and_folders_are_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("r.json");
+        std::fs::write(&file, "old").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        write_atomic(&link, "new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "new");
+        assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o640);
+        let e = check_output(dir.path(), "report").unwrap_err().to_string();
+        assert!(e.contains("not a regular file (a folder)"), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_same_file_is_found_however_it_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let input = d.join("in.json");
+        std::fs::write(&input, "x").unwrap();
+        std::fs::hard_link(&input, d.join("hard.json")).unwrap();
+        std::os::unix::fs::symlink(&input, d.join("soft.json")).unwrap();
+        let spelled = d.join("sub/../in.json");
+        std::fs::create_dir(d.join("sub")).unwrap();
+        let refused = |out: &Path| {
+            check_distinct(&[("--input", Some(input.as_path()))], &[("-o", Some(out))])
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(refused(&input).contains("-o and --input"), "{}", refused(&input));
+        assert!(refused(&spelled).contains("same file;"), "{}", refused(&spelled));
+        assert!(refused(&d.join("hard.json")).contains("(hard links to one file)"));
+        assert!(refused(&d.join("soft.json")).contains("(through a symbolic link)"));
+        // Outputs that do not exist yet: the same path through different spellings.
+        let new = d.join("new/a.md");
+        let also = d.join("new/./b/../a.md");
+        let e = check_distinct(
+            &[],
+            &[("-o", Some(new.as_path())), ("--export-markdown", Some(also.as_path()))],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--export-markdown and -o") && e.contains("each output needs its own file"),
+            "{e}"
+        );
+        // Different files, and flags not given, pass.
+        let other = d.join("other.json");
+        check_distinct(
+            &[("--input", Some(input.as_path())), ("--config", None)],
+            &[
+                ("-o", Some(other.as_path())),
+                ("--export-svg", None),
+                ("--export-markdown", Some(new.as_path())),
+            ],
+        )
+        .unwrap();
+    }
+}
