@@ -87,7 +87,7 @@ fn python_flag_spellings_are_accepted() {
     let wan_vae_bench::cli::Command::Run(args) = cli.command else {
         panic!("not run")
     };
-    let o = wan_vae_bench::run::options_from_args(&args).unwrap();
+    let o = wan_vae_bench::cli::run::options_from_args(&args).unwrap();
     assert_eq!(o.axes.get(&FRAMES), ["9"]);
     assert_eq!(o.axes.get(&SIZE), ["128x96"]);
     assert_eq!(o.axes.get(&TILE), ["64:16"]);
@@ -105,7 +105,7 @@ fn tile_none_and_tile_px_zero_mean_untiled() {
         let wan_vae_bench::cli::Command::Run(args) = cli.command else {
             panic!("not run")
         };
-        let o = wan_vae_bench::run::options_from_args(&args).unwrap();
+        let o = wan_vae_bench::cli::run::options_from_args(&args).unwrap();
         let tiles: Vec<_> = o.axes.each(&TILE).map(|s| s.tiling).collect();
         assert_eq!(tiles.len(), 2, "{flags:?}");
         assert_eq!(tiles[0], None, "{flags:?}");

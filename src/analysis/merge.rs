@@ -1,4 +1,5 @@
-//! `merge A.json B.json ... -o ALL.json`: one report from several runs or machines.
+//! Merging reports (`merge A.json B.json ... -o ALL.json`, and `history`'s newest reports):
+//! one report from several runs or machines.
 //!
 //! Every case keeps its own machine context and run settings (`CaseRecord.system` and
 //! `CaseRecord.run`, set from its input's `system` and `run` unless it already has them);
@@ -6,10 +7,6 @@
 //! `created_at` are the first input's. A case id already taken gets a suffix: `@HOST` (the
 //! case's host name), else `@inputN` (1-based input position), plus `-2`, `-3`, ... if still
 //! taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
-//!
-//! The output is locked while it is written (`<output>.lock`); a SIGINT or SIGTERM meanwhile
-//! (reading an input that blocks, a FIFO) removes the lock and exits with 128 + the signal
-//! number ([`crate::util::interrupt::guard_setup`]).
 //!
 //! The parts of a sharded run (`run --shard K/N`, each report's `run.shard`) are checked
 //! first ([`check_parts`]): every input a part of one plan (same fingerprint, N and planned
@@ -27,22 +24,6 @@ use crate::analysis::compare::compat::incompatibilities;
 use crate::report::shard::ShardRecord;
 use crate::report::Report;
 use crate::util::error::UserError;
-
-#[derive(Debug, clap::Args)]
-pub struct MergeArgs {
-    /// Reports to merge.
-    #[arg(required = true)]
-    pub inputs: Vec<PathBuf>,
-    /// Output report.
-    #[arg(short, long)]
-    pub output: PathBuf,
-    /// Merge even with different schema versions or model weights, or with parts of a
-    /// sharded run missing.
-    #[arg(long)]
-    pub force: bool,
-    #[command(flatten)]
-    pub dashboards: crate::analysis::export::DashboardExports,
-}
 
 /// A case id renamed while merging.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,32 +115,15 @@ fn free_id(id: &str, host: Option<String>, index: usize, taken: &BTreeSet<String
         .expect("an unbounded range always has a free id")
 }
 
-pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
-    let labels: Vec<String> = (1..=args.inputs.len()).map(|i| format!("input report {i}")).collect();
-    let inputs: Vec<_> = labels
-        .iter()
-        .zip(&args.inputs)
-        .map(|(l, p)| (l.as_str(), Some(p.as_path())))
-        .collect();
-    // The merged report and the dashboard exports: none an input, none another's file.
-    let outputs = [&[("-o", Some(args.output.as_path()))][..], &args.dashboards.files()].concat();
-    crate::util::files::check_distinct(&inputs, &outputs)?;
-    crate::util::files::check_output(&args.output, "merged report")?;
-    args.dashboards.check()?;
-    let _lock = crate::util::lock::OutputLock::acquire(&args.output)?;
-    // Reading the inputs may block (a FIFO): a SIGINT/SIGTERM until we are done removes the
-    // lock file and exits with 128 + the signal number.
-    let _guard = crate::util::interrupt::guard_setup(&[crate::util::lock::OutputLock::path_for(&args.output)])?;
-    let mut reports = Vec::with_capacity(args.inputs.len());
-    for path in &args.inputs {
-        let report = Report::load(path)?;
-        // As compare does: no negative, absurd or self-contradicting timings merged.
-        crate::analysis::compare::compat::check_cases(&report, path)?;
-        reports.push(report);
-    }
+/// Merge the loaded `reports` (read from `paths`, in order) after the checks that may refuse
+/// them (exit 2, naming the files; `force` merges with a warning instead): reports of other
+/// weights or schema versions, the parts of a sharded run ([`check_parts`], [`part_problems`]),
+/// settings that differ between parts ([`part_setting_differences`]). A complete set of parts
+/// merges as one unsharded run ([`merge_parts`]), anything else as reports ([`merge`]).
+pub fn merge_checked(paths: &[PathBuf], reports: Vec<Report>, force: bool) -> Result<(Report, Vec<Rename>), UserError> {
     // A part of a sharded run may have no case (more parts than units): it loaded no weights.
     let base = reports.iter().position(|r| !r.cases.is_empty()).unwrap_or(0);
-    for (path, report) in args.inputs.iter().zip(&reports) {
+    for (path, report) in paths.iter().zip(&reports) {
         if report.cases.is_empty() {
             continue;
         }
@@ -169,35 +133,35 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
         }
         let msg = format!(
             "{} vs {}: {}",
-            args.inputs[base].display(),
+            paths[base].display(),
             path.display(),
             problems.join("; ")
         );
         refuse_unless_forced(
-            args.force,
+            force,
             format!("refusing to merge {msg}; pass --force to merge anyway"),
             format!("warning: {msg} (merged anyway: --force)"),
         )?;
     }
-    let complete = check_parts(&args.inputs, &reports, args.force)?;
+    let complete = check_parts(paths, &reports, force)?;
     // Each part against its own record: every case it should hold, none of another part's,
     // and no interruption. Refused, or with --force merged and kept on record.
-    let incomplete = part_problems(&args.inputs, &reports);
+    let incomplete = part_problems(paths, &reports);
     if !incomplete.is_empty() {
         let msg = incomplete.join("; ");
         refuse_unless_forced(
-            args.force,
+            force,
             format!("refusing to merge: {msg}; run the part(s) again, or pass --force to merge what is there"),
             format!("warning: {msg} (merged anyway: --force; recorded in run.interrupted)"),
         )?;
     }
     // Settings outside the plan's fingerprint that change what was measured: one value for
     // every part, else the merged report would claim the first part's for all.
-    let differing = part_setting_differences(&args.inputs, &reports);
+    let differing = part_setting_differences(paths, &reports);
     if !differing.is_empty() {
         let msg = differing.join("; ");
         refuse_unless_forced(
-            args.force,
+            force,
             format!("refusing to merge parts run with different settings: {msg}; rerun them alike, or pass --force"),
             format!("warning: parts run with different settings: {msg} (merged anyway: --force)"),
         )?;
@@ -209,37 +173,7 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
             incomplete.join("; ")
         ));
     }
-    for r in &renames {
-        crate::errln!(
-            "note: duplicate case id {:?} from {} renamed to {:?}",
-            r.from,
-            args.inputs[r.input].display(),
-            r.to
-        );
-    }
-    let machines = crate::machine::system::distinct_machines(
-        merged.cases.iter().map(|c| c.system.as_ref().unwrap_or(&merged.system)),
-    );
-    if machines.len() > 1 {
-        crate::errln!(
-            "warning: the merged cases were timed on {} machines ({}): the answer calls no winner across \
-             them, and `compare` names each pair's machines",
-            machines.len(),
-            machines.join("; ")
-        );
-    }
-    merged.save_atomic(&args.output)?;
-    let mut exports = crate::analysis::export::ExportManager::default();
-    args.dashboards.add_to(&mut exports);
-    // The dashboards get each case under its machine's name (`ID@HOST`), whatever else merged.
-    exports.write_all(&crate::analysis::export::dashboards::with_machine_names(&merged))?;
-    crate::errln!(
-        "merged {} from {} into {}",
-        crate::util::format::count(merged.cases.len(), "case"),
-        crate::util::format::count(args.inputs.len(), "report"),
-        args.output.display()
-    );
-    Ok(0)
+    Ok((merged, renames))
 }
 
 /// Refuse (exit 2) with `refusal`, or under `--force` print `warning` and go on.

@@ -1,9 +1,21 @@
-//! Command-line surface: the clap command enum and dispatch to each command's module.
-//! Each subcommand's typed arguments live in the module that owns the command.
+//! The command line: the clap command enum, and one room per subcommand holding its typed
+//! arguments and its entry function (`run`, `validate`, `inspect`, `system`, `logs`,
+//! `compare`, `merge`, `history`, `plot`, `completions`, and the hidden `worker`). A command
+//! room parses and calls the library's rooms; no command room imports another, and no
+//! library room imports this one.
 //!
-//! Must not: hold command logic; each command lives in its own module.
+//! Must not: hold logic that two commands share (that lives in a library room).
+pub mod compare;
 pub mod completions;
+pub mod history;
 pub mod inspect;
+pub mod logs;
+pub mod merge;
+pub mod plot;
+pub mod run;
+pub mod system;
+pub mod validate;
+pub mod worker;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
@@ -24,33 +36,33 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a benchmark matrix (built-in smoke matrix when no config is given).
-    Run(Box<crate::run::RunArgs>),
+    Run(Box<run::RunArgs>),
     /// Internal: run one benchmark case in this process (spawned by `run`).
     #[command(hide = true)]
-    Worker(crate::engine::candle::WorkerArgs),
+    Worker(worker::WorkerArgs),
     /// Check encode/decode against golden cases (exit 0 within tolerance, 1 not, 2 bad input).
-    Validate(crate::run::validate::ValidateArgs),
+    Validate(validate::ValidateArgs),
     /// Show a checkpoint's format, dtypes, tensors, parameters and inferred config.
-    Inspect(crate::cli::inspect::InspectArgs),
+    Inspect(inspect::InspectArgs),
     /// Print the system context a report would record.
-    System(crate::machine::system::SystemArgs),
+    System(system::SystemArgs),
     /// Read ROCm's MIOpen and hipBLASLt lines in any program's log: solvers, problems, GEMMs.
-    Logs(crate::rocm::summary::LogsArgs),
+    Logs(logs::LogsArgs),
     /// Compare two reports; exit 1 on a regression.
-    Compare(crate::analysis::compare::CompareArgs),
+    Compare(compare::CompareArgs),
     /// Merge several reports into one.
-    Merge(crate::analysis::merge::MergeArgs),
+    Merge(merge::MergeArgs),
     /// Many reports over time: steps per case and machine, what changed in the stack; exit 1 if slower now.
-    History(crate::analysis::history::HistoryArgs),
+    History(history::HistoryArgs),
     /// Plot a report as an SVG bar chart.
-    Plot(crate::analysis::export::PlotArgs),
+    Plot(plot::PlotArgs),
     /// Print the shell completion script (bash, zsh, fish) on stdout.
-    Completions(crate::cli::completions::CompletionsArgs),
+    Completions(completions::CompletionsArgs),
 }
 
 /// The clap command, with `run`'s defaults written into its help.
 pub fn command() -> clap::Command {
-    crate::run::with_defaults(Cli::command())
+    run::with_defaults(Cli::command())
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -58,17 +70,17 @@ pub fn main() -> i32 {
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.command {
-        Command::Run(a) => crate::run::run_command(*a),
-        Command::Worker(a) => crate::engine::candle::command(a),
-        Command::Validate(a) => crate::run::validate::command(a),
-        Command::Inspect(a) => crate::cli::inspect::command(a),
-        Command::System(a) => crate::machine::system::command(a),
-        Command::Logs(a) => crate::rocm::summary::command(a),
-        Command::Compare(a) => crate::analysis::compare::command(a),
-        Command::Merge(a) => crate::analysis::merge::command(a),
-        Command::History(a) => crate::analysis::history::command(a),
-        Command::Plot(a) => crate::analysis::export::plot_command(a),
-        Command::Completions(a) => crate::cli::completions::command(a, command()),
+        Command::Run(a) => run::command(*a),
+        Command::Worker(a) => worker::command(a),
+        Command::Validate(a) => validate::command(a),
+        Command::Inspect(a) => inspect::command(a),
+        Command::System(a) => system::command(a),
+        Command::Logs(a) => logs::command(a),
+        Command::Compare(a) => compare::command(a),
+        Command::Merge(a) => merge::command(a),
+        Command::History(a) => history::command(a),
+        Command::Plot(a) => plot::command(a),
+        Command::Completions(a) => completions::command(a, command()),
     };
     let code = match result {
         Ok(code) => code,

@@ -130,14 +130,6 @@ pub const APU_TARGETS: &[&str] = &[
     "gfx1152", "gfx1153",
 ];
 
-/// Arguments of `wan-vae-bench system`.
-#[derive(Debug, clap::Args)]
-pub struct SystemArgs {
-    /// Print JSON instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
 /// The variable that replaces `/` for every `/sys` read ([`sysfs_root`]): for tests that
 /// present a fake machine. `run` records it when set (`run.overrides`).
 pub const SYSFS_ROOT_ENV: &str = "WAN_VAE_BENCH_SYSFS_ROOT";
@@ -504,17 +496,6 @@ pub fn render_text(info: &SystemInfo) -> String {
         format!("{} ({})", opt(&info.tool_version), opt(&info.git_commit)),
     );
     s
-}
-
-/// `wan-vae-bench system [--json]`.
-pub fn command(args: SystemArgs) -> anyhow::Result<i32> {
-    let info = collect();
-    if args.json {
-        crate::outln!("{}", serde_json::to_string_pretty(&info)?);
-    } else {
-        crate::out!("{}", render_text(&info));
-    }
-    Ok(0)
 }
 
 #[cfg(test)]

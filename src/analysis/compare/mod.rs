@@ -1,6 +1,7 @@
-//! `compare BASELINE CURRENT`: per-case timing ratios, Welch's t-test, quality drops.
+//! Two reports compared (the `compare` command's logic): per-case timing ratios, Welch's
+//! t-test, quality drops, what differs between the machines.
 //!
-//! Exit 0: no regression; 1: a regression (slower pass, PSNR drop, or a case no longer ok);
+//! The command (`crate::cli::compare`) exits 0: no regression; 1: a regression (slower pass, PSNR drop, or a case no longer ok);
 //! 2: unusable input (unreadable or invalid report, incompatible reports without `--force`,
 //! no case in common, a duplicate case id, a negative or non-finite timing, different
 //! machines under `--strict-system`; without it those are a warning).
@@ -13,45 +14,7 @@ pub mod render;
 pub mod verdict;
 pub mod welch;
 
-use std::path::PathBuf;
-
 use crate::report::Report;
-use crate::util::error::UserError;
-
-#[derive(Debug, clap::Args)]
-pub struct CompareArgs {
-    /// Baseline report.
-    pub baseline: PathBuf,
-    /// Current report.
-    pub current: PathBuf,
-    /// Slowdown a pass must exceed to be a regression, in percent (`5` or `5%`; a bare value
-    /// between 0 and 1 is refused as ambiguous: write `0.5%` for half a percent).
-    #[arg(long, default_value = "5", value_parser = parse_percent)]
-    pub threshold: f64,
-    /// Significance level of Welch's t-test.
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// PSNR drop (dB) of the latent, decoded or round-trip output that is a regression.
-    #[arg(long, default_value_t = 1.0)]
-    pub psnr_drop: f64,
-    /// PSNR (dB) treated as numerically lossless: values above it (and identical outputs,
-    /// PSNR +inf) are clamped to it before comparing.
-    #[arg(long, default_value_t = 100.0)]
-    pub psnr_ceiling: f64,
-    /// Compare even with different schema versions or model weights.
-    #[arg(long)]
-    pub force: bool,
-    /// Refuse (exit 2) reports from machines with a different CPU model, instruction set
-    /// or GPU, instead of warning.
-    #[arg(long = "strict-system")]
-    pub strict_system: bool,
-    /// Print the comparison as JSON (see `compare::verdict::Comparison`).
-    #[arg(long, conflicts_with = "markdown")]
-    pub json: bool,
-    /// Print the comparison as Markdown (for a PR comment).
-    #[arg(long)]
-    pub markdown: bool,
-}
 
 /// Parse `5`, `5%` or `2.5 %` (a percentage) as a fraction (0.05, 0.025). A bare number
 /// between 0 and 1 is refused: `0.05` reads as 0.05% here, but as a fraction it would be 5%,
@@ -82,7 +45,7 @@ pub fn parse_percent(s: &str) -> Result<f64, String> {
 /// How the machines of the compared pairs differ: the reports' own, and each pair's where a
 /// merged report keeps a case's machine (`cases[].system`, parts run on several runners),
 /// each difference once with how many pairs it concerns.
-fn machine_differences<'a>(baseline: &'a Report, current: &'a Report) -> Vec<String> {
+pub fn machine_differences<'a>(baseline: &'a Report, current: &'a Report) -> Vec<String> {
     let mut found: Vec<(String, Vec<&'a str>)> = Vec::new();
     let mut add = |m: String, id: Option<&'a str>| match found.iter_mut().find(|(x, _)| *x == m) {
         Some((_, ids)) => ids.extend(id),
@@ -115,93 +78,4 @@ fn machine_differences<'a>(baseline: &'a Report, current: &'a Report) -> Vec<Str
             Some(first) => format!("{m} ({} compared pair(s) of a merged report, e.g. {first})", ids.len()),
         })
         .collect()
-}
-
-pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
-    }
-    if args.psnr_drop.is_nan() || args.psnr_drop < 0.0 {
-        return Err(UserError::invalid("--psnr-drop", args.psnr_drop.to_string(), "a non-negative dB value").into());
-    }
-    let baseline = Report::load(&args.baseline)?;
-    let current = Report::load(&args.current)?;
-    compat::check_cases(&baseline, &args.baseline)?;
-    compat::check_cases(&current, &args.current)?;
-    let machine = machine_differences(&baseline, &current);
-    if !machine.is_empty() && args.strict_system {
-        return Err(UserError::Other(format!(
-            "refusing to compare {} and {}: measured on different machines: {}; drop --strict-system to \
-             compare anyway",
-            args.baseline.display(),
-            args.current.display(),
-            machine.join("; ")
-        ))
-        .into());
-    }
-    let problems = compat::incompatibilities(&baseline, &current);
-    if !problems.is_empty() && !args.force {
-        return Err(UserError::Other(format!(
-            "refusing to compare {} and {}: {}; pass --force to compare anyway",
-            args.baseline.display(),
-            args.current.display(),
-            problems.join("; ")
-        ))
-        .into());
-    }
-    let rules = verdict::Rules {
-        threshold: args.threshold,
-        alpha: args.alpha,
-        psnr_drop_db: args.psnr_drop,
-        psnr_ceiling_db: args.psnr_ceiling,
-    };
-    let mut cmp = verdict::compare(&baseline, &current, rules);
-    if cmp.cases.is_empty() {
-        return Err(UserError::Other(format!(
-            "{} and {} have no case id in common, so nothing was compared ({} case(s) only in the baseline, \
-             {} only in the current report); run the same matrix for both",
-            args.baseline.display(),
-            args.current.display(),
-            cmp.only_in_baseline.len(),
-            cmp.only_in_current.len()
-        ))
-        .into());
-    }
-    for m in machine {
-        crate::errln!("warning: {m}: timings may differ for that reason alone");
-        cmp.warnings
-            .push(format!("{m}: timings may differ for that reason alone"));
-    }
-    for (side, report) in [("baseline", &baseline), ("current", &current)] {
-        let throttled: Vec<&str> = report
-            .cases
-            .iter()
-            .filter(|c| c.outcome.throttled())
-            .map(|c| c.id.as_str())
-            .collect();
-        if let Some(first) = throttled.first() {
-            let w = format!(
-                "the {side} report has {} case(s) that ran throttled (e.g. {first}): their times measure the \
-                 device's cooling, so a difference there may be heat, not a regression",
-                throttled.len()
-            );
-            crate::errln!("warning: {w}");
-            cmp.warnings.push(w);
-        }
-    }
-    cmp.baseline = args.baseline.display().to_string();
-    cmp.current = args.current.display().to_string();
-    for p in problems {
-        crate::errln!("warning: {p} (compared anyway: --force)");
-        cmp.warnings.push(format!("{p} (compared anyway: --force)"));
-    }
-    let out = if args.json {
-        render::json(&cmp)?
-    } else if args.markdown {
-        render::markdown(&cmp) + &layers::render(&cmp.layer_changes, true)
-    } else {
-        render::text(&cmp) + &layers::render(&cmp.layer_changes, false)
-    };
-    crate::out!("{out}");
-    Ok(i32::from(cmp.regression))
 }

@@ -1,4 +1,5 @@
-//! `history REPORTS|DIR...`: many runs over time, which update made a case slower.
+//! Many runs over time (the `history REPORTS|DIR...` command's logic): which update made a
+//! case slower.
 //!
 //! One series per case id, pass (encode, decode) and machine (host, CPU and GPUs as the
 //! system context records them), its runs ordered by the reports' `created_at`. Each
@@ -7,7 +8,7 @@
 //! software stack that differ between the last run before it and the first after it are
 //! named ([`stack`]), or the step says that none did.
 //!
-//! Exit 0: no case is slower now; 1: the newest segment of some series is slower than its
+//! The command (`crate::cli::history`) exits 0: no case is slower now; 1: the newest segment of some series is slower than its
 //! best earlier segment by more than `--threshold` and not noise (Welch's t-test at
 //! `--alpha` on the two segments' run medians, or on a one-run segment's samples less their
 //! outliers; [`judge`]), or the newest segment drifts slower by more than `--threshold`
@@ -19,7 +20,7 @@ pub mod judge;
 pub mod render;
 pub mod stack;
 pub mod steps;
-mod svg;
+pub mod svg;
 pub mod time;
 
 use std::collections::BTreeMap;
@@ -30,33 +31,6 @@ use serde::Serialize;
 use crate::report::{CaseStatus, Report};
 use crate::util::error::UserError;
 use stack::Change;
-
-#[derive(Debug, clap::Args)]
-pub struct HistoryArgs {
-    /// Reports, or folders whose `*.json` files are reports, in any order (they are ordered
-    /// by their `created_at`).
-    #[arg(required = true, value_name = "REPORTS|DIR")]
-    pub inputs: Vec<PathBuf>,
-    /// Slowdown of the newest segment against the best earlier one that is a regression,
-    /// percent (`5` or `5%`), as `compare`'s.
-    #[arg(long, default_value = "5", value_parser = crate::analysis::compare::parse_percent)]
-    pub threshold: f64,
-    /// Significance level of Welch's t-test between the two segments' samples.
-    #[arg(long, default_value_t = 0.05)]
-    pub alpha: f64,
-    /// Print the table as Markdown (for a CI job summary).
-    #[arg(long)]
-    pub markdown: bool,
-    /// Also write each series with its steps, marked and labelled by what changed, as SVG.
-    #[arg(long = "export-svg", value_name = "FILE")]
-    pub export_svg: Option<PathBuf>,
-    /// Also write the history as JSON (see `history::History`).
-    #[arg(long = "export-json", value_name = "FILE")]
-    pub export_json: Option<PathBuf>,
-    /// BMF / github-action-benchmark exports: the newest report of each machine.
-    #[command(flatten)]
-    pub dashboards: crate::analysis::export::DashboardExports,
-}
 
 /// The whole history (`--export-json`).
 #[derive(Debug, Clone, Serialize)]
@@ -189,85 +163,10 @@ impl Verdict {
     }
 }
 
-pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
-    if !(args.alpha > 0.0 && args.alpha < 1.0) {
-        return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
-    }
-    for (flag, p) in [("--export-svg", &args.export_svg), ("--export-json", &args.export_json)] {
-        if let Some(p) = p {
-            crate::util::files::check_output(p, &format!("{flag} file"))?;
-        }
-    }
-    args.dashboards.check()?;
-    let files = report_files(&args.inputs)?;
-    // No export may be one of the reports read, nor another export's file.
-    let labels: Vec<String> = files.iter().map(|p| format!("input report {}", p.display())).collect();
-    let inputs: Vec<_> = labels
-        .iter()
-        .zip(&files)
-        .map(|(l, p)| (l.as_str(), Some(p.as_path())))
-        .collect();
-    let outputs = [
-        &[
-            ("--export-svg", args.export_svg.as_deref()),
-            ("--export-json", args.export_json.as_deref()),
-        ][..],
-        &args.dashboards.files(),
-    ]
-    .concat();
-    crate::util::files::check_distinct(&inputs, &outputs)?;
-    let mut loaded = Vec::with_capacity(files.len());
-    for path in files {
-        let report = Report::load(&path)?;
-        crate::analysis::compare::compat::check_cases(&report, &path)?;
-        let t = time::parse(&report.created_at).ok_or_else(|| {
-            UserError::file(
-                &path,
-                format!("created_at {:?} is not an RFC 3339 time", report.created_at),
-            )
-        })?;
-        loaded.push((t, path, report));
-    }
-    if let Some((_, p, r)) = loaded
-        .iter()
-        .find(|(_, _, r)| r.schema_version != loaded[0].2.schema_version)
-    {
-        return Err(UserError::file(
-            p,
-            format!(
-                "schema version {} differs from the others' {}",
-                r.schema_version, loaded[0].2.schema_version
-            ),
-        )
-        .into());
-    }
-    loaded.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
-    let (paths, reports): (Vec<PathBuf>, Vec<Report>) = loaded.into_iter().map(|(_, p, r)| (p, r)).unzip();
-    let history = analyse(&paths, &reports, args.threshold, args.alpha);
-    let out = if args.markdown {
-        render::markdown(&history)
-    } else {
-        render::text(&history)
-    };
-    crate::out!("{out}");
-    if let Some(p) = &args.export_json {
-        crate::util::files::write_new(p, serde_json::to_string_pretty(&history)? + "\n")?;
-    }
-    if let Some(p) = &args.export_svg {
-        crate::util::files::write_new(p, svg::render(&history))?;
-    }
-    if args.dashboards.export_bmf.is_some() || args.dashboards.export_gab.is_some() {
-        let mut exports = crate::analysis::export::ExportManager::default();
-        args.dashboards.add_to(&mut exports);
-        exports.write_all(&newest_per_machine(reports))?;
-    }
-    Ok(i32::from(history.series.iter().any(|s| s.verdict.fails())))
-}
-
 /// The report files: each file given, and each folder's `*.json` files (not its sub-folders),
 /// sorted, each file once however often it is named (by path, folder or link); none at all
 /// is unusable input.
-fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
+pub fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
@@ -475,7 +374,7 @@ fn judge(segs: &[steps::Segment], points: &[Point], threshold: f64, alpha: f64) 
 }
 
 /// The newest report of each machine, merged (the dashboards' view of "now").
-fn newest_per_machine(reports: Vec<Report>) -> Report {
+pub fn newest_per_machine(reports: Vec<Report>) -> Report {
     let mut newest: BTreeMap<String, Report> = BTreeMap::new();
     for r in reports {
         newest.insert(r.system.machine(), r);

@@ -1,4 +1,4 @@
-//! The candle engine's worker: this binary's hidden `worker` command ([`command`]), which
+//! The candle engine's worker: this binary's hidden `worker` command (its loop, [`serve`]), which
 //! measures the cases its parent sends, one after another, in its own process ([`worker`]), with its testing hook ([`fault`]) and
 //! process memory ([`memory`]).
 //!
@@ -13,20 +13,10 @@ pub mod memory;
 pub mod profile;
 pub mod worker;
 
-/// Arguments of the hidden `worker` command.
-#[derive(Debug, clap::Args)]
-pub struct WorkerArgs {
-    /// Read cases from stdin, one line each: the spec file's path, a tab, the result
-    /// file's path (docs/worker-protocol.md); end at the end of stdin. The value is the
-    /// run's scratch folder (it names the run on the worker's command line).
-    #[arg(long, value_name = "SCRATCH_DIR")]
-    pub session: std::path::PathBuf,
-}
-
-/// `wan-vae-bench worker --session DIR` (hidden): say it is ready, then acknowledge and run
+/// The worker loop of `wan-vae-bench worker --session DIR` (hidden): say it is ready, then acknowledge and run
 /// each case stdin names (keeping the model from one case to the next where it may), write its result JSON
 /// and say it is done. A spec that cannot be read is that case's `failed` result.
-pub fn command(_args: WorkerArgs) -> anyhow::Result<i32> {
+pub fn serve() -> anyhow::Result<i32> {
     memory::steady_allocator();
     crate::errln!("{}", protocol::READY_MARKER);
     let mut session = worker::Session::default();

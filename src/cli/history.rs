@@ -1,0 +1,111 @@
+//! `wan-vae-bench history REPORTS|DIR...`: many reports over time, which update made a case
+//! slower ([`crate::analysis::history`] fits and judges each series); exit 1 when some case
+//! is slower now, 2 on unusable input.
+use std::path::PathBuf;
+
+use crate::analysis::history::{analyse, newest_per_machine, render, report_files, svg, time};
+use crate::report::Report;
+use crate::util::error::UserError;
+
+#[derive(Debug, clap::Args)]
+pub struct HistoryArgs {
+    /// Reports, or folders whose `*.json` files are reports, in any order (they are ordered
+    /// by their `created_at`).
+    #[arg(required = true, value_name = "REPORTS|DIR")]
+    pub inputs: Vec<PathBuf>,
+    /// Slowdown of the newest segment against the best earlier one that is a regression,
+    /// percent (`5` or `5%`), as `compare`'s.
+    #[arg(long, default_value = "5", value_parser = crate::analysis::compare::parse_percent)]
+    pub threshold: f64,
+    /// Significance level of Welch's t-test between the two segments' samples.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Print the table as Markdown (for a CI job summary).
+    #[arg(long)]
+    pub markdown: bool,
+    /// Also write each series with its steps, marked and labelled by what changed, as SVG.
+    #[arg(long = "export-svg", value_name = "FILE")]
+    pub export_svg: Option<PathBuf>,
+    /// Also write the history as JSON (see `history::History`).
+    #[arg(long = "export-json", value_name = "FILE")]
+    pub export_json: Option<PathBuf>,
+    /// BMF / github-action-benchmark exports: the newest report of each machine.
+    #[command(flatten)]
+    pub dashboards: crate::analysis::export::DashboardExports,
+}
+
+/// `wan-vae-bench history`.
+pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
+    if !(args.alpha > 0.0 && args.alpha < 1.0) {
+        return Err(UserError::invalid("--alpha", args.alpha.to_string(), "a number in (0, 1)").into());
+    }
+    for (flag, p) in [("--export-svg", &args.export_svg), ("--export-json", &args.export_json)] {
+        if let Some(p) = p {
+            crate::util::files::check_output(p, &format!("{flag} file"))?;
+        }
+    }
+    args.dashboards.check()?;
+    let files = report_files(&args.inputs)?;
+    // No export may be one of the reports read, nor another export's file.
+    let labels: Vec<String> = files.iter().map(|p| format!("input report {}", p.display())).collect();
+    let inputs: Vec<_> = labels
+        .iter()
+        .zip(&files)
+        .map(|(l, p)| (l.as_str(), Some(p.as_path())))
+        .collect();
+    let outputs = [
+        &[
+            ("--export-svg", args.export_svg.as_deref()),
+            ("--export-json", args.export_json.as_deref()),
+        ][..],
+        &args.dashboards.files(),
+    ]
+    .concat();
+    crate::util::files::check_distinct(&inputs, &outputs)?;
+    let mut loaded = Vec::with_capacity(files.len());
+    for path in files {
+        let report = Report::load(&path)?;
+        crate::analysis::compare::compat::check_cases(&report, &path)?;
+        let t = time::parse(&report.created_at).ok_or_else(|| {
+            UserError::file(
+                &path,
+                format!("created_at {:?} is not an RFC 3339 time", report.created_at),
+            )
+        })?;
+        loaded.push((t, path, report));
+    }
+    if let Some((_, p, r)) = loaded
+        .iter()
+        .find(|(_, _, r)| r.schema_version != loaded[0].2.schema_version)
+    {
+        return Err(UserError::file(
+            p,
+            format!(
+                "schema version {} differs from the others' {}",
+                r.schema_version, loaded[0].2.schema_version
+            ),
+        )
+        .into());
+    }
+    loaded.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
+    let (paths, reports): (Vec<PathBuf>, Vec<Report>) = loaded.into_iter().map(|(_, p, r)| (p, r)).unzip();
+    let history = analyse(&paths, &reports, args.threshold, args.alpha);
+    let out = if args.markdown {
+        render::markdown(&history)
+    } else {
+        render::text(&history)
+    };
+    crate::out!("{out}");
+    if let Some(p) = &args.export_json {
+        crate::util::files::write_new(p, serde_json::to_string_pretty(&history)? + "\n")?;
+    }
+    if let Some(p) = &args.export_svg {
+        crate::util::files::write_new(p, svg::render(&history))?;
+    }
+    if args.dashboards.export_bmf.is_some() || args.dashboards.export_gab.is_some() {
+        let mut exports = crate::analysis::export::ExportManager::default();
+        args.dashboards.add_to(&mut exports);
+        exports.write_all(&newest_per_machine(reports))?;
+    }
+    Ok(i32::from(history.series.iter().any(|s| s.verdict.fails())))
+}

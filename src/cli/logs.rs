@@ -1,0 +1,69 @@
+//! `wan-vae-bench logs FILE...|-`: what ROCm's libraries logged in any program's output,
+//! read by [`crate::rocm`] ([`crate::rocm::summary::read_all`]); printed as text, written as
+//! JSON (`--json`) or as the bundle ROCm/TheRock #2591 asks for (`--bundle`).
+//!
+//! Every input is read before anything is printed or written: a file that cannot be read,
+//! or that holds no line of MIOpen's and no GEMM bench line, exits 2 naming it.
+use std::path::PathBuf;
+
+use crate::rocm::summary::read_all;
+use crate::rocm::{bundle, render};
+use crate::util::error::UserError;
+
+/// Arguments of `wan-vae-bench logs`.
+#[derive(Debug, clap::Args)]
+pub struct LogsArgs {
+    /// Logs to read: any program's output with MIOpen lines (`MIOPEN_ENABLE_LOGGING_CMD=1`,
+    /// `MIOPEN_LOG_LEVEL=5`) or hipBLASLt bench lines (`HIPBLASLT_LOG_MASK=32`); `-` reads
+    /// standard input.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// Also write the summary as JSON to FILE (`-`: on stdout, instead of the text).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write what AMD asks for in ROCm/TheRock #2591, ready to attach, into DIR (a new or
+    /// empty folder): the unique hipBLASLt lines and MIOpenDriver commands sorted by count,
+    /// the system context, and a README.
+    #[arg(long, value_name = "DIR")]
+    pub bundle: Option<PathBuf>,
+}
+
+/// `wan-vae-bench logs`.
+pub fn command(args: LogsArgs) -> anyhow::Result<i32> {
+    let stdin_inputs = args.files.iter().filter(|p| p.as_os_str() == "-").count();
+    if stdin_inputs > 1 {
+        return Err(UserError::Other("`-` (standard input) can be given once".into()).into());
+    }
+    // Outputs are checked before any input is read: nothing the user owns is overwritten.
+    let json_file = args.json.as_ref().filter(|p| p.as_os_str() != "-");
+    if let Some(path) = json_file {
+        // The same file however spelled (a link, `./`, an absolute path) is refused.
+        let inputs: Vec<crate::util::files::Named> = args
+            .files
+            .iter()
+            .filter(|f| f.as_os_str() != "-")
+            .map(|f| ("log file", Some(f.as_path())))
+            .collect();
+        crate::util::files::check_distinct(&inputs, &[("--json", Some(path.as_path()))])?;
+        crate::util::files::check_output(path, "--json file")?;
+    }
+    if let Some(dir) = &args.bundle {
+        bundle::check(dir)?;
+        bundle::check_apart(dir, json_file.map(|p| ("--json", p.as_path())))?;
+    }
+    let json = read_all(&args.files)?;
+    let to_stdout = args.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if to_stdout {
+        crate::outln!("{}", serde_json::to_string_pretty(&json)?);
+    } else {
+        crate::out!("{}", render::text(&json));
+    }
+    if let Some(path) = json_file {
+        crate::util::files::write_atomic(path, serde_json::to_string_pretty(&json)? + "\n")?;
+    }
+    if let Some(dir) = &args.bundle {
+        bundle::write(dir, &json)?;
+        crate::errln!("bundle: {}", dir.display());
+    }
+    Ok(0)
+}

@@ -1,0 +1,30 @@
+//! `wan-vae-bench plot REPORT -o FILE`: a report as an SVG bar chart
+//! ([`crate::analysis::export::svg`]).
+use crate::analysis::export::{ExportManager, SvgChart};
+use crate::report::Report;
+
+#[derive(Debug, clap::Args)]
+pub struct PlotArgs {
+    /// Report to plot.
+    pub report: std::path::PathBuf,
+    /// SVG file to write.
+    #[arg(short, long)]
+    pub output: std::path::PathBuf,
+}
+
+/// `wan-vae-bench plot REPORT -o FILE`.
+pub fn command(args: PlotArgs) -> anyhow::Result<i32> {
+    crate::util::files::check_distinct(&[("report", Some(&args.report))], &[("-o", Some(&args.output))])?;
+    crate::util::files::check_output(&args.output, "plot output")?;
+    // The output may be another run's report: its lock says so (and is held while we write).
+    let _lock = crate::util::lock::OutputLock::acquire(&args.output)?;
+    let report = Report::load(&args.report)?;
+    // As compare does: no negative, absurd or self-contradicting timings drawn.
+    crate::analysis::compare::compat::check_cases(&report, &args.report)?;
+    let mut exports = ExportManager::default();
+    exports.add(SvgChart, Some(&args.output));
+    exports.write_all(&report)?;
+    let cases = crate::util::format::count(report.cases.len(), "case");
+    crate::errln!("wrote {} ({cases})", args.output.display());
+    Ok(0)
+}
