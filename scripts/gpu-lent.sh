@@ -95,7 +95,7 @@ done
 {
     echo "== date: $(date -u +%FT%TZ)"
     echo "== nvidia-smi"; nvidia-smi 2>&1
-    echo "== the telemetry query (src/telemetry/sources.rs)"
+    echo "== the telemetry query (src/run/telemetry/sources.rs)"
     nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,temperature.gpu,power.draw,utilization.gpu,clocks_throttle_reasons.active \
         --format=csv,noheader,nounits 2>&1
     echo "== python"; python3 -c 'import sys, torch; print(sys.version); print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), torch.cuda.get_device_name(0))' 2>&1

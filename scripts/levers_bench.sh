@@ -9,7 +9,7 @@
 # One `wan-vae-bench run` measures every case in shuffled order (so a drift of the machine
 # spreads over all of them), then, per lever case and pass, prints the medians, their ratio
 # (lever / default: below 1 is faster) and its 95% interval: Welch's interval of the
-# difference of the log samples (as `compare`'s Welch test, src/compare/welch.rs), back to a
+# difference of the log samples (as `compare`'s Welch test, src/analysis/compare/welch.rs), back to a
 # ratio of geometric means. An interval that holds 1 is "no difference"; losses are printed
 # as gains are. The machine's load (/proc/loadavg) before and after, the CPU and the thread
 # count are printed with it, for docs/results.md.

@@ -2,7 +2,7 @@
 //! `enable_tiling` keywords and ComfyUI's nodes as recorded by their workers, the ComfyUI
 //! node limits refused up front, temporal tiles that do nothing on encode-only cases left
 //! unplanned, and budgets that bind the references a run adds. The advice's text per engine
-//! and setting is unit-tested in `src/answer/apply/tests.rs`.
+//! and setting is unit-tested in `src/analysis/answer/apply/tests.rs`.
 use std::path::Path;
 
 use crate::need;

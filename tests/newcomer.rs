@@ -154,7 +154,9 @@ fn plot_and_merge_count_one_case_and_the_tile_help_is_true() {
 }
 
 /// Issue 26: the README's test command is `scripts/test.sh`, CI runs the same script, and
-/// the test Python's packages are listed in that script only.
+/// the test Python's packages are listed in that script only. Issue 54: their versions are
+/// pinned in one lock file, which pins every package the script names (asv at 0.6.6, the
+/// version history's agreement tests cite), and the script installs from it.
 #[test]
 fn readme_and_ci_run_one_test_script_that_lists_the_packages() {
     let readme = repo("README.md");
@@ -173,6 +175,28 @@ fn readme_and_ci_run_one_test_script_that_lists_the_packages() {
             "{file} lists packages: scripts/test.sh is their one place"
         );
     }
+    assert!(
+        script.contains("pip install --quiet --disable-pip-version-check -r \"$LOCK\""),
+        "{script}"
+    );
+    let lock = repo("scripts/test-python.lock");
+    let pinned: Vec<(String, String)> = lock
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (name, version) = l.split_once("==").unwrap_or_else(|| panic!("not pinned: {l}"));
+            (name.to_ascii_lowercase().replace('_', "-"), version.to_string())
+        })
+        .collect();
+    let list = script.split("PACKAGES=(").nth(1).unwrap().split(')').next().unwrap();
+    for package in list.split_whitespace() {
+        let name = package.split(':').next().unwrap().to_ascii_lowercase();
+        assert!(
+            pinned.iter().any(|(n, _)| *n == name),
+            "{name} is not pinned in scripts/test-python.lock"
+        );
+    }
+    assert!(pinned.contains(&("asv".to_string(), "0.6.6".to_string())), "{pinned:?}");
 }
 
 /// Issue 26: a test whose outside input is absent says so in a line of its own (past

@@ -1,5 +1,5 @@
 """`validate` mode: run a golden cases file (tests/fixtures/README.md) through an engine and
-report each output's error with the rules and JSON shape of `src/validate.rs` (plus engine,
+report each output's error with the rules and JSON shape of `src/run/validate.rs` (plus engine,
 model, format, knobs and the Python context). Exit 0 within tolerance, 1 not, 2 when
 something kept it from running (then stdout, with --json, is `{"status", "error"}`).
 """
