@@ -17,7 +17,7 @@ use super::options::BenchOptions;
 use super::shard::{self, ShardSpec};
 use super::user_input::{self, InputFile};
 use super::weights_choice::ResolvedModel;
-use crate::axes::{FRAMES, PASSES, SIZE};
+use crate::axes::{ENV, FRAMES, PASSES, SIZE};
 use crate::error::UserError;
 use crate::values::Order;
 
@@ -131,6 +131,19 @@ impl Plan {
         self.cases
             .iter()
             .any(|c| crate::engine::spec(c.settings.engine).runs_python())
+    }
+
+    /// The variables each env variant of the plan sets or removes, by variant (the report's
+    /// `run.env_variants`; every part of a sharded plan records all of them).
+    pub fn env_variants(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        let opts = &self.opts;
+        let names = |variant: &String| -> Vec<String> {
+            let set = opts.variants.get(variant).into_iter().flat_map(|v| v.keys());
+            let unset = opts.unset.get(variant).into_iter().flatten();
+            let all: std::collections::BTreeSet<&String> = set.chain(unset).collect();
+            all.into_iter().cloned().collect()
+        };
+        opts.axes.get(&ENV).iter().map(|v| (v.clone(), names(v))).collect()
     }
 
     /// The clips the parent writes for the Python worker, one per frames x size of the run;

@@ -395,6 +395,7 @@ fn new_report(plan: &Plan, system: crate::system::SystemInfo, fault_hooks: bool)
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
             fault_hooks,
             command: command_words(),
+            env_variants: plan.env_variants(),
             ..Default::default()
         },
         cases: Vec::new(),
