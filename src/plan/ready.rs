@@ -3,8 +3,8 @@
 //! made here, once, before anything runs ("parse, don't validate"): the matrix size and
 //! `--list` ([`check_matrix`]), the input against `--frames`/`--size`/`--passes`, each case
 //! against the model, the unique ids, the shard, the order, the trace files a profiled pass
-//! will write, what the device and the engines can run, and the memory the parent's clips
-//! need. A [`Plan`] is only made by [`Plan::build`]; `crate::run` takes one and checks no
+//! will write, what the device and the engines can run, and the memory every engine's clip
+//! needs. A [`Plan`] is only made by [`Plan::build`]; `crate::run` takes one and checks no
 //! flag again.
 //!
 //! Must not: spawn workers, time anything or write a report (that is `crate::run`).
@@ -117,9 +117,15 @@ impl Plan {
             shard,
             _checked: (),
         };
-        // The clips the parent makes for the Python worker must fit in its memory: checked
-        // before anything is created.
-        for (frames, width, height) in plan.clip_sizes() {
+        // Every engine's clip must fit in memory (the parent makes it for the Python worker,
+        // candle's worker makes its own, and the parent reads each decoded video back for
+        // its quality): checked before anything is created.
+        let sizes: std::collections::BTreeSet<_> = plan
+            .cases
+            .iter()
+            .map(|c| (c.settings.frames, c.settings.width, c.settings.height))
+            .collect();
+        for (frames, width, height) in sizes {
             crate::engine::clip::check_fits(frames, width, height)?;
         }
         Ok(Ok(plan))
