@@ -14,6 +14,7 @@ pub use crate::machine::tool::ToolInfo;
 use crate::report::settings::CaseSettings;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
 
+pub mod env;
 mod miopen_log;
 pub mod profile;
 pub mod quality;
@@ -178,6 +179,11 @@ pub struct RunSettings {
     /// `run --shard K/N`: which part of which plan ([`shard::ShardRecord`]); absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<shard::ShardRecord>,
+    /// The variables each env variant of the plan sets or removes, by variant name
+    /// (`baseline`: none), so that those of the shell `run` ran in are told apart
+    /// ([`env::differences`]). Absent in older reports.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_variants: BTreeMap<String, Vec<String>>,
 }
 
 /// The input file a run decoded or encoded (`run.input`).

@@ -202,3 +202,48 @@ fn validate_save_outputs_over_the_cases_file_is_refused() {
         .unwrap();
     assert_refused(&out, ["--save-outputs", "--cases"], &cases, &[(&cases, before)]);
 }
+
+#[test]
+fn no_output_lands_in_a_folder_filled_by_the_command_through_a_link_or_dotdot() {
+    // Issue 58, item 1: outputs were compared as written, so a link to the bundle folder or
+    // a `c/../bundle` path let the bundle's summary.json replace the report.
+    let dir = scratch();
+    let d = dir.path();
+    let bundle = d.join("bun");
+    std::fs::create_dir(&bundle).unwrap();
+    std::os::unix::fs::symlink(&bundle, d.join("lnk")).unwrap();
+    let refused = |args: &[&str], flags: [&str; 2]| {
+        let out = bench().current_dir(d).args(args).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}{}", stdout(&out));
+        assert!(err.contains("inside the bundle folder"), "{args:?}: {err}");
+        for flag in flags {
+            assert!(err.contains(flag), "{args:?} must name {flag}: {err}");
+        }
+    };
+    for (o, b) in [("lnk/summary.json", "bun"), ("c/../bun2/summary.json", "bun2")] {
+        let args = [
+            &["run", "--weights", "synthetic", "-o", o, "--export-rocm-bundle", b],
+            TINY,
+        ]
+        .concat();
+        refused(&args, ["-o", "--export-rocm-bundle"]);
+        assert!(
+            !d.join("c").exists() && !d.join("bun2").exists(),
+            "nothing may be created"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&bundle).unwrap().count(),
+        0,
+        "the bundle folder stays empty"
+    );
+    // `logs --json` into the bundle through the link.
+    let log = d.join("console.log");
+    std::fs::copy(fixture("rocm/miopen-600-bwrw-chosen-algorithm.log"), &log).unwrap();
+    refused(
+        &["logs", "console.log", "--json", "lnk/summary.json", "--bundle", "bun"],
+        ["--json", "--bundle"],
+    );
+    assert_eq!(std::fs::read_dir(&bundle).unwrap().count(), 0);
+}

@@ -251,3 +251,112 @@ fn parts_run_with_other_settings_than_the_fingerprint_covers_are_refused() {
     );
     assert!(!merged.exists());
 }
+
+#[test]
+fn parts_run_from_differently_set_shells_are_refused_or_merged_without_a_winner() {
+    // Issue 58, item 10: parts run with RAYON_NUM_THREADS 1 and 2 (recorded in each case's
+    // env) merged without a word, and the answer compared across them. Two env variants of
+    // one workload: each variant's cases are a unit, one per part, and the answer's group
+    // spans both parts. The variant's own variable (MIOPEN_FIND_MODE) is no difference.
+    let dir = scratch();
+    let cfg = write(
+        dir.path(),
+        "m.toml",
+        "[matrix]\nprecision = [\"fp32\"]\nframes = [1]\nsize = [\"16x16\"]\nenv = [\"baseline\", \"fast\"]\n\
+         [env.fast]\nMIOPEN_FIND_MODE = \"2\"\n",
+    );
+    let part = |k: usize, threads: &str| {
+        let p = dir.path().join(format!("p{k}.json"));
+        let out = bench()
+            .env("WAN_VAE_BENCH_FAULT", "fake")
+            .env("RAYON_NUM_THREADS", threads)
+            .env_remove("MIOPEN_FIND_MODE")
+            .args(["run", "--fault-hooks", "-q", "--runs", "2", "--warmup", "0", "--config"])
+            .arg(&cfg)
+            .args(["--shard", &format!("{k}/2"), "-o"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_eq!(load(&p).cases.len(), 1, "one unit per part");
+        p
+    };
+    let (p1, p2) = (part(1, "1"), part(2, "2"));
+    let (out, merged) = merge(dir.path(), &[&p1, &p2]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("env RAYON_NUM_THREADS is 1 in part 1/2 (") && e.contains("but 2 in part 2/2 ("),
+        "{e}"
+    );
+    assert!(
+        e.contains("p1.json") && e.contains("p2.json") && !e.contains("MIOPEN_FIND_MODE"),
+        "{e}"
+    );
+    assert!(!merged.exists());
+    // With --force: merged, said, each case keeps its value, and no winner is called.
+    let forced = bench()
+        .arg("merge")
+        .args([&p1, &p2])
+        .arg("-o")
+        .arg(&merged)
+        .arg("--force")
+        .output()
+        .unwrap();
+    let e = stderr(&forced);
+    assert!(forced.status.success(), "{e}");
+    assert!(e.contains("warning: parts run with different environments"), "{e}");
+    let m = load(&merged);
+    let threads: Vec<&str> = m
+        .cases
+        .iter()
+        .map(|c| c.outcome.env["RAYON_NUM_THREADS"].as_str())
+        .collect();
+    assert_eq!(threads.len(), 2);
+    assert_ne!(threads[0], threads[1]);
+    let answers = &m.summary.as_ref().unwrap().answers;
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0].verdict.name(), "environments", "{}", answers[0].sentence);
+    assert!(answers[0].fastest.is_none());
+    assert!(
+        answers[0].sentence.contains("RAYON_NUM_THREADS (1; 2)"),
+        "{}",
+        answers[0].sentence
+    );
+    // Parts run alike merge as before, with a winner called or not on the times alone.
+    let (p1, p2) = (part(1, "2"), part(2, "2"));
+    let (out, merged) = merge(dir.path(), &[&p1, &p2]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let verdict = load(&merged).summary.unwrap().answers[0].verdict;
+    assert_ne!(verdict.name(), "environments");
+}
+
+#[test]
+fn a_part_that_holds_every_planned_case_is_complete_and_messages_stay_short() {
+    // Issue 58, item 13: `--shard 1/100000` printed every missing part on one 1.4 MB line,
+    // though the parts given held every planned case.
+    let dir = scratch();
+    let (o1, p1) = fake(dir.path(), "p1.json", &["--shard", "1/100000"]);
+    let (o2, p2) = fake(dir.path(), "p2.json", &["--shard", "2/100000"]);
+    assert!(
+        o1.status.success() && o2.status.success(),
+        "{}{}",
+        stderr(&o1),
+        stderr(&o2)
+    );
+    // Part 1 alone lacks part 2's cases: refused in a short line naming the missing parts.
+    let (out, merged) = merge(dir.path(), &[&p1]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}", &e[..e.len().min(2000)]);
+    assert!(e.len() < 1000, "{} bytes", e.len());
+    assert!(e.contains("part(s) 2/100000 to 100000/100000 of plan"), "{e}");
+    assert!(!merged.exists());
+    // Parts 1 and 2 hold every planned case: complete, as the unsharded run.
+    let (out, merged) = merge(dir.path(), &[&p2, &p1]);
+    let e = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", &e[..e.len().min(2000)]);
+    assert!(e.len() < 1000, "{} bytes", e.len());
+    let m = load(&merged);
+    assert!(m.run.shard.is_none() && m.summary.is_some());
+    assert_eq!(m.cases.len(), load(&p1).cases.len() + load(&p2).cases.len());
+}

@@ -26,6 +26,7 @@ mod logs_cli;
 mod merge_plot_cli;
 mod model;
 mod newcomer;
+mod own_paths;
 mod profile;
 mod real_weights;
 mod reliability_input;

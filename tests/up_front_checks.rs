@@ -261,3 +261,66 @@ fn a_variant_with_thousands_of_variables_runs() {
     assert_eq!(case["status"], "ok", "{}", case["error"]);
     assert_eq!(case["env"]["V07999_ABCDEFGH"], "1");
 }
+
+#[test]
+fn a_clip_no_tensor_can_hold_exits_2_for_every_engine_before_anything_runs() {
+    // Issue 58, item 11: `--frames 9223372036854775807` passed the plan (`--list` printed an
+    // absurd GFLOP), a worker started, the case failed and the answer said it ran.
+    let dir = scratch();
+    let huge = "9223372036854775807";
+    let out = list(&["--weights", "synthetic", "--frames", huge, "--size", "16x16"], &[]);
+    assert_exit_2_naming(&out, &[huge, "frames and size", "16x16"]);
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+    // No `--list`: refused before a worker starts, for candle and for a Python engine (whose
+    // interpreter, a script that leaves a mark, must never run).
+    let mark = dir.path().join("started");
+    let py = write(
+        dir.path(),
+        "py",
+        &format!("#!/bin/sh\ntouch '{}'\nexit 1\n", mark.display()),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&py, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for engine in ["candle", "torch"] {
+        let report = dir.path().join(format!("{engine}.json"));
+        let out = bench()
+            .args([
+                "run",
+                "--weights",
+                "synthetic",
+                "--quiet",
+                "--frames",
+                huge,
+                "--size",
+                "16x16",
+            ])
+            .args(["--engine", engine, "--python"])
+            .arg(&py)
+            .arg("-o")
+            .arg(&report)
+            .output()
+            .unwrap();
+        assert_exit_2_naming(&out, &[huge]);
+        assert!(!report.exists() && !mark.exists(), "{engine}: nothing may run");
+    }
+    // A clip that can exist but not in this machine's memory: candle too is refused up front.
+    let out = bench()
+        .args([
+            "run",
+            "--weights",
+            "synthetic",
+            "--quiet",
+            "--frames",
+            "1000000001",
+            "--size",
+            "1024x1024",
+        ])
+        .arg("-o")
+        .arg(dir.path().join("big.json"))
+        .output()
+        .unwrap();
+    assert_exit_2_naming(
+        &out,
+        &["cannot allocate the input clip of 1000000001 frames at 1024x1024"],
+    );
+}

@@ -11,7 +11,13 @@
 //! The parts of a sharded run (`run --shard K/N`, each report's `run.shard`) are checked
 //! first ([`check_parts`]): every input a part of one plan (same fingerprint, N and planned
 //! total), no part twice, none missing (`--force` merges what is there); a mix of plans, or
-//! of parts and unsharded reports, is refused (exit 2), each naming its file. The merge of
+//! of parts and unsharded reports, is refused (exit 2), each naming its file; parts that
+//! hold every planned case are a complete set (with more parts than the plan has units, the
+//! others hold none). Settings outside the fingerprint must agree too: the run's
+//! ([`part_setting_differences`]) and the variables the parts' shells set, recorded in the
+//! cases' `env` and set by no env variant of the plan ([`part_env_differences`]); with
+//! `--force` they are merged on record and the answer calls no winner across them. Messages
+//! name at most a few things each (`and N more`). The merge of
 //! a complete set is what one unsharded run would have written ([`merge_parts`]): no
 //! `run.shard`, the command without `--shard`, cases without their own `run` (and `system`
 //! where it is the first part's), and the answer recomputed over every case.
@@ -148,7 +154,7 @@ pub fn merge_checked(paths: &[PathBuf], reports: Vec<Report>, force: bool) -> Re
     // and no interruption. Refused, or with --force merged and kept on record.
     let incomplete = part_problems(paths, &reports);
     if !incomplete.is_empty() {
-        let msg = incomplete.join("; ");
+        let msg = crate::util::format::bounded(&incomplete, "; ", MAX_NAMED);
         refuse_unless_forced(
             force,
             format!("refusing to merge: {msg}; run the part(s) again, or pass --force to merge what is there"),
@@ -159,18 +165,35 @@ pub fn merge_checked(paths: &[PathBuf], reports: Vec<Report>, force: bool) -> Re
     // every part, else the merged report would claim the first part's for all.
     let differing = part_setting_differences(paths, &reports);
     if !differing.is_empty() {
-        let msg = differing.join("; ");
+        let msg = crate::util::format::bounded(&differing, "; ", MAX_NAMED);
         refuse_unless_forced(
             force,
             format!("refusing to merge parts run with different settings: {msg}; rerun them alike, or pass --force"),
             format!("warning: parts run with different settings: {msg} (merged anyway: --force)"),
         )?;
     }
+    // The variables the parts' shells set (recorded in the cases' `env`, set by no env
+    // variant of the plan): one value for every part, else the answer would compare them.
+    let shells = part_env_differences(paths, &reports);
+    if !shells.is_empty() {
+        let msg = crate::util::format::bounded(&shells, "; ", MAX_NAMED);
+        refuse_unless_forced(
+            force,
+            format!(
+                "refusing to merge parts run with different environments: {msg}; no env variant of the plan sets \
+                 it: rerun the parts with the same value (or make it an env variant), or pass --force"
+            ),
+            format!(
+                "warning: parts run with different environments: {msg} (merged anyway: --force; each case's env \
+                 keeps its value, and the answer calls no winner across them)"
+            ),
+        )?;
+    }
     let (mut merged, renames) = if complete { merge_parts(reports) } else { merge(reports) };
     if !incomplete.is_empty() {
         merged.run.interrupted = Some(format!(
             "merged with --force from parts that are not whole: {}",
-            incomplete.join("; ")
+            crate::util::format::bounded(&incomplete, "; ", MAX_NAMED)
         ));
     }
     Ok((merged, renames))
@@ -237,21 +260,30 @@ pub fn check_parts(paths: &[PathBuf], reports: &[Report], force: bool) -> Result
             )));
         }
     }
-    let missing: Vec<String> = (1..=fp.count)
-        .filter(|k| !seen.contains_key(k))
-        .map(|k| format!("{k}/{}", fp.count))
-        .collect();
+    let missing: Vec<usize> = (1..=fp.count).filter(|k| !seen.contains_key(k)).collect();
     if missing.is_empty() {
         return Ok(true);
     }
+    // More parts than units: the parts given may hold every planned case, the others none.
+    let held: BTreeSet<&str> = reports
+        .iter()
+        .flat_map(|r| r.cases.iter().map(|c| c.id.as_str()))
+        .collect();
+    if held.len() == fp.planned_cases {
+        crate::errln!(
+            "note: the parts given hold all {} of {}; part(s) {} hold none",
+            crate::util::format::count(fp.planned_cases, "case"),
+            plan(fp),
+            part_ranges(&missing, fp.count)
+        );
+        return Ok(true);
+    }
+    let given: Vec<usize> = seen.keys().copied().collect();
     let msg = format!(
         "part(s) {} of {} missing (given: {})",
-        missing.join(", "),
+        part_ranges(&missing, fp.count),
         plan(fp),
-        seen.keys()
-            .map(|k| format!("{k}/{}", fp.count))
-            .collect::<Vec<_>>()
-            .join(", ")
+        part_ranges(&given, fp.count)
     );
     if !force {
         return Err(UserError::Other(format!(
@@ -261,6 +293,75 @@ pub fn check_parts(paths: &[PathBuf], reports: &[Report], force: bool) -> Result
     }
     crate::errln!("warning: {msg} (merged anyway: --force)");
     Ok(false)
+}
+
+/// How many things (problems, parts, values) a merge message names before `and N more`.
+const MAX_NAMED: usize = 8;
+
+/// Part numbers (ascending) as `K/N` and runs as `K/N to M/N`, at most [`MAX_NAMED`] of
+/// them, then `and N more`: `--shard 1/100000` names its missing parts in one short line.
+fn part_ranges(parts: &[usize], count: usize) -> String {
+    let mut runs: Vec<(usize, usize)> = Vec::new();
+    for &k in parts {
+        match runs.last_mut() {
+            Some((_, end)) if *end + 1 == k => *end = k,
+            _ => runs.push((k, k)),
+        }
+    }
+    let text: Vec<String> = runs
+        .iter()
+        .map(|&(a, b)| match a == b {
+            true => format!("{a}/{count}"),
+            false => format!("{a}/{count} to {b}/{count}"),
+        })
+        .collect();
+    crate::util::format::bounded(&text, ", ", MAX_NAMED)
+}
+
+/// The variables the parts' shells set differently: recorded in the `ok` cases' `env`, set
+/// by no env variant of the plan, not the tool's own ([`crate::report::env::differences`]),
+/// with different values in different parts; each as `env RAYON_NUM_THREADS is 1 in part
+/// 1/2 (a.json) but 2 in part 2/2 (b.json)`. Empty for unsharded reports.
+pub fn part_env_differences(paths: &[PathBuf], reports: &[Report]) -> Vec<String> {
+    let cases: Vec<(usize, &crate::report::CaseRecord, &crate::report::RunSettings)> = reports
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.run.shard.is_some())
+        .flat_map(|(i, r)| r.cases.iter().map(move |c| (i, c, &r.run)))
+        .collect();
+    let label = |i: usize| reports[i].run.shard.as_ref().map_or_else(String::new, |s| s.label());
+    let mut out = Vec::new();
+    for d in crate::report::env::differences(cases.iter().map(|(_, c, r)| (*c, *r))) {
+        let parts_of = |at: &[usize]| -> Vec<usize> {
+            let set: BTreeSet<usize> = at.iter().map(|&k| cases[k].0).collect();
+            set.into_iter().collect()
+        };
+        let all: BTreeSet<usize> = d.values.iter().flat_map(|(_, at)| parts_of(at)).collect();
+        if all.len() < 2 {
+            continue; // within one part: not what the parts' shells set
+        }
+        let values: Vec<String> = d
+            .values
+            .iter()
+            .map(|(v, at)| {
+                let parts: Vec<String> = parts_of(at)
+                    .into_iter()
+                    .map(|i| format!("part {} ({})", label(i), paths[i].display()))
+                    .collect();
+                format!(
+                    "{} in {}",
+                    crate::report::env::shown(v.as_deref()),
+                    crate::util::format::bounded(&parts, ", ", 3)
+                )
+            })
+            .collect();
+        out.push(format!(
+            "env {} is {}",
+            crate::util::format::printable(&d.name),
+            crate::util::format::bounded(&values, " but ", 4)
+        ));
+    }
+    out
 }
 
 /// What is wrong with the parts of a sharded run, each against its own `run.shard`: a part

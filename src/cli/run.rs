@@ -322,14 +322,12 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
     // No output may be one of the run's inputs or another output.
     let exports = args.exports.files();
     run_files::check(opts, report, &exports)?;
-    if let Some(dir) = &args.profile.export_trace {
-        run_files::check_trace_dir(dir, report, &exports)?;
-    }
+    // Nor inside a folder the run fills, however spelled (links, `..`).
+    let (trace, bundle) = (args.profile.export_trace.as_deref(), args.export_rocm_bundle.as_deref());
+    run_files::folders(trace, bundle, report, &exports)?;
     crate::util::files::check_output(report, "report")?;
-    if let Some(dir) = &args.export_rocm_bundle {
+    if let Some(dir) = bundle {
         crate::rocm::bundle::check(dir)?;
-        let outputs = std::iter::once(("report", report)).chain(exports.iter().filter_map(|(f, p)| Some((*f, (*p)?))));
-        crate::rocm::bundle::check_apart(dir, outputs)?;
     }
     for (flag, path) in exports {
         if let Some(p) = path {

@@ -87,6 +87,27 @@ fn cannot_allocate(frames: usize, width: usize, height: usize) -> String {
 
 const GIB: f64 = (1u64 << 30) as f64;
 
+/// Refuse (exit 2) a clip no tensor can hold: 3 x frames x width x height f32 values whose
+/// count or bytes overflow (`--frames 9223372036854775807`), checked for every engine with
+/// the plan, before anything runs.
+pub fn check_shape(frames: usize, width: usize, height: usize) -> Result<(), crate::util::error::UserError> {
+    let bytes = [3, frames, width, height, 4]
+        .into_iter()
+        .try_fold(1usize, |a, b| a.checked_mul(b));
+    if bytes.is_some_and(|b| b <= isize::MAX as usize) {
+        return Ok(());
+    }
+    Err(crate::util::error::UserError::invalid(
+        "frames and size",
+        format!("{frames} frames at {width}x{height}"),
+        format!(
+            "a clip that can exist: this one would be {:.3e} bytes of f32, more than any tensor can hold; choose a \
+             smaller --frames or --size",
+            clip_bytes(frames, width, height)
+        ),
+    ))
+}
+
 /// Whether the parent can hold the clip of `frames` at `width`x`height` (it makes one, and
 /// writes it, for the Python engines): checked up front against the memory the kernel says
 /// is left ([`crate::util::memory::memory_headroom`]). A clip that is too large is an error naming

@@ -113,11 +113,13 @@ pub fn collapsed_knobs(opts: &BenchOptions) -> Option<String> {
     })
 }
 
-/// Every case checked before any runs (exit 2): its size and spatial tile against the
-/// model, and a `comfyui` case's tile against ComfyUI's node limits
+/// Every case checked before any runs (exit 2): its clip against what a tensor can hold
+/// ([`crate::engine::clip::check_shape`]), its size and spatial tile against the model, and a `comfyui` case's tile against ComfyUI's node limits
 /// ([`crate::engine::comfyui_nodes::check`]).
 pub fn check_cases(cases: &[matrix::Case], cfg: &Config) -> Result<(), UserError> {
     for case in cases {
+        let s = &case.settings;
+        crate::engine::clip::check_shape(s.frames, s.width, s.height)?;
         cfg.check_size(case.settings.width, case.settings.height)?;
         if let Some(t) = &case.settings.tiling {
             cfg.check_tiling(t)?;

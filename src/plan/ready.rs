@@ -3,8 +3,8 @@
 //! made here, once, before anything runs ("parse, don't validate"): the matrix size and
 //! `--list` ([`check_matrix`]), the input against `--frames`/`--size`/`--passes`, each case
 //! against the model, the unique ids, the shard, the order, the trace files a profiled pass
-//! will write, what the device and the engines can run, and the memory the parent's clips
-//! need. A [`Plan`] is only made by [`Plan::build`]; `crate::run` takes one and checks no
+//! will write, what the device and the engines can run, and the memory every engine's clip
+//! needs. A [`Plan`] is only made by [`Plan::build`]; `crate::run` takes one and checks no
 //! flag again.
 //!
 //! Must not: spawn workers, time anything or write a report (that is `crate::run`).
@@ -17,7 +17,7 @@ use super::options::BenchOptions;
 use super::shard::{self, ShardSpec};
 use super::user_input::{self, InputFile};
 use super::weights_choice::ResolvedModel;
-use crate::plan::axes::{FRAMES, PASSES, SIZE};
+use crate::plan::axes::{ENV, FRAMES, PASSES, SIZE};
 use crate::report::values::Order;
 use crate::util::error::UserError;
 
@@ -117,9 +117,15 @@ impl Plan {
             shard,
             _checked: (),
         };
-        // The clips the parent makes for the Python worker must fit in its memory: checked
-        // before anything is created.
-        for (frames, width, height) in plan.clip_sizes() {
+        // Every engine's clip must fit in memory (the parent makes it for the Python worker,
+        // candle's worker makes its own, and the parent reads each decoded video back for
+        // its quality): checked before anything is created.
+        let sizes: std::collections::BTreeSet<_> = plan
+            .cases
+            .iter()
+            .map(|c| (c.settings.frames, c.settings.width, c.settings.height))
+            .collect();
+        for (frames, width, height) in sizes {
             crate::engine::clip::check_fits(frames, width, height)?;
         }
         Ok(Ok(plan))
@@ -131,6 +137,19 @@ impl Plan {
         self.cases
             .iter()
             .any(|c| crate::engine::spec(c.settings.engine).runs_python())
+    }
+
+    /// The variables each env variant of the plan sets or removes, by variant (the report's
+    /// `run.env_variants`; every part of a sharded plan records all of them).
+    pub fn env_variants(&self) -> std::collections::BTreeMap<String, Vec<String>> {
+        let opts = &self.opts;
+        let names = |variant: &String| -> Vec<String> {
+            let set = opts.variants.get(variant).into_iter().flat_map(|v| v.keys());
+            let unset = opts.unset.get(variant).into_iter().flatten();
+            let all: std::collections::BTreeSet<&String> = set.chain(unset).collect();
+            all.into_iter().cloned().collect()
+        };
+        opts.axes.get(&ENV).iter().map(|v| (v.clone(), names(v))).collect()
     }
 
     /// The clips the parent writes for the Python worker, one per frames x size of the run;

@@ -2,7 +2,8 @@
 //! ([`crate::util::files::check_distinct`]): the report and the exports must not be the weights
 //! file, the `--input` file, the matrix file, this tool's own binary, the Python
 //! interpreter, a file inside an engine's folder (`--comfyui DIR`), nor each other; the
-//! `--export-trace` folder must be neither of them nor hold them.
+//! folders it fills (`--export-trace`, `--export-rocm-bundle`) must be neither of them nor
+//! hold them, nor one the other ([`folders`]).
 //!
 //! Must not: read or write any of them.
 use std::path::Path;
@@ -54,49 +55,32 @@ pub fn check(opts: &BenchOptions, report: &Path, exports: &[(&str, Option<&Path>
     Ok(())
 }
 
-/// Refuse (exit 2) an `--export-trace` folder that is the path of the report or an export, or
-/// that holds one of them: the traces (`<stem>.<pass>.json`) are written there, and the
-/// folder is created before the first case, so either would be replaced or fail at its end.
-pub fn check_trace_dir(dir: &Path, report: &Path, exports: &[(&str, Option<&Path>)]) -> Result<(), UserError> {
-    let Some(folder) = resolve(dir) else { return Ok(()) };
-    let outputs = [&[("-o", Some(report))], exports].concat();
-    for (flag, path) in outputs {
-        let Some(path) = path else { continue };
-        let Some(file) = resolve(path) else { continue };
-        if file == folder {
-            return Err(UserError::invalid(
-                "--export-trace",
-                dir.display().to_string(),
-                format!("a folder of its own, not {flag}'s path"),
-            ));
-        }
-        if file.starts_with(&folder) {
-            return Err(UserError::file(
-                path,
-                format!(
-                    "{flag} is inside the --export-trace folder {}, where the traces are written: give {flag} a \
-                     path outside it, or --export-trace another folder",
-                    dir.display()
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// `path` with links followed: itself where it exists, else its parent's canonical path
-/// joined with its name; `None` when neither can be told.
-fn resolve(path: &Path) -> Option<std::path::PathBuf> {
-    std::fs::canonicalize(path).ok().or_else(|| {
-        let parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        Some(std::fs::canonicalize(parent).ok()?.join(path.file_name()?))
-    })
+/// Refuse (exit 2) an output folder (`--export-trace`, `--export-rocm-bundle`) that is the
+/// report's or an export's path, holds one of them, or holds the other folder, as the file
+/// system resolves them ([`crate::util::files::check_outside`]): the folder's files would replace
+/// them, or it would fail at the end of the run.
+pub fn folders(
+    trace: Option<&Path>,
+    bundle: Option<&Path>,
+    report: &Path,
+    exports: &[(&str, Option<&Path>)],
+) -> Result<(), UserError> {
+    use crate::util::files::OutFolder;
+    let trace = trace.map(|path| OutFolder {
+        flag: "--export-trace",
+        what: "--export-trace folder",
+        path,
+    });
+    let bundle = bundle.map(|path| OutFolder {
+        flag: "--export-rocm-bundle",
+        what: "bundle folder",
+        path,
+    });
+    let folders: Vec<OutFolder> = trace.into_iter().chain(bundle).collect();
+    crate::util::files::check_outside(&folders, &[&[("-o", Some(report))], exports].concat())
 }
 
 /// Whether `path` (existing or not, links followed) lies under `dir` (canonical).
 fn inside(path: &Path, dir: &Path) -> bool {
-    resolve(path).is_some_and(|p| p.starts_with(dir))
+    crate::util::files::resolve(path).is_some_and(|p| p.starts_with(dir))
 }

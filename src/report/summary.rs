@@ -103,6 +103,10 @@ pub enum Verdict {
     /// Its cases were timed on different machines (a merged report of parts run on several
     /// runners): no winner is called across machines.
     Machines,
+    /// Its cases ran with different values of a variable no env variant of their run set
+    /// (parts run from differently set shells, merged with `--force`,
+    /// [`super::env::differences`]): no winner is called across them.
+    Environments,
 }
 
 impl Verdict {
@@ -119,6 +123,7 @@ impl Verdict {
             Verdict::NoneQualified => "none_qualified",
             Verdict::Throttled => "throttled",
             Verdict::Machines => "machines",
+            Verdict::Environments => "environments",
         }
     }
 }

@@ -63,20 +63,16 @@ pub fn check(dir: &Path) -> Result<(), UserError> {
 }
 
 /// No other output of the command may lie inside the bundle folder: the bundle's files would
-/// replace it (`--json b/summary.json --bundle b`).
+/// replace it (`--json b/summary.json --bundle b`), however spelled (a link to `b`, `c/../b`:
+/// [`crate::util::files::check_outside`]).
 pub fn check_apart<'a>(dir: &Path, others: impl IntoIterator<Item = (&'a str, &'a Path)>) -> Result<(), UserError> {
-    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let bundle = absolute(dir);
-    for (flag, path) in others {
-        if absolute(path).starts_with(&bundle) {
-            return Err(UserError::Other(format!(
-                "{flag} {} is inside the bundle folder {}: its files would replace it; write it elsewhere",
-                path.display(),
-                dir.display()
-            )));
-        }
-    }
-    Ok(())
+    let bundle = crate::util::files::OutFolder {
+        flag: "--bundle",
+        what: "bundle folder",
+        path: dir,
+    };
+    let others: Vec<crate::util::files::Named> = others.into_iter().map(|(flag, p)| (flag, Some(p))).collect();
+    crate::util::files::check_outside(&[bundle], &others)
 }
 
 /// Write the bundle into `dir` (checked by [`check`]).

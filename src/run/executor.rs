@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::gemm_log::{GemmReads, WorkerId};
 use super::live_worker::{CaseEnd, LiveWorker, Watched};
 pub use super::live_worker::{WorkerEvent, STDERR_LINE_BYTES, STDERR_TAIL_LINES};
 pub use super::pool::{worker_key, Purpose};
@@ -39,7 +40,7 @@ use crate::report::{CaseStatus, WorkerUse};
 pub const PADDING_VAR: &str = "WAN_VAE_BENCH_ENV_PADDING";
 
 /// The variables a `miopen_db = fresh` case points at its empty folder.
-pub const MIOPEN_DB_VARS: [&str; 2] = ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"];
+pub use crate::report::env::FRESH_DB_VARS as MIOPEN_DB_VARS;
 
 /// How long a reused worker, idle and reading its stdin, may take to acknowledge a case
 /// before it is taken for dead (it only reads a small spec file first).
@@ -73,6 +74,8 @@ pub struct Executor {
     pool: Pool,
     /// How long a reused worker may take to acknowledge a case ([`ACK_WAIT`]).
     pub ack_wait: Duration,
+    /// Where each worker's reading of its hipBLASLt log stopped.
+    gemm_reads: GemmReads,
 }
 
 impl Executor {
@@ -92,6 +95,7 @@ impl Executor {
             isolate_cases: false,
             pool: Pool::default(),
             ack_wait: ACK_WAIT,
+            gemm_reads: GemmReads::default(),
         })
     }
 
@@ -123,16 +127,15 @@ impl Executor {
     pub fn run(
         &mut self,
         spec: &WorkerSpec,
-        vars: &BTreeMap<String, String>,
+        given: &BTreeMap<String, String>,
         unset: &[String],
         purpose: Purpose,
         on_event: &mut dyn FnMut(WorkerEvent<'_>),
     ) -> WorkerResult {
-        let result_path = protocol::result_path(&self.scratch, &spec.id);
         if let Some(outputs) = &spec.outputs {
             let _ = std::fs::remove_file(outputs);
         }
-        let mut vars = vars.clone();
+        let mut vars = given.clone();
         // The fresh MIOpen folder lives as long as the case (removed when dropped), and so
         // does its worker (such a case never shares one).
         let fresh_db = match self.fresh_db(spec, &mut vars) {
@@ -140,28 +143,54 @@ impl Executor {
             Err(msg) => return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars),
         };
         // hipBLASLt's bench lines go to a file of the run's scratch, read back after the case.
-        let gemm_log = super::gemm_log::GemmLog::start(&self.scratch, spec.settings.engine.name(), &mut vars);
-        let key = worker_key(spec.settings.engine, &vars, unset);
+        let engine = spec.settings.engine.name();
+        let gemm_log = super::gemm_log::GemmLog::start(&self.scratch, engine, &mut vars, unset);
+        // The tool's own paths (those two) are not the user's stack: not in the case's `env`.
+        let own: BTreeMap<String, String> = vars
+            .iter()
+            .filter(|(k, v)| given.get(*k) != Some(*v))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         let shared = !self.isolate_cases && fresh_db.is_none();
+        let (mut result, worker) = self.run_in_worker(spec, &vars, unset, purpose, shared, on_event);
+        drop(fresh_db);
+        result.outcome.hipblaslt = gemm_log.and_then(|log| log.read(worker, &mut self.gemm_reads));
+        result.outcome.env.retain(|k, v| own.get(k) != Some(v));
+        result
+    }
+
+    /// [`Executor::run`] once the case's variables are set: lease a worker, send it the
+    /// case, watch it; the result, and which worker ran it (none when none started).
+    fn run_in_worker(
+        &mut self,
+        spec: &WorkerSpec,
+        vars: &BTreeMap<String, String>,
+        unset: &[String],
+        purpose: Purpose,
+        shared: bool,
+        on_event: &mut dyn FnMut(WorkerEvent<'_>),
+    ) -> (WorkerResult, Option<WorkerId>) {
+        let result_path = protocol::result_path(&self.scratch, &spec.id);
+        let key = worker_key(spec.settings.engine, vars, unset);
         let spec_path = protocol::spec_path(&self.scratch, &spec.id);
         let written = serde_json::to_string(spec)
             .map_err(anyhow::Error::from)
             .and_then(|json| crate::util::files::write_atomic(&spec_path, json));
         if let Err(e) = written {
             let msg = format!("cannot write the case's spec file {}: {e:#}", spec_path.display());
-            return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars);
+            return (WorkerResult::empty(CaseStatus::Failed, Some(msg), vars.clone()), None);
         }
         let mut replaced = None;
         let (lease, watched) = loop {
             // The pool is taken out while it starts a worker through `self`.
             let mut pool = std::mem::take(&mut self.pool);
-            let lease = pool.lease(&key, purpose, shared, || self.start(spec, &vars, unset, key.clone()));
+            let lease = pool.lease(&key, purpose, shared, || self.start(spec, vars, unset, key.clone()));
             self.pool = pool;
             let mut lease = match lease {
                 Ok(l) => l,
                 Err((status, msg)) => {
                     let _ = std::fs::remove_file(&spec_path);
-                    return WorkerResult::empty(status, Some(msg), vars);
+                    return (WorkerResult::empty(status, Some(msg), vars.clone()), None);
                 }
             };
             let reused = lease.reused();
@@ -192,11 +221,12 @@ impl Executor {
             }
         };
         let _ = std::fs::remove_file(&spec_path);
-        let mut result = self.finish(spec, lease, watched, &result_path, &vars, shared, replaced);
-        drop(fresh_db);
-        let pid = result.outcome.worker.as_ref().and_then(|w| w.pid);
-        result.outcome.hipblaslt = gemm_log.and_then(|log| log.read(pid));
-        result
+        let worker = WorkerId {
+            pid: lease.worker.pid(),
+            started: lease.worker.spawned(),
+        };
+        let result = self.finish(spec, lease, watched, &result_path, vars, shared, replaced);
+        (result, Some(worker))
     }
 
     /// The case's result from how its watch ended; the worker is given back to the pool

@@ -1,39 +1,99 @@
 //! hipBLASLt's log for a case: a variant that sets `HIPBLASLT_LOG_MASK` (32: the bench lines
-//! that replay each GEMM) and no `HIPBLASLT_LOG_FILE` gets the file pointed into the run's
-//! scratch folder as `hipblaslt-HASH-%i.log`: hipBLASLt puts the process id for `%i` and
-//! opens the file truncated, once per process, so each worker writes a file of its own (HASH
-//! names the engine and environment). Each case reads back only what its worker appended
-//! while it ran, through `crate::rocm::hipblaslt`, into its `hipblaslt` record. A path the
-//! user gives is read the same way (`%i` is the worker's pid there too).
+//! that replay each GEMM) gets `HIPBLASLT_LOG_FILE` pointed into the run's scratch folder as
+//! `hipblaslt-HASH-%i.log`, unless the variant or `run`'s environment names one (the user's
+//! file, read the same way): hipBLASLt puts the process id for `%i` and opens the file
+//! truncated, once per process, so each worker writes a file of its own (HASH names the
+//! engine and environment). Each case reads, through `crate::rocm::hipblaslt`, into its
+//! `hipblaslt` record, what its worker wrote while it ran:
+//! - what a case reads is tied to the worker that ran it ([`WorkerId`]: its pid and start),
+//!   not to the file's length: a worker's first case reads the file from its start (the
+//!   worker truncated it, whatever an earlier process left there, however long), each later
+//!   case from where the worker's previous case stopped ([`GemmReads`]);
+//! - a file that did not change while the case ran (the same inode, length and modification
+//!   time as when it started) is not the case's: nothing is read;
+//! - only a regular file is read, opened without waiting (`O_NONBLOCK`): a FIFO, a device
+//!   or a socket at that name is not read (a FIFO would block `run` beyond any deadline).
 //!
 //! Must not: start workers (the executor does) or read MIOpen's lines (stderr's, `crate::rocm`).
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime};
 
 use crate::report::HipblasltLog;
 
 /// hipBLASLt's variables this reads.
 pub const MASK_VAR: &str = "HIPBLASLT_LOG_MASK";
-pub const FILE_VAR: &str = "HIPBLASLT_LOG_FILE";
+pub use crate::report::env::HIPBLASLT_FILE_VAR as FILE_VAR;
 /// What hipBLASLt replaces by the process id in `HIPBLASLT_LOG_FILE`.
 const PID: &str = "%i";
 
-/// The log of one case: the file name (with `%i`) and each existing file's end when the case
-/// started.
+/// One worker process: its pid and when it was started (a pid may be reused by a later one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct WorkerId {
+    pub pid: u32,
+    pub started: Instant,
+}
+
+/// A file's identity and state: device, inode, length, modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileState {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+impl FileState {
+    fn of(m: &std::fs::Metadata) -> FileState {
+        #[cfg(unix)]
+        let (dev, ino) = {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        };
+        #[cfg(not(unix))]
+        let (dev, ino) = (0, 0);
+        FileState {
+            dev,
+            ino,
+            len: m.len(),
+            modified: m.modified().ok(),
+        }
+    }
+}
+
+/// Where each worker's reading of each log file stopped: (file, worker) -> (the file's
+/// device and inode, the offset read to). Kept by the executor for the whole run.
+#[derive(Debug, Default)]
+pub struct GemmReads(HashMap<(PathBuf, WorkerId), (u64, u64, u64)>);
+
+/// The log of one case: the file name (with `%i`) and the state of each of its existing
+/// files when the case started.
 #[derive(Debug)]
 pub struct GemmLog {
     pattern: PathBuf,
-    ends: BTreeMap<PathBuf, u64>,
+    before: BTreeMap<PathBuf, FileState>,
 }
 
 impl GemmLog {
-    /// For a case of `engine` whose environment `vars` sets `HIPBLASLT_LOG_MASK`: the log
-    /// file name (the user's `HIPBLASLT_LOG_FILE`, else one in `scratch`, added to `vars`),
-    /// and where each of its files ends now.
-    pub fn start(scratch: &Path, engine: &str, vars: &mut BTreeMap<String, String>) -> Option<GemmLog> {
+    /// For a case of `engine` whose environment `vars` (on top of `run`'s, less `unset`)
+    /// sets `HIPBLASLT_LOG_MASK`: the log file name (the variant's `HIPBLASLT_LOG_FILE`,
+    /// else `run`'s own, else one in `scratch`, added to `vars`), and the state of each of
+    /// its files now.
+    pub fn start(
+        scratch: &Path,
+        engine: &str,
+        vars: &mut BTreeMap<String, String>,
+        unset: &[String],
+    ) -> Option<GemmLog> {
         vars.get(MASK_VAR)?;
-        let pattern = match vars.get(FILE_VAR) {
+        let inherited = || {
+            (!unset.iter().any(|n| n == FILE_VAR))
+                .then(|| std::env::var(FILE_VAR).ok())
+                .flatten()
+                .filter(|p| !p.is_empty())
+        };
+        let pattern = match vars.get(FILE_VAR).cloned().or_else(inherited) {
             Some(p) => PathBuf::from(p),
             None => {
                 use sha2::Digest;
@@ -45,28 +105,52 @@ impl GemmLog {
                 p
             }
         };
-        let ends = existing(&pattern)
+        let before = existing(&pattern)
             .into_iter()
-            .filter_map(|p| Some((p.clone(), std::fs::metadata(&p).ok()?.len())))
+            .filter_map(|p| Some((p.clone(), FileState::of(&std::fs::metadata(&p).ok()?))))
             .collect();
-        Some(GemmLog { pattern, ends })
+        Some(GemmLog { pattern, before })
     }
 
-    /// The GEMMs the worker `pid` logged since [`GemmLog::start`]; `None` when none (or no
-    /// file). A file shorter than it was (a new process truncated it) is read whole.
-    pub fn read(self, pid: Option<u32>) -> Option<HipblasltLog> {
+    /// The GEMMs `worker` logged while the case ran; `None` when none, when no worker ran
+    /// it, or when the file is missing, unchanged or not a regular file (see the module).
+    pub fn read(self, worker: Option<WorkerId>, reads: &mut GemmReads) -> Option<HipblasltLog> {
+        let worker = worker?;
         let path = match self.pattern.to_str() {
-            Some(p) if p.contains(PID) => PathBuf::from(p.replacen(PID, &pid?.to_string(), 1)),
+            Some(p) if p.contains(PID) => PathBuf::from(p.replacen(PID, &worker.pid.to_string(), 1)),
             _ => self.pattern.clone(),
         };
-        let mut file = std::fs::File::open(&path).ok()?;
-        let len = file.metadata().ok()?.len();
-        let offset = self.ends.get(&path).copied().filter(|end| *end <= len).unwrap_or(0);
+        let mut file = open_regular(&path)?;
+        let now = FileState::of(&file.metadata().ok()?);
+        if self.before.get(&path) == Some(&now) {
+            return None;
+        }
+        let key = (path, worker);
+        let offset = match reads.0.get(&key) {
+            Some(&(dev, ino, end)) if (dev, ino) == (now.dev, now.ino) && end <= now.len => end,
+            // The worker's first case, or a file replaced or cut since: all of it.
+            _ => 0,
+        };
+        reads.0.insert(key, (now.dev, now.ino, now.len));
         file.seek(SeekFrom::Start(offset)).ok()?;
         let mut reader = crate::rocm::LogReader::default();
-        crate::rocm::read_stream(file.by_ref(), &mut reader).ok()?;
+        crate::rocm::read_stream(file.take(now.len - offset), &mut reader).ok()?;
         reader.finish().hipblaslt
     }
+}
+
+/// `path` opened for reading if it is a regular file (links followed), never waiting: a
+/// FIFO opened with `O_NONBLOCK` returns at once, and is then refused as not a file.
+fn open_regular(path: &Path) -> Option<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = options.open(path).ok()?;
+    file.metadata().ok()?.is_file().then_some(file)
 }
 
 /// The files `pattern` names now: itself, or with `%i` every file of its folder whose name
@@ -92,4 +176,91 @@ fn existing(pattern: &Path) -> Vec<PathBuf> {
         })
         .map(|e| e.path())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GEMM: &str = "hipblaslt-bench --api_method c -m 4096 -n 4096 -k 4096 --lda 4096 --ldb 4096 --ldc 4096 \
+                        --ldd 4096  --transA T --transB T --batch_count 1 --a_type f16_r --b_type f16_r \
+                        --c_type f16_r --d_type f16_r --compute_type f32_r --algo_method index \
+                        --solution_index 2010";
+
+    fn lines(n: usize) -> String {
+        format!("{GEMM}\n").repeat(n)
+    }
+
+    fn start(file: &Path) -> GemmLog {
+        let mut vars = BTreeMap::from([
+            (MASK_VAR.to_string(), "32".to_string()),
+            (FILE_VAR.to_string(), file.display().to_string()),
+        ]);
+        GemmLog::start(Path::new("/nonexistent"), "torch", &mut vars, &[]).unwrap()
+    }
+
+    fn count(log: Option<HipblasltLog>) -> u64 {
+        log.map_or(0, |l| l.gemms.iter().map(|g| g.count).sum())
+    }
+
+    #[test]
+    fn a_rewritten_file_is_read_whole_and_each_case_gets_its_workers_lines() {
+        // Issue 58, item 3: the user's file held an earlier run's 3 lines; the new worker
+        // truncated it and wrote 6: the case read from the old end and kept only 3.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.log");
+        std::fs::write(&file, lines(3)).unwrap();
+        let mut reads = GemmReads::default();
+        let log = start(&file);
+        let worker = WorkerId {
+            pid: 4242,
+            started: Instant::now(),
+        };
+        std::fs::write(&file, lines(6)).unwrap(); // truncated and rewritten, same inode
+        assert_eq!(count(log.read(Some(worker), &mut reads)), 6);
+        // The worker's next case: only what it appended since.
+        let log = start(&file);
+        std::fs::write(&file, lines(8)).unwrap();
+        assert_eq!(count(log.read(Some(worker), &mut reads)), 2);
+        // A case during which nothing was written reads nothing.
+        let log = start(&file);
+        assert_eq!(count(log.read(Some(worker), &mut reads)), 0);
+        // A new worker (the same pid, a later start) truncates the file: read whole again.
+        let next = WorkerId {
+            pid: 4242,
+            started: Instant::now() + std::time::Duration::from_millis(1),
+        };
+        let log = start(&file);
+        std::fs::write(&file, lines(1)).unwrap();
+        assert_eq!(count(log.read(Some(next), &mut reads)), 1);
+        // A worker that never wrote leaves an earlier process's lines unread.
+        let log = start(&file);
+        let other = WorkerId {
+            pid: 7,
+            started: Instant::now(),
+        };
+        assert_eq!(count(log.read(Some(other), &mut reads)), 0);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_not_read_and_never_waited_for() {
+        // Issue 58, item 2: reading a FIFO blocked `run` forever after the case.
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo.log");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: `c` is a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let log = start(&fifo);
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let worker = WorkerId {
+                pid: 1,
+                started: Instant::now(),
+            };
+            let _ = tx.send(count(log.read(Some(worker), &mut GemmReads::default())));
+        });
+        let got = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert_eq!(got, Ok(0), "reading the FIFO must not block");
+    }
 }

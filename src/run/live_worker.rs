@@ -124,6 +124,11 @@ impl LiveWorker {
         self.child.id()
     }
 
+    /// When it was spawned (with its pid, which worker process this is).
+    pub fn spawned(&self) -> Instant {
+        self.spawned
+    }
+
     /// How the process ended, once it has (`None` while it runs).
     pub fn exit_status(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()

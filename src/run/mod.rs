@@ -96,6 +96,7 @@ pub fn new_report(plan: &Plan, system: crate::machine::system::SystemInfo, fault
             torch_precision: opts.torch_precision.map(|p| p.name().to_string()),
             fault_hooks,
             command: command_words(),
+            env_variants: plan.env_variants(),
             ..Default::default()
         },
         cases: Vec::new(),

@@ -13,8 +13,9 @@ use anyhow::Context;
 use crate::util::error::UserError;
 use crate::util::lock::FolderMark;
 
-/// Name prefix of scratch folders in the temp directory.
-pub const SCRATCH_PREFIX: &str = "wan-vae-bench-";
+/// Name prefix of scratch folders in the temp directory (the report's readers know it: the
+/// tool's own paths are left out of a case's `env`).
+pub use crate::report::env::SCRATCH_PREFIX;
 /// The marker file in a scratch folder, held locked by the owning run ([`FolderMark`]).
 pub const SCRATCH_MARKER: &str = ".wan-vae-bench-owner";
 

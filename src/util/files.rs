@@ -17,7 +17,10 @@
 //! path costs nothing; the writers check again, because the file may change meanwhile.
 //! They also call [`check_distinct`] once with all their inputs and outputs: an output that
 //! is the same file as an input or as another output (the same path however spelled, or
-//! through a symbolic or a hard link) is refused before anything is written.
+//! through a symbolic or a hard link) is refused before anything is written; and
+//! [`check_outside`] with the folders they fill (`--export-trace`, a ROCm bundle): no output
+//! inside one, nor one folder inside another. Both compare paths as the file system resolves
+//! them ([`resolve`]: symbolic links, dangling ones too, and `..`), never as written.
 //!
 //! Must not: know what is written (JSON, SVG, safetensors are the callers' business).
 use std::path::{Path, PathBuf};
@@ -204,7 +207,7 @@ impl FileId {
                 symlink,
             },
             Err(_) => FileId {
-                canonical: canonical_missing(path),
+                canonical: resolve(path),
                 inode: None,
                 symlink,
             },
@@ -239,25 +242,117 @@ fn inode(_: &std::fs::Metadata) -> Option<(u64, u64)> {
     None
 }
 
-/// Where a file that does not exist yet would be: its deepest existing folder, canonical,
-/// then the rest of the path (`.` dropped, `..` taken lexically).
-fn canonical_missing(path: &Path) -> Option<PathBuf> {
+/// Where `path` is as the file system resolves it, whether or not it exists: each existing
+/// symbolic link followed (a dangling one too: a write creates its target), `..` taken
+/// after what precedes it is resolved (as the kernel does: `link/..` is the parent of the
+/// link's target), `.` dropped, and the missing rest appended as written. `None` for a
+/// link loop (more than 40 links) or an unreadable link.
+pub fn resolve(path: &Path) -> Option<PathBuf> {
+    use std::collections::VecDeque;
     use std::path::Component;
     let absolute = std::path::absolute(path).ok()?;
-    let parts: Vec<Component> = absolute.components().collect();
-    (1..=parts.len()).rev().find_map(|k| {
-        let mut real = std::fs::canonicalize(parts[..k].iter().collect::<PathBuf>()).ok()?;
-        for part in &parts[k..] {
-            match part {
-                Component::ParentDir => {
-                    real.pop();
+    let mut todo: VecDeque<PathBuf> = absolute.components().map(|c| PathBuf::from(c.as_os_str())).collect();
+    let mut real = PathBuf::new();
+    let mut links = 0;
+    while let Some(part) = todo.pop_front() {
+        match part.components().next() {
+            Some(Component::Prefix(_) | Component::RootDir) => real.push(&part),
+            Some(Component::ParentDir) => {
+                real.pop();
+            }
+            Some(Component::Normal(name)) => {
+                let next = real.join(name);
+                match std::fs::symlink_metadata(&next) {
+                    Ok(m) if m.file_type().is_symlink() => {
+                        links += 1;
+                        if links > 40 {
+                            return None;
+                        }
+                        let target = std::fs::read_link(&next).ok()?;
+                        // An absolute target starts again at its root; a relative one from
+                        // the link's folder (`real`, unchanged).
+                        for c in target.components().rev() {
+                            todo.push_front(PathBuf::from(c.as_os_str()));
+                        }
+                    }
+                    _ => real = next,
                 }
-                Component::Normal(name) => real.push(name),
-                _ => {}
+            }
+            Some(Component::CurDir) | None => {}
+        }
+    }
+    Some(real)
+}
+
+/// An output folder a command fills with files of its own (`--export-trace`, a ROCm
+/// bundle): its flag, what to call it in errors (`bundle folder`), its path.
+pub struct OutFolder<'a> {
+    pub flag: &'a str,
+    pub what: &'a str,
+    pub path: &'a Path,
+}
+
+/// Refuse (exit 2) an output file that is one of the output `folders` or lies inside one
+/// (its files would replace it, or it would turn the folder's path into a file), and two
+/// folders one inside the other, all compared as the file system resolves them
+/// ([`resolve`]: through symbolic links and `..`). The error names both flags and paths.
+pub fn check_outside(folders: &[OutFolder], outputs: &[Named]) -> Result<(), UserError> {
+    let lexical = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    for (i, folder) in folders.iter().enumerate() {
+        let Some(dir) = resolve(folder.path) else { continue };
+        // The later folders, then the files (a file has no `what`).
+        let others = folders[i + 1..]
+            .iter()
+            .map(|f| (f.flag, f.path, Some(f.what)))
+            .chain(outputs.iter().filter_map(|(flag, p)| Some((*flag, (*p)?, None))));
+        for (flag, path, what) in others {
+            let Some(other) = resolve(path) else { continue };
+            let (l, ld) = (lexical(path), lexical(folder.path));
+            // Said when only the file system's resolution shows it.
+            let how = if l.starts_with(&ld) || ld.starts_with(&l) {
+                ""
+            } else {
+                " (through a symbolic link or `..`)"
+            };
+            let way_out =
+                |inner: &str, outer: &str| format!("give {inner} a path outside it, or {outer} another folder");
+            if other == dir {
+                return Err(UserError::invalid(
+                    folder.flag,
+                    folder.path.display().to_string(),
+                    format!("a folder of its own, not {flag}'s path {}{how}", path.display()),
+                ));
+            }
+            if other.starts_with(&dir) {
+                return Err(UserError::file(
+                    path,
+                    format!(
+                        "{flag} is inside the {} {}{how}, where its files are written: {}",
+                        folder.what,
+                        folder.path.display(),
+                        way_out(flag, folder.flag)
+                    ),
+                ));
+            }
+            if dir.starts_with(&other) {
+                let message = match what {
+                    Some(what) => format!(
+                        "{} is inside the {what} {}{how}, where its files are written: {}",
+                        folder.flag,
+                        path.display(),
+                        way_out(folder.flag, flag)
+                    ),
+                    None => format!(
+                        "{} is inside {flag} {}{how}, which is written as a file: give one of them another path",
+                        folder.flag,
+                        path.display()
+                    ),
+                };
+                return Err(UserError::file(folder.path, message));
             }
         }
-        Some(real)
-    })
+    }
+    Ok(())
 }
 
 /// Check `path`, create the parent folder, then write `contents` (see [`write_atomic`]).
@@ -396,6 +491,60 @@ mod tests {
                 ("--export-svg", None),
                 ("--export-markdown", Some(new.as_path())),
             ],
+        )
+        .unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn paths_are_resolved_as_the_file_system_does_and_folders_hold_no_output() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(d.join("real")).unwrap();
+        std::os::unix::fs::symlink(d.join("real"), d.join("lnk")).unwrap();
+        // A dangling link: a write through it creates its target.
+        std::os::unix::fs::symlink("later", d.join("dangling")).unwrap();
+        std::os::unix::fs::symlink("loop", d.join("loop")).unwrap();
+        assert_eq!(resolve(&d.join("lnk/a.json")), Some(d.join("real/a.json")));
+        assert_eq!(resolve(&d.join("lnk/../x")), Some(d.join("x")));
+        assert_eq!(resolve(&d.join("no/such/../../real/./b")), Some(d.join("real/b")));
+        assert_eq!(resolve(&d.join("dangling/c.json")), Some(d.join("later/c.json")));
+        assert_eq!(resolve(&d.join("loop/x")), None);
+        let bundle = OutFolder {
+            flag: "--bundle",
+            what: "bundle folder",
+            path: &d.join("real"),
+        };
+        let refused =
+            |folders: &[OutFolder], out: &Path| check_outside(folders, &[("-o", Some(out))]).unwrap_err().to_string();
+        let e = refused(std::slice::from_ref(&bundle), &d.join("lnk/summary.json"));
+        assert!(
+            e.contains("-o is inside the bundle folder") && e.contains("(through a symbolic link or `..`)"),
+            "{e}"
+        );
+        let e = refused(std::slice::from_ref(&bundle), &d.join("lnk"));
+        assert!(e.contains("a folder of its own, not -o's path"), "{e}");
+        let e = refused(std::slice::from_ref(&bundle), &d.join("lnk/../real/x/../y.json"));
+        assert!(e.contains("inside the bundle folder"), "{e}");
+        // A file output above the folder, and one folder inside the other.
+        let e = refused(std::slice::from_ref(&bundle), &d);
+        assert!(e.contains("--bundle is inside -o"), "{e}");
+        let trace = OutFolder {
+            flag: "--export-trace",
+            what: "--export-trace folder",
+            path: &d.join("dangling"),
+        };
+        let inner = OutFolder {
+            flag: "--bundle",
+            what: "bundle folder",
+            path: &d.join("later/b"),
+        };
+        let e = check_outside(&[trace, inner], &[]).unwrap_err().to_string();
+        assert!(e.contains("--bundle is inside the --export-trace folder"), "{e}");
+        // Apart, they pass.
+        check_outside(
+            std::slice::from_ref(&bundle),
+            &[("-o", Some(d.join("r.json").as_path())), ("--x", None)],
         )
         .unwrap();
     }

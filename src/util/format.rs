@@ -37,6 +37,17 @@ pub fn count(n: usize, noun: &str) -> String {
     format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
 }
 
+/// `items` joined by `sep`, the first `max` of them, then `and N more`: a message stays
+/// short however many things it names.
+pub fn bounded<S: AsRef<str>>(items: &[S], sep: &str, max: usize) -> String {
+    let shown: Vec<&str> = items.iter().take(max).map(AsRef::as_ref).collect();
+    let mut text = shown.join(sep);
+    if items.len() > max {
+        text.push_str(&format!("{sep}and {} more", items.len() - max));
+    }
+    text
+}
+
 /// Seconds with a unit that keeps 3-4 significant digits: `1.234 s`, `12.3 ms`.
 pub fn seconds(s: f64) -> String {
     if s >= 1.0 {

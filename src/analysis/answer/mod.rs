@@ -303,6 +303,21 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         );
         return a;
     }
+    // Nor across variables the shells of merged parts set differently (`merge --force`).
+    let differ = crate::report::env::differences(cases.iter().map(|c| (*c, c.run.as_ref().unwrap_or(&report.run))));
+    if !differ.is_empty() {
+        let names: Vec<String> = differ.iter().map(|d| d.text()).collect();
+        a.verdict = Verdict::Environments;
+        a.fastest = None;
+        a.rerun_with_weights = None;
+        a.sentence = format!(
+            "Its cases ran with different values of {}, which no env variant of the run set (parts run from \
+             differently set shells): their times do not compare, so no winner is called. Run them alike, or \
+             make the variable an env variant.",
+            crate::util::format::bounded(&names, ", ", 4)
+        );
+        return a;
+    }
     if !throttled.is_empty() {
         a.verdict = Verdict::Throttled;
         a.fastest = None;

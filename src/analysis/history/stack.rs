@@ -74,7 +74,8 @@ pub fn of(report: &Report, case: &CaseRecord) -> Stack {
     for (k, v) in &case.run.as_ref().unwrap_or(&report.run).overrides {
         put(&format!("override {k}"), Some(v.clone()));
     }
-    for (k, v) in &case.outcome.env {
+    // The tool's own scratch paths are not the user's stack (older reports recorded them).
+    for (k, v) in crate::report::env::user_env(&case.outcome.env) {
         put(&format!("env {k}"), Some(v.clone()));
     }
     put(

@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::engine::ApplyAs;
+use crate::report::env::{user_env, FRESH_DB_VARS};
 use crate::report::settings::{CaseSettings, BASELINE};
 use crate::report::values::MiopenDb;
 use crate::report::{Apply, CaseRecord, Report};
@@ -20,9 +21,6 @@ mod comfyui;
 mod pytorch;
 #[cfg(test)]
 mod tests;
-
-/// What `miopen_db = fresh` points at a per-case scratch folder: not the user's to export.
-const FRESH_DB_VARS: [&str; 2] = ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"];
 
 /// What the advice reads of a case: its settings, its record, and the model it ran.
 pub(super) struct Measured<'a> {
@@ -101,28 +99,30 @@ fn env_change(
     if case.settings.env_variant == BASELINE {
         return Default::default();
     }
-    let baseline_env = base
+    let baseline_env: BTreeMap<String, String> = base
         .or_else(|| {
             report
                 .cases
                 .iter()
                 .find(|c| c.settings.env_variant == BASELINE && c.settings.engine == case.settings.engine)
         })
-        .map(|c| c.outcome.env.clone())
+        .map(|c| user_env(&c.outcome.env).map(|(k, v)| (k.clone(), v.clone())).collect())
         .unwrap_or_default();
     let fresh = case.settings.knobs.miopen_db == MiopenDb::Fresh;
     let own = |k: &String| k.starts_with("WAN_VAE_BENCH_") || (fresh && FRESH_DB_VARS.contains(&k.as_str()));
     let keep = |k: &String| !own(k);
-    let set = case
-        .outcome
-        .env
+    // The tool's scratch paths (older reports recorded them) are no one's to export.
+    let env: BTreeMap<String, String> = user_env(&case.outcome.env)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let set = env
         .iter()
         .filter(|(k, v)| keep(k) && baseline_env.get(*k) != Some(v))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let unset = baseline_env
         .keys()
-        .filter(|k| keep(k) && !case.outcome.env.contains_key(*k))
+        .filter(|k| keep(k) && !env.contains_key(*k))
         .cloned()
         .collect();
     (set, unset)
