@@ -393,3 +393,102 @@ fn a_threshold_that_reads_two_ways_is_refused_naming_both() {
 fn wan_vae_bench_cmd(cmd: &[&str], extra: &[&str]) -> std::process::Output {
     crate::util::cli::bench().args(cmd).args(extra).output().unwrap()
 }
+
+/// Issue 57, item 6: on a machine whose GPUs are NVIDIA's only, `miopen_db` cannot act, so a
+/// torch case's id no longer carries `-miopen_user`; reports written before (the H200 run
+/// of 2026-11-26) are read under today's ids, so `compare` pairs an old report with a new
+/// one and `history` keeps one series. On an AMD machine, or a machine without GPUs, an id
+/// is left as it was written.
+#[test]
+fn older_nvidia_reports_are_read_under_todays_ids() {
+    use wan_vae_bench::machine::system::GpuInfo;
+    use wan_vae_bench::report::values::{Engine, MiopenDb, Switch};
+    let real =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("results/gpu-2026-11-26-h200/call1/wan21/wan21.json");
+    let raw = std::fs::read_to_string(&real).unwrap();
+    assert!(
+        raw.contains("-miopen_user\""),
+        "the H200 report was written with the old ids"
+    );
+    let out = bench(&[
+        "compare".to_string(),
+        "--json".into(),
+        real.display().to_string(),
+        real.display().to_string(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("miopen_user"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("\"torch-fp32-chunk1-untiled-21x832x480-baseline-cudnn_on-bench_off\""),
+        "{}",
+        out.stdout
+    );
+
+    // An old report and a new one of the same torch case on an NVIDIA machine pair up.
+    let torch = |miopen_db: MiopenDb, decode: f64| {
+        let mut c = case("", &steady(1.0), &steady(decode));
+        c.settings.engine = Engine::Torch;
+        c.settings.knobs.cudnn = Switch::On;
+        c.settings.knobs.cudnn_benchmark = Switch::Off;
+        c.settings.knobs.miopen_db = miopen_db;
+        c.id = c.settings.id();
+        c
+    };
+    let on = |vendor: &str, c: wan_vae_bench::report::CaseRecord| {
+        let mut r = report("gpu-host", vec![c]);
+        r.system.gpus = vec![GpuInfo {
+            vendor: vendor.into(),
+            name: Some("a GPU".into()),
+            ..Default::default()
+        }];
+        r
+    };
+    let old = on("nvidia", torch(MiopenDb::User, 1.0));
+    assert!(
+        old.cases[0].id.ends_with("-cudnn_on-bench_off-miopen_user"),
+        "{}",
+        old.cases[0].id
+    );
+    let new = on("nvidia", torch(MiopenDb::NotApplicable, 1.5));
+    let out = compare(&old, &new, &[]);
+    assert_eq!(
+        out.code, 1,
+        "the 1.5x slower decode is found: {}{}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stdout
+            .contains("torch-fp32-chunk1-untiled-5x64x64-default-cudnn_on-bench_off"),
+        "{}",
+        out.stdout
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut later = new.clone();
+    later.created_at = "2025-01-02T00:00:00Z".into();
+    save(dir.path(), "old.json", &old);
+    save(dir.path(), "new.json", &later);
+    let json = tempfile::tempdir().unwrap().keep().join("history.json");
+    let out = bench(&[
+        "history".to_string(),
+        dir.path().display().to_string(),
+        "--export-json".into(),
+        json.display().to_string(),
+    ]);
+    let h: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_dir_all(json.parent().unwrap()).unwrap();
+    let series = h["series"].as_array().unwrap();
+    assert_eq!(series.len(), 2, "one series per pass: {}", out.stdout);
+    assert!(
+        series.iter().all(|s| s["points"].as_array().unwrap().len() == 2),
+        "both runs in each: {h}"
+    );
+
+    // On an AMD machine the knob acts: the id stays, and the two are different cases.
+    let out = compare(
+        &on("amd", torch(MiopenDb::User, 1.0)),
+        &on("amd", torch(MiopenDb::NotApplicable, 1.5)),
+        &[],
+    );
+    assert_eq!(out.code, 2, "no case in common: {}", out.stderr);
+}

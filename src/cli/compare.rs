@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use crate::analysis::compare::{compat, layers, machine_differences, render, verdict};
-use crate::report::Report;
 use crate::util::error::UserError;
 
 #[derive(Debug, clap::Args)]
@@ -49,10 +48,8 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
     if args.psnr_drop.is_nan() || args.psnr_drop < 0.0 {
         return Err(UserError::invalid("--psnr-drop", args.psnr_drop.to_string(), "a non-negative dB value").into());
     }
-    let baseline = Report::load(&args.baseline)?;
-    let current = Report::load(&args.current)?;
-    compat::check_cases(&baseline, &args.baseline)?;
-    compat::check_cases(&current, &args.current)?;
+    let baseline = compat::load(&args.baseline)?;
+    let current = compat::load(&args.current)?;
     let machine = machine_differences(&baseline, &current);
     if !machine.is_empty() && args.strict_system {
         return Err(UserError::Other(format!(

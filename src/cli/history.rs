@@ -64,8 +64,7 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
     crate::util::files::check_distinct(&inputs, &outputs)?;
     let mut loaded = Vec::with_capacity(files.len());
     for path in files {
-        let report = Report::load(&path)?;
-        crate::analysis::compare::compat::check_cases(&report, &path)?;
+        let report = crate::analysis::compare::compat::load(&path)?;
         let t = time::parse(&report.created_at).ok_or_else(|| {
             UserError::file(
                 &path,

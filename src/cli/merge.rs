@@ -7,7 +7,6 @@
 use std::path::PathBuf;
 
 use crate::analysis::merge::merge_checked;
-use crate::report::Report;
 
 #[derive(Debug, clap::Args)]
 pub struct MergeArgs {
@@ -44,9 +43,8 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
     let _guard = crate::util::interrupt::guard_setup(&[crate::util::lock::OutputLock::path_for(&args.output)])?;
     let mut reports = Vec::with_capacity(args.inputs.len());
     for path in &args.inputs {
-        let report = Report::load(path)?;
-        // As compare does: no negative, absurd or self-contradicting timings merged.
-        crate::analysis::compare::compat::check_cases(&report, path)?;
+        // As compare does: today's ids, and no negative, absurd or self-contradicting timings merged.
+        let report = crate::analysis::compare::compat::load(path)?;
         reports.push(report);
     }
     let (merged, renames) = merge_checked(&args.inputs, reports, args.force)?;

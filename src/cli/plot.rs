@@ -1,7 +1,6 @@
 //! `wan-vae-bench plot REPORT -o FILE`: a report as an SVG bar chart
 //! ([`crate::analysis::export::svg`]).
 use crate::analysis::export::{ExportManager, SvgChart};
-use crate::report::Report;
 
 #[derive(Debug, clap::Args)]
 pub struct PlotArgs {
@@ -18,9 +17,8 @@ pub fn command(args: PlotArgs) -> anyhow::Result<i32> {
     crate::util::files::check_output(&args.output, "plot output")?;
     // The output may be another run's report: its lock says so (and is held while we write).
     let _lock = crate::util::lock::OutputLock::acquire(&args.output)?;
-    let report = Report::load(&args.report)?;
-    // As compare does: no negative, absurd or self-contradicting timings drawn.
-    crate::analysis::compare::compat::check_cases(&report, &args.report)?;
+    // As compare does: today's ids, and no negative, absurd or self-contradicting timings drawn.
+    let report = crate::analysis::compare::compat::load(&args.report)?;
     let mut exports = ExportManager::default();
     exports.add(SvgChart, Some(&args.output));
     exports.write_all(&report)?;

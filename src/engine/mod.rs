@@ -14,6 +14,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use crate::machine::system::GpuVendors;
 use crate::report::settings::{CaseSettings, Knobs};
 use crate::report::values::Engine;
 use crate::util::error::UserError;
@@ -319,20 +320,30 @@ impl EngineSpec {
     /// and the knobs `n/a` where they do not act (so they are neither multiplied into cases
     /// nor part of the id).
     pub fn run_as(&self, settings: &CaseSettings, device: &str) -> CaseSettings {
-        self.run_as_with(settings, device, crate::machine::system::amd_gpus_only())
+        self.run_as_with(settings, device, crate::machine::system::gpu_vendors())
     }
 
-    /// [`EngineSpec::run_as`] on a machine whose GPUs are AMD's only (`amd_only`) or not.
-    pub fn run_as_with(&self, settings: &CaseSettings, device: &str, amd_only: bool) -> CaseSettings {
-        // TF32 is NVIDIA's: not on a machine whose GPUs are AMD's only.
-        let tf32 = match amd_only {
-            true => crate::report::values::Switch::NotApplicable,
-            false => settings.knobs.tf32,
+    /// [`EngineSpec::run_as`] on a machine whose GPUs are `vendors`': TF32 is NVIDIA's (`n/a`
+    /// where the GPUs are AMD's only), MIOpen's database AMD's (`n/a` where they are NVIDIA's
+    /// only: torch's ids there carried `-miopen_user` for a knob that does nothing).
+    pub fn run_as_with(&self, settings: &CaseSettings, device: &str, vendors: GpuVendors) -> CaseSettings {
+        use crate::report::values::{MiopenDb, Switch};
+        let tf32 = match vendors {
+            GpuVendors::AmdOnly => Switch::NotApplicable,
+            _ => settings.knobs.tf32,
+        };
+        let miopen_db = match vendors {
+            GpuVendors::NvidiaOnly => MiopenDb::NotApplicable,
+            _ => settings.knobs.miopen_db,
         };
         CaseSettings {
             engine: self.engine,
             knobs: if self.knobs_act_on(device) {
-                Knobs { tf32, ..settings.knobs }
+                Knobs {
+                    tf32,
+                    miopen_db,
+                    ..settings.knobs
+                }
             } else {
                 Knobs::default()
             },
@@ -623,9 +634,25 @@ mod tests {
             miopen_db: MiopenDb::Fresh,
             tf32: Switch::Off,
         };
-        assert_eq!(spec(Engine::Torch).run_as_with(&s, "cuda:0", false), s);
-        let amd = spec(Engine::Torch).run_as_with(&s, "cuda:0", true);
+        assert_eq!(spec(Engine::Torch).run_as_with(&s, "cuda:0", GpuVendors::Other), s);
+        let amd = spec(Engine::Torch).run_as_with(&s, "cuda:0", GpuVendors::AmdOnly);
         assert_eq!(amd.knobs.tf32, Switch::NotApplicable, "no TF32 on an AMD-only machine");
+        assert_eq!(amd.knobs.miopen_db, MiopenDb::Fresh);
+        let nvidia = spec(Engine::Torch).run_as_with(&s, "cuda:0", GpuVendors::NvidiaOnly);
+        assert_eq!(
+            nvidia.knobs.miopen_db,
+            MiopenDb::NotApplicable,
+            "no MIOpen on an NVIDIA-only machine"
+        );
+        assert_eq!(nvidia.knobs.tf32, Switch::Off);
+        s.knobs.miopen_db = MiopenDb::User;
+        let id = spec(Engine::Torch)
+            .run_as_with(&s, "cuda:0", GpuVendors::NvidiaOnly)
+            .id();
+        assert_eq!(
+            id,
+            "torch-fp32-chunk1-untiled-5x16x8-baseline-cudnn_off-bench_on-tf32_off"
+        );
         let on_cpu = spec(Engine::Torch).run_as(&s, "cpu");
         assert_eq!(on_cpu.knobs, Knobs::default());
         let twin = spec(Engine::Candle).run_as(&s, "cuda:0");

@@ -66,6 +66,14 @@ pub fn distinct_machines<'a>(systems: impl IntoIterator<Item = &'a SystemInfo>) 
 }
 
 impl SystemInfo {
+    /// The [`GpuVendors`] of the GPUs this record lists.
+    pub fn gpu_vendors(&self) -> GpuVendors {
+        GpuVendors::of(
+            self.gpus.iter().any(|g| g.vendor == "amd"),
+            self.gpus.iter().any(|g| g.vendor == "nvidia"),
+        )
+    }
+
     /// `host (CPU; GPU, GPU)`: what makes two runs (or two cases of a merged report) the same
     /// machine.
     pub fn machine(&self) -> String {
@@ -260,13 +268,46 @@ fn kfd_properties(text: &str) -> std::collections::HashMap<String, u64> {
         .collect()
 }
 
-/// Whether this machine's `cuda:N` devices are AMD GPUs only: the KFD topology lists an AMD
-/// GPU and no NVIDIA kernel driver is loaded (`/proc/driver/nvidia/version`; both read
-/// through [`sysfs_root`]). Then TF32, an NVIDIA feature, does not act (the `tf32` knob is
-/// `n/a`, so fp32 references are not measured twice). Read once per process.
+/// Whose GPUs a machine's `cuda:N` devices are, as far as a vendor's knobs go: TF32 is
+/// NVIDIA's, MIOpen's database AMD's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuVendors {
+    /// AMD GPUs and no NVIDIA driver: the `tf32` knob cannot act.
+    AmdOnly,
+    /// An NVIDIA driver and no AMD GPU: the `miopen_db` knob cannot act.
+    NvidiaOnly,
+    /// Both, or neither: every knob is taken as it is asked.
+    Other,
+}
+
+impl GpuVendors {
+    fn of(amd: bool, nvidia: bool) -> GpuVendors {
+        match (amd, nvidia) {
+            (true, false) => GpuVendors::AmdOnly,
+            (false, true) => GpuVendors::NvidiaOnly,
+            _ => GpuVendors::Other,
+        }
+    }
+}
+
+/// This machine's [`GpuVendors`]: the KFD topology's AMD GPUs, and whether an NVIDIA kernel
+/// driver is loaded (`/proc/driver/nvidia/version`; both read through [`sysfs_root`]). Read
+/// once per process.
+pub fn gpu_vendors() -> GpuVendors {
+    static VENDORS: std::sync::OnceLock<GpuVendors> = std::sync::OnceLock::new();
+    *VENDORS.get_or_init(|| {
+        GpuVendors::of(
+            !amd_gpus().is_empty(),
+            sysfs_root().join("proc/driver/nvidia/version").exists(),
+        )
+    })
+}
+
+/// Whether this machine's `cuda:N` devices are AMD GPUs only ([`gpu_vendors`]). Then TF32,
+/// an NVIDIA feature, does not act (the `tf32` knob is `n/a`, so fp32 references are not
+/// measured twice).
 pub fn amd_gpus_only() -> bool {
-    static ONLY: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ONLY.get_or_init(|| !amd_gpus().is_empty() && !sysfs_root().join("proc/driver/nvidia/version").exists())
+    gpu_vendors() == GpuVendors::AmdOnly
 }
 
 /// The KFD topology's nodes under `root`, in node order: (folder, `properties`).

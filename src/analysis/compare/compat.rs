@@ -1,13 +1,67 @@
 //! Whether two reports may be compared or merged: same schema version, same model weights;
 //! whether a report's cases are sound enough to compare (unique ids, finite non-negative
-//! timings); and which machine facts differ (CPU model, instruction set, GPUs).
+//! timings); which machine facts differ (CPU model, instruction set, GPUs); and a report's
+//! cases under the ids today's plan gives them ([`load`]: what `compare`, `merge`,
+//! `history` and `plot` read).
 //!
 //! Must not: compare timings or write anything.
+use std::collections::HashMap;
 use std::path::Path;
 
-use crate::machine::system::SystemInfo;
+use crate::machine::system::{GpuVendors, SystemInfo};
+use crate::report::values::MiopenDb;
 use crate::report::{ModelInfo, PassStats, Report};
 use crate::util::error::UserError;
+
+/// A report as the readers take it: loaded, its cases under today's ids ([`current_ids`]),
+/// and sound enough to compare ([`check_cases`]).
+pub fn load(path: &Path) -> anyhow::Result<Report> {
+    let mut report = Report::load(path)?;
+    current_ids(&mut report);
+    check_cases(&report, path)?;
+    Ok(report)
+}
+
+/// Rename the cases of an older report as today's plan names them, with every id that
+/// refers to them (quality references; the stored answer's text is left as it was written):
+/// on a machine whose GPUs are NVIDIA's only, the `miopen_db` knob cannot act (MIOpen is
+/// AMD's), so today's ids leave it out, while reports written before named it
+/// (`torch-...-cudnn_on-bench_off-miopen_user`). Renamed, an old report and a new one pair
+/// in `compare` and make one series in `history`. A `fresh` database on such a machine
+/// (asked for explicitly) keeps its old id: today it would be the default case's twin.
+pub fn current_ids(report: &mut Report) {
+    let mut renamed: HashMap<String, String> = HashMap::new();
+    let top = &report.system;
+    for case in report.cases.iter_mut() {
+        let machine = case.system.as_ref().unwrap_or(top);
+        if machine.gpu_vendors() != GpuVendors::NvidiaOnly || case.settings.knobs.miopen_db != MiopenDb::User {
+            continue;
+        }
+        let mut settings = case.settings.clone();
+        settings.knobs.miopen_db = MiopenDb::NotApplicable;
+        // The id its settings gave (a merged report may have added `@HOST` behind it).
+        let Some(rest) = case.id.strip_prefix(&case.settings.id()) else {
+            continue;
+        };
+        let id = format!("{}{rest}", settings.id());
+        renamed.insert(std::mem::replace(&mut case.id, id.clone()), id);
+        case.settings = settings;
+    }
+    if renamed.is_empty() {
+        return;
+    }
+    let rename = |id: &mut String| {
+        if let Some(new) = renamed.get(id.as_str()) {
+            id.clone_from(new);
+        }
+    };
+    for q in report.cases.iter_mut().filter_map(|c| c.quality.as_mut()) {
+        rename(&mut q.reference_id);
+        if let Some(x) = q.cross_engine.as_mut() {
+            rename(&mut x.reference_id);
+        }
+    }
+}
 
 /// Reasons the two reports are not comparable (empty when they are).
 ///
