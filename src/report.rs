@@ -27,7 +27,7 @@ pub mod testing;
 pub mod values;
 mod worker_use;
 
-pub use miopen_log::{ConvProblem, Gemm, HipblasltLog, KernelCount, MiopenLog};
+pub use miopen_log::{BenchResult, ConvProblem, Gemm, HipblasltLog, KernelCount, MiopenLog, UnreadCommand};
 
 pub use worker_use::WorkerUse;
 

@@ -347,7 +347,10 @@ fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
     );
     let first = r.cases[0].outcome.hipblaslt.as_ref().expect("the first case's GEMMs");
     let g = &first.gemms[0];
-    assert_eq!((g.m, g.n, g.k, g.count, g.trans_a.as_str()), (4096, 4096, 4096, 3, "T"));
+    assert_eq!(
+        (g.m, g.n, g.k, g.count, g.trans_a.as_deref()),
+        (4096, 4096, 4096, 3, Some("T"))
+    );
     assert_eq!(g.solution_index, Some(2010));
     assert_eq!(
         r.cases[1].outcome.hipblaslt, None,

@@ -23,6 +23,8 @@ mod hub;
 mod hub_cli;
 mod levers;
 mod logs_cli;
+mod logs_hostile;
+mod logs_paste;
 mod merge_plot_cli;
 mod model;
 mod newcomer;

@@ -2,11 +2,12 @@
 //! read by [`crate::rocm`] ([`crate::rocm::summary::read_all`]); printed as text, written as
 //! JSON (`--json`) or as the bundle ROCm/TheRock #2591 asks for (`--bundle`).
 //!
-//! Every input is read before anything is printed or written: a file that cannot be read,
-//! or that holds no line of MIOpen's and no GEMM bench line, exits 2 naming it.
+//! Every input is read before anything is printed or written ([`crate::rocm::summary`]): a
+//! file that cannot be read, or that holds no line of MIOpen's and no GEMM line, exits 2
+//! naming it; outputs are checked before any input is read.
 use std::path::PathBuf;
 
-use crate::rocm::summary::read_all;
+use crate::rocm::summary::{json_text, read_all};
 use crate::rocm::{bundle, render};
 use crate::util::error::UserError;
 
@@ -14,7 +15,8 @@ use crate::util::error::UserError;
 #[derive(Debug, clap::Args)]
 pub struct LogsArgs {
     /// Logs to read: any program's output with MIOpen lines (`MIOPEN_ENABLE_LOGGING_CMD=1`,
-    /// `MIOPEN_LOG_LEVEL=5`) or hipBLASLt bench lines (`HIPBLASLT_LOG_MASK=32`); `-` reads
+    /// `MIOPEN_LOG_LEVEL=5`) or hipBLASLt bench lines (`HIPBLASLT_LOG_MASK=32`), as logged,
+    /// grepped or counted with `sort | uniq -c`; a bundle folder `--bundle` wrote; `-` reads
     /// standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -54,12 +56,12 @@ pub fn command(args: LogsArgs) -> anyhow::Result<i32> {
     let json = read_all(&args.files)?;
     let to_stdout = args.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if to_stdout {
-        crate::outln!("{}", serde_json::to_string_pretty(&json)?);
+        crate::outln!("{}", json_text(&json)?);
     } else {
         crate::out!("{}", render::text(&json));
     }
     if let Some(path) = json_file {
-        crate::util::files::write_atomic(path, serde_json::to_string_pretty(&json)? + "\n")?;
+        crate::util::files::write_atomic(path, json_text(&json)? + "\n")?;
     }
     if let Some(dir) = &args.bundle {
         bundle::write(dir, &json)?;

@@ -42,10 +42,29 @@ pub struct MiopenLog {
     /// regenerating`, `File is unreadable: ...ufdb.txt`): the first few, as logged.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cold_db: Vec<String>,
+    /// Driver commands logged with a value the driver cannot take (`-n -1`, `-F 9`, a
+    /// number past 64 bits): kept as logged, counted, with what could not be read; never
+    /// made into a problem.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unread_commands: Vec<UnreadCommand>,
+    /// Lines that carried a `uniq -c` count: such a file was sorted, so its solver lines are
+    /// no longer next to their commands and are not tied to them (counted in `solvers` only).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub counted_lines: u64,
     /// Solver names and distinct commands not kept: past the caps of 200 distinct solvers and
-    /// 1000 distinct commands per case. Absent when none.
+    /// 1000 distinct commands per case, or with a count that overflows. Absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped: u64,
+}
+
+/// A driver command the reader could not make a problem of, as logged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct UnreadCommand {
+    pub command: String,
+    /// How many times it was logged.
+    pub count: u64,
+    /// What could not be read (`-n -1: not a size of 0 or more`).
+    pub reason: String,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -106,39 +125,71 @@ pub struct KernelCount {
 
 /// What hipBLASLt (and rocBLAS) logged: the distinct GEMMs of their bench lines
 /// (`HIPBLASLT_LOG_MASK=32`: `hipblaslt-bench --api_method c -m 4096 -n 4096 -k 4096 ...`;
-/// `ROCBLAS_LAYER=2`: `rocblas-bench -f gemm_ex ...`), most frequent first.
+/// `ROCBLAS_LAYER=2`: `rocblas-bench -f gemm_ex ...`), of hipBLASLt's trace lines
+/// (`[Trace][rocblaslt_matmul]`) and of the bench tools' result rows, most frequent first.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct HipblasltLog {
     pub gemms: Vec<Gemm>,
-    /// Bench lines not kept: past the cap of 1000 distinct GEMMs. Absent when none.
+    /// Lines not kept: past the cap of 1000 distinct GEMMs (or 64 result rows per GEMM), or
+    /// with a count that overflows. Absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dropped: u64,
 }
 
-/// One distinct GEMM of a bench line. hipBLASLt logs PyTorch's row-major matmuls in BLAS
-/// column-major terms (operands swapped), so `m` and `n` are the library's, not torch's.
+/// One distinct GEMM. hipBLASLt logs PyTorch's row-major matmuls in BLAS column-major terms
+/// (operands swapped), so `m` and `n` are the library's, not torch's.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Gemm {
-    /// The bench line as first logged, from the tool's name on, spaces collapsed.
+    /// What identifies it: the bench line as first logged, from the tool's name on, spaces
+    /// collapsed; for a trace line, its descriptors without the pointers; for a result row,
+    /// the row without its measured figures.
     pub command: String,
-    /// How many times it was logged.
+    /// How many times it was logged (a `uniq -c` count included).
     pub count: u64,
-    /// `hipblaslt-bench` or `rocblas-bench`.
+    /// `hipblaslt-bench`, `rocblas-bench`, or `rocblaslt_matmul` (a trace line).
     pub tool: String,
+    /// `bench` (a command to replay), `trace` (`[Trace][rocblaslt_matmul]`) or `result` (a
+    /// bench tool's result row with no command before it). Only `bench` lines go into a
+    /// bundle's replay file.
+    #[serde(default = "bench_form")]
+    pub form: String,
     pub m: u64,
     pub n: u64,
     pub k: u64,
-    pub batch: u64,
+    /// `None` when the line does not say (a trace line of one matrix, a cut bench line).
+    pub batch: Option<u64>,
     #[serde(rename = "transA")]
-    pub trans_a: String,
+    pub trans_a: Option<String>,
     #[serde(rename = "transB")]
-    pub trans_b: String,
+    pub trans_b: Option<String>,
     pub a_type: Option<String>,
     pub b_type: Option<String>,
     pub c_type: Option<String>,
     pub d_type: Option<String>,
     pub compute_type: Option<String>,
     pub solution_index: Option<i64>,
+    /// A logged hipBLASLt bench line without the transposes or the types hipBLASLt always
+    /// writes: cut by whoever pasted it. Its missing fields are unknown, not defaults.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub incomplete: bool,
+    /// The figures a bench tool printed for it (its result rows), in the order read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub results: Vec<BenchResult>,
+}
+
+fn bench_form() -> String {
+    "bench".into()
+}
+
+/// One result row of `rocblas-bench` or `hipblaslt-bench`, as printed.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct BenchResult {
+    /// The `us` column: microseconds per call.
+    pub time_us: f64,
+    /// The `*-Gflops` column.
+    pub gflops: Option<f64>,
+    /// The `*-GB/s` column.
+    pub gb_per_s: Option<f64>,
 }
 
 fn is_false(b: &bool) -> bool {

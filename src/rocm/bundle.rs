@@ -2,12 +2,14 @@
 //! RDNA4 to attach (ROCm/TheRock #2591), made from the logs read: the unique hipBLASLt (and
 //! rocBLAS) bench lines and the unique `MIOpenDriver` commands, each sorted by count as
 //! `sort | uniq -c | sort -rn` would, the system context, the summary as JSON, and a README
-//! saying what is in it. DIR must be new or empty: nothing the user owns is overwritten.
+//! saying what is in it. DIR must be new or empty when the command starts, and each file is
+//! created without replacing one ([`create_new`]): a file that appeared in DIR meanwhile is
+//! never replaced. The count files read back through `logs DIR` to the same counts
+//! ([`super::summary::COUNT_FILES`]); a log's control characters are escaped in them.
 //!
 //! [`from_cases`] makes the same summary of a run's cases (`run --export-rocm-bundle`).
 //!
 //! Must not: read logs.
-use std::fmt::Write;
 use std::path::Path;
 
 use std::collections::HashMap;
@@ -75,46 +77,128 @@ pub fn check_apart<'a>(dir: &Path, others: impl IntoIterator<Item = (&'a str, &'
     crate::util::files::check_outside(&[bundle], &others)
 }
 
-/// Write the bundle into `dir` (checked by [`check`]).
+/// Write the bundle into `dir` (checked by [`check`]); a file of the bundle that exists by
+/// now (made meanwhile by someone else) stops it, named, and what this call made is removed.
 pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| UserError::Other(format!("--bundle {}: {e}", dir.display())))?;
-    let mut gemms = String::new();
-    for g in &json.hipblaslt.gemms {
-        let _ = writeln!(gemms, "{:>7} {}", g.count, g.command);
-    }
+    let line = |count: u64, text: &str| format!("{count:>7} {}\n", crate::util::format::printable(text));
+    // A replay file holds only what was logged to replay: bench lines, not trace lines or
+    // result rows (those are in summary.json).
+    let gemms: String = json
+        .hipblaslt
+        .gemms
+        .iter()
+        .filter(|g| g.form == "bench")
+        .map(|g| line(g.count, &g.command))
+        .collect();
     let mut problems: Vec<_> = json.miopen.problems.iter().collect();
-    problems.sort_by_key(|x| std::cmp::Reverse(x.count));
-    let mut commands = String::new();
-    for p in problems {
-        let _ = writeln!(commands, "{:>7} {}", p.count, p.command);
-    }
+    problems.sort_by(|a, b| crate::rocm::miopen::problem_order(a, b));
+    let mut unread: Vec<_> = json.miopen.unread_commands.iter().collect();
+    unread.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.command.cmp(&b.command)));
+    let commands: String = problems
+        .iter()
+        .map(|p| line(p.count, &p.command))
+        .chain(unread.iter().map(|u| line(u.count, &u.command)))
+        .collect();
     let system = crate::machine::system::collect();
-    crate::util::files::write_atomic(&dir.join("hipblaslt-gemms.txt"), gemms)?;
-    crate::util::files::write_atomic(&dir.join("miopen-commands.txt"), commands)?;
-    crate::util::files::write_atomic(&dir.join("summary.json"), serde_json::to_string_pretty(json)? + "\n")?;
-    crate::util::files::write_atomic(&dir.join("system.json"), serde_json::to_string_pretty(&system)? + "\n")?;
-    crate::util::files::write_atomic(&dir.join("README.md"), readme(json))?;
+    let files = [
+        ("hipblaslt-gemms.txt", gemms),
+        ("miopen-commands.txt", commands),
+        ("summary.json", super::summary::json_text(json)? + "\n"),
+        ("system.json", serde_json::to_string_pretty(&system)? + "\n"),
+        ("README.md", readme(json)),
+    ];
+    let mut made = Vec::new();
+    for (name, text) in files {
+        let path = dir.join(name);
+        if let Err(e) = create_new(&path, text.as_bytes()) {
+            for p in &made {
+                let _ = std::fs::remove_file(p);
+            }
+            return Err(match e.kind() {
+                std::io::ErrorKind::AlreadyExists => UserError::Other(format!(
+                    "bundle folder {}: {name} appeared in it after it was checked; it is not replaced, and \
+                     nothing of this bundle is left there: give a new or empty folder",
+                    dir.display()
+                ))
+                .into(),
+                _ => anyhow::Error::new(e).context(format!("cannot write {}", path.display())),
+            });
+        }
+        made.push(path);
+    }
     Ok(())
 }
 
+/// Create `path` with `contents`, never replacing a file: written to a temp file beside it
+/// (created new), then linked to its name (a link never replaces), so no reader sees it half
+/// written; where links are not supported, created new and written in place.
+fn create_new(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+        // No hard links here (some network or FAT file systems).
+        Err(_) => std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(contents)),
+    }
+}
+
 fn readme(json: &LogsJson) -> String {
-    let files: Vec<String> = json.files.iter().map(|f| format!("`{}`", f.path)).collect();
+    let files: Vec<String> = json
+        .files
+        .iter()
+        .map(|f| format!("`{}`", crate::util::format::printable(&f.path)))
+        .collect();
+    let bench = json.hipblaslt.gemms.iter().filter(|g| g.form == "bench").count();
+    let other = json.hipblaslt.gemms.len() - bench;
     format!(
         "# ROCm logs, summarized by wan-vae-bench {}\n\n\
          Made by `wan-vae-bench logs --bundle` from {}, for an issue such as ROCm/TheRock #2591.\n\n\
          - `hipblaslt-gemms.txt`: the unique hipBLASLt (and rocBLAS) bench lines (`HIPBLASLT_LOG_MASK=32`), \
-         each with how many times it was logged, most frequent first ({} lines). Each line replays its GEMM \
-         with `hipblaslt-bench`.\n\
+         each with how many times it was logged, most frequent first ({bench} lines), as `sort | uniq -c | sort -rn` \
+         writes them. Each line replays its GEMM with `hipblaslt-bench`.{}\n\
          - `miopen-commands.txt`: one `MIOpenDriver` command per distinct convolution problem, with how many \
-         command lines named it, most frequent first ({} problems). Each replays its convolution.\n\
+         command lines named it, most frequent first ({} problems{}). Each replays its convolution.\n\
          - `summary.json`: everything `logs --json` reports: MIOpen's version and find mode, whether its \
          database was cold, each problem with the solver MIOpen ran it with, the kernels, the GEMMs.\n\
          - `system.json`: the machine, GPU, driver and ROCm this summary was made on (the machine that \
-         ran `logs`, which may not be the one that wrote the logs).\n",
+         ran `logs`, which may not be the one that wrote the logs).\n\n\
+         `wan-vae-bench logs` on this folder reads the two count files back to the same counts.\n",
         env!("CARGO_PKG_VERSION"),
         files.join(", "),
-        json.hipblaslt.gemms.len(),
+        if other > 0 {
+            format!(" {other} GEMMs seen in trace lines or result rows have no bench line to replay: they are in `summary.json`.")
+        } else {
+            String::new()
+        },
         json.miopen.problems.len(),
+        if json.miopen.unread_commands.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", then {} commands as logged with a value the driver cannot take",
+                json.miopen.unread_commands.len()
+            )
+        },
     )
 }
 
@@ -173,8 +257,18 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
                     }
                 }
             }
+            for u in &log.unread_commands {
+                match m.unread_commands.iter_mut().find(|x| x.command == u.command) {
+                    Some(x) => match x.count.checked_add(u.count) {
+                        Some(c) => x.count = c,
+                        None => m.dropped += 1,
+                    },
+                    None => m.unread_commands.push(u.clone()),
+                }
+            }
+            m.counted_lines += log.counted_lines;
             m.dropped += log.dropped;
-            read += log.problems.len() as u64;
+            read += (log.problems.len() + log.unread_commands.len()) as u64;
         }
         if let Some(log) = &outcome.hipblaslt {
             for g in &log.gemms {
@@ -199,7 +293,7 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
     }
     m.cold_db = !m.cold_db_evidence.is_empty();
     crate::rocm::miopen::settle(&mut m.problems, &mut m.kernels);
-    h.gemms.sort_by_key(|x| std::cmp::Reverse(x.count));
+    crate::rocm::hipblaslt::sort(&mut h.gemms);
     LogsJson {
         schema: super::summary::SCHEMA.to_string(),
         files,

@@ -4,7 +4,14 @@
 //! convbfp16 ...`, long flags such as `--in_channels 24 --fil_w 5`), as the driver echoes
 //! them (`MIOpenDriver: conv ...`), and as the proposed execution summary quotes them
 //! (`Problem="conv -n 100 ..."`). A flag the command leaves out takes the driver's own default
-//! (`driver/conv_driver.hpp`, `ConvDriver::AddCmdLineArgs`, [`FLAGS`]).
+//! (`driver/conv_driver.hpp`, `ConvDriver::AddCmdLineArgs`, [`FLAGS`]). MIOpen before 2019
+//! logged each command behind the API call that made it and without `-F`
+//! (`miopenFindConvolutionBackwardWeightsAlgorithm: ./bin/MIOpenDriver conv -n ...`, from
+//! `src/convolution_api.cpp`'s `MIOPEN_DRIVER_CMD`, 2017): the call's name gives the
+//! direction ([`api_direction`]) and stays in the command's text.
+//!
+//! A value the driver cannot take (`-n -1`, `-F 9`, `--spatial_dim 7`, a number past 64 bits)
+//! makes no problem: [`problem`] says which flag and value, nothing is made up.
 //!
 //! Must not: count or keep commands (that is [`super::miopen`]).
 use crate::report::ConvProblem;
@@ -70,7 +77,11 @@ pub fn find(line: &str) -> Option<std::borrow::Cow<'_, str>> {
                 .char_indices()
                 .rev()
                 .find(|(_, c)| c.is_whitespace() || *c == '"' || *c == '\'');
-            let begin = opener.map_or(0, |(i, c)| i + c.len_utf8());
+            let mut begin = opener.map_or(0, |(i, c)| i + c.len_utf8());
+            // `miopenConvolutionForward: ./bin/MIOpenDriver conv ...`: the call stays with it.
+            if let Some(api) = api_before(&line[..begin]) {
+                begin = api;
+            }
             let quote = opener.map(|(_, c)| c).filter(|c| *c == '"' || *c == '\'');
             let word_end = start
                 + "MIOpenDriver".len()
@@ -106,16 +117,48 @@ fn subcommand(word: &str) -> Option<&'static str> {
     SUBCOMMANDS.iter().find(|(s, _)| *s == word).map(|(_, dtype)| *dtype)
 }
 
-/// The problem a command (as [`find`] returns it) describes; `None` when it is no
-/// convolution command or a flag's value is not a number.
-pub fn problem(command: &str) -> Option<ConvProblem> {
-    let mut words = command.split_whitespace();
-    let mut first = words.next()?;
-    if first.contains("MIOpenDriver") {
-        first = words.next()?;
+/// The word before a command, when it is an old MIOpen's API call (`miopenConvolutionForward:`,
+/// `miopenFindConvolutionBackwardDataAlgorithm:`): where that word starts.
+fn api_before(head: &str) -> Option<usize> {
+    let trimmed = head.trim_end();
+    let start = trimmed.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+    api_direction(&trimmed[start..]).map(|_| start)
+}
+
+/// An old MIOpen's API call before its command (`miopenConvolutionBackwardWeights:`) -> the
+/// direction it runs.
+pub fn api_direction(word: &str) -> Option<&'static str> {
+    let name = word.strip_suffix(':')?;
+    if !(name.starts_with("miopen") && name.contains("Convolution")) {
+        return None;
     }
-    let dtype = subcommand(first)?;
+    if name.contains("BackwardWeights") {
+        Some("wrw")
+    } else if name.contains("BackwardData") {
+        Some("bwd")
+    } else if name.contains("Forward") {
+        Some("fwd")
+    } else {
+        None
+    }
+}
+
+/// The problem a command (as [`find`] returns it) describes, or what in it the driver could
+/// not take (`-n -1: ...`). A flag left out takes the driver's default; `Err` also for no
+/// convolution command at all.
+pub fn problem(command: &str) -> Result<ConvProblem, String> {
+    let mut words = command.split_whitespace();
+    let mut first = words.next().ok_or("an empty command")?;
+    let api = api_direction(first);
+    if api.is_some() {
+        first = words.next().ok_or("no command after the API call")?;
+    }
+    if first.contains("MIOpenDriver") {
+        first = words.next().ok_or("no subcommand")?;
+    }
+    let dtype = subcommand(first).ok_or_else(|| format!("`{first}` is no convolution subcommand"))?;
     let mut values: Vec<i64> = FLAGS.iter().map(|f| f.2).collect();
+    let mut forw_given = false;
     let mut mode = "conv".to_string();
     let mut layout = None;
     let mut solution: Option<i64> = None;
@@ -123,12 +166,11 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
     let mut i = 0;
     while i < words.len() {
         let flag = words[i];
-        let value = words.get(i + 1).copied();
         i += 1;
         let name = if let Some(long) = flag.strip_prefix("--") {
             long
         } else if let Some(short) = flag.strip_prefix('-').filter(|s| s.chars().count() == 1) {
-            let c = short.chars().next()?;
+            let c = short.chars().next().unwrap_or('-');
             match FLAGS.iter().find(|f| f.1 == c) {
                 Some(f) => f.0,
                 None if c == 'm' => "mode",
@@ -139,7 +181,13 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
             // A stray word (a value of a flag this reader does not know takes none).
             continue;
         };
-        let Some(value) = value else { break };
+        let known = FLAGS.iter().position(|f| f.0 == name);
+        let Some(value) = words.get(i).copied() else {
+            if known.is_some() {
+                return Err(format!("`{flag}` has no value"));
+            }
+            break;
+        };
         i += 1;
         match name {
             "mode" => mode = value.to_string(),
@@ -147,8 +195,9 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
             "solution" => solution = value.parse().ok(),
             "in_layout" => layout = Some(value.to_string()),
             _ => {
-                if let Some(k) = FLAGS.iter().position(|f| f.0 == name) {
-                    values[k] = value.parse().ok()?;
+                if let Some(k) = known {
+                    values[k] = checked(name, flag, value)?;
+                    forw_given |= name == "forw";
                 }
             }
         }
@@ -157,30 +206,31 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
     let dims = get("spatial_dim");
     // The depth flags act in 3D only (2D commands may carry `--conv_stride_d 0`).
     let d = |name: &str, two_d: i64| if dims == 3 { get(name) } else { two_d };
-    let nonneg = |v: i64| u64::try_from(v).ok();
-    Some(ConvProblem {
+    // Checked above: every size is 0 or more.
+    let u = |v: i64| u64::try_from(v).unwrap_or(0);
+    let direction = match (forw_given, api) {
+        (false, Some(api)) => api,
+        _ => direction(get("forw")),
+    };
+    Ok(ConvProblem {
         command: command.to_string(),
         count: 0,
-        direction: direction(get("forw")).to_string(),
-        spatial_dims: u8::try_from(dims).ok()?,
+        direction: direction.to_string(),
+        spatial_dims: if dims == 3 { 3 } else { 2 },
         dtype: dtype.to_string(),
-        n: nonneg(get("batchsize"))?,
-        c: nonneg(get("in_channels"))?,
-        k: nonneg(get("out_channels"))?,
-        input: [nonneg(d("in_d", 1))?, nonneg(get("in_h"))?, nonneg(get("in_w"))?],
-        filter: [nonneg(d("fil_d", 1))?, nonneg(get("fil_h"))?, nonneg(get("fil_w"))?],
-        pad: [nonneg(d("pad_d", 0))?, nonneg(get("pad_h"))?, nonneg(get("pad_w"))?],
+        n: u(get("batchsize")),
+        c: u(get("in_channels")),
+        k: u(get("out_channels")),
+        input: [u(d("in_d", 1)), u(get("in_h")), u(get("in_w"))],
+        filter: [u(d("fil_d", 1)), u(get("fil_h")), u(get("fil_w"))],
+        pad: [u(d("pad_d", 0)), u(get("pad_h")), u(get("pad_w"))],
         stride: [
-            nonneg(d("conv_stride_d", 1))?,
-            nonneg(get("conv_stride_h"))?,
-            nonneg(get("conv_stride_w"))?,
+            u(d("conv_stride_d", 1)),
+            u(get("conv_stride_h")),
+            u(get("conv_stride_w")),
         ],
-        dilation: [
-            nonneg(d("dilation_d", 1))?,
-            nonneg(get("dilation_h"))?,
-            nonneg(get("dilation_w"))?,
-        ],
-        groups: nonneg(get("group_count"))?,
+        dilation: [u(d("dilation_d", 1)), u(get("dilation_h")), u(get("dilation_w"))],
+        groups: u(get("group_count")),
         transposed: mode == "trans",
         layout,
         solution_id: solution.filter(|s| *s >= 0),
@@ -190,8 +240,23 @@ pub fn problem(command: &str) -> Option<ConvProblem> {
     })
 }
 
-/// `-F`: 1 forward, 2 backward data, 4 weight gradient; the driver's default 0 runs all three
-/// (and 3, 5, 6 two of them).
+/// A driver flag's value, when the driver can take it: `-F` 0 to 7 (its bits 1 fwd, 2 bwd,
+/// 4 wrw; 0 all three), `--spatial_dim` 2 or 3, every size, pad, stride, dilation and group
+/// count a whole number of 0 or more (`-S`, an id or a name, is read apart).
+fn checked(name: &str, flag: &str, value: &str) -> Result<i64, String> {
+    let bad = |why: &str| format!("`{flag} {value}`: {why}");
+    let v: i64 = value.parse().map_err(|_| bad("not a whole number the driver takes"))?;
+    match name {
+        "forw" if !(0..=7).contains(&v) => Err(bad("the driver's directions are 0 to 7 (1 fwd, 2 bwd, 4 wrw, summed)")),
+        "spatial_dim" if v != 2 && v != 3 => Err(bad("the driver runs 2D or 3D convolutions only")),
+        "solution" => Ok(v),
+        _ if v < 0 => Err(bad("not a size of 0 or more")),
+        _ => Ok(v),
+    }
+}
+
+/// `-F` (checked: 0 to 7): 1 forward, 2 backward data, 4 weight gradient, summed; the
+/// driver's default 0 runs all three, as 7 does (`conv_driver.hpp` tests each bit).
 fn direction(forw: i64) -> &'static str {
     match forw {
         1 => "fwd",

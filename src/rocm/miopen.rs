@@ -10,11 +10,13 @@
 //! MIOpen(HIP): Info [FillFindReturnParameters] FW Chosen Algorithm: GemmFwdRest , 4718592000, 458.512
 //! ```
 //!
-//! A solver counts as run only from a line that says MIOpen chose or ran it: a Find's
-//! `Chosen Algorithm`, immediate mode's `[Convolution...Immediate] solver_id = NAME`, the
-//! execution summary's `Solver="NAME"`, the driver's own `Solution: 84/NAME`. A solver only
-//! evaluated, listed, compiled or registered as one algorithm's best is kept apart, and a
-//! solver line is tied to the command logged just before it (by order).
+//! A solver counts as run only from a line that says MIOpen chose or ran it (a Find's `Chosen
+//! Algorithm`, immediate mode's `[Convolution...Immediate] solver_id = NAME`, the execution
+//! summary's `Solver="NAME"`, the driver's own `Solution: 84/NAME`); one only evaluated,
+//! listed, estimated or turned down is kept apart ([`super::solver_lines`]). A solver line is
+//! tied to the command logged just before it (by order), except in a `uniq -c` count file
+//! ([`MiopenParser::record`] with a count): sorting took the lines apart, so its solvers are
+//! counted, never tied to a command.
 //!
 //! Linear in the log's length, with flat memory: at most [`MAX_COMMANDS`] distinct commands
 //! and problems, [`MAX_SOLVERS`] distinct solver names and kernels are kept; the rest are
@@ -24,7 +26,8 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::driver;
-use crate::report::{KernelCount, MiopenLog};
+use super::solver_lines::{chosen_solver, evaluated_solver, immediate_solver, word_after};
+use crate::report::{KernelCount, MiopenLog, UnreadCommand};
 
 /// Distinct `MIOpenDriver` commands (and problems) kept.
 pub const MAX_COMMANDS: usize = 1000;
@@ -44,38 +47,59 @@ pub struct MiopenParser {
     log: MiopenLog,
     seen: HashSet<String>,
     problem_at: HashMap<String, usize>,
+    unread_at: HashMap<String, usize>,
     kernels: BTreeMap<String, u64>,
     /// The last command logged and not yet tied to a solver line, and its problem.
     last_command: Option<(String, Option<usize>)>,
-    /// A command a shell line continues with `\` on the next lines.
-    continued: Option<String>,
+    /// A command a shell line continues with `\` on the next lines, and its line's count.
+    continued: Option<(String, Option<u64>)>,
     /// Version lines read (not consumed: they stay in a worker's stderr tail).
     version_lines: u64,
+    /// The `uniq -c` count of the line being read; `None` for a line logged once.
+    counted: Option<u64>,
 }
 
 impl MiopenParser {
-    /// Take one line; true when it was one of MIOpen's (or a driver command) and was read.
+    /// Take one line as logged; true when it was one of MIOpen's (or a driver command) and
+    /// was read.
     pub fn line(&mut self, line: &str) -> bool {
-        if let Some(mut text) = self.continued.take() {
-            // A continuation is short (a command is a few hundred bytes); a MIOpen line or a
-            // long run of lines ends it.
-            if strip_prefix(line).is_some() || text.len() + line.len() > MAX_COMMAND_BYTES {
-                self.command(&text);
-            } else {
+        self.record(line, None)
+    }
+
+    /// Take one record, logged `count` times when a `uniq -c` count stood before it (see
+    /// [`super::paste`]); true when it was read.
+    pub fn record(&mut self, line: &str, count: Option<u64>) -> bool {
+        if let Some((mut text, n)) = self.continued.take() {
+            // A shell continues a command with flags; anything else (a line of another tool,
+            // a counted line, a MIOpen line, a long run of lines) ends it and is read as itself.
+            let flags = count.is_none() && is_flags(line) && text.len() + line.len() <= MAX_COMMAND_BYTES;
+            if flags {
                 text.push(' ');
                 text.push_str(line.trim().trim_end_matches('\\').trim());
                 if line.trim_end().ends_with('\\') {
-                    self.continued = Some(text);
+                    self.continued = Some((text, n));
                 } else {
+                    self.counted = n;
                     self.command(&text);
                 }
                 return true;
             }
+            self.counted = n;
+            self.command(&text);
         }
+        self.counted = count;
+        let read = self.read(line);
+        if read && count.is_some() {
+            self.log.counted_lines += 1;
+        }
+        read
+    }
+
+    fn read(&mut self, line: &str) -> bool {
         // MIOpenDriver's own report of what it ran: `MIOpen Forward Conv. Algorithm: 3,
         // Solution: 15/ConvBinWinogradRxS`.
         if line.contains("Conv. Algorithm:") {
-            if let Some(id_name) = after(line, "Solution: ") {
+            if let Some(id_name) = word_after(line, "Solution: ") {
                 let (id, name) = id_name.split_once('/').unwrap_or(("", id_name));
                 // `0/UNKNOWN`: the driver could not say which solver ran.
                 if id != "0" && name != "UNKNOWN" {
@@ -88,8 +112,8 @@ impl MiopenParser {
             // A command as typed, echoed or quoted, without MIOpen's prefix; or a find-db
             // record (`KEY-F=Solver:time,workspace,algo;...`).
             if let Some(cmd) = driver::find(line) {
-                if cmd.ends_with('\\') {
-                    self.continued = Some(cmd.trim_end_matches('\\').trim_end().to_string());
+                if cmd.ends_with('\\') && self.counted.is_none() {
+                    self.continued = Some((cmd.trim_end_matches('\\').trim_end().to_string(), None));
                 } else {
                     self.command(&cmd);
                 }
@@ -110,21 +134,28 @@ impl MiopenParser {
             return true;
         }
         if let Some(solver) = evaluated_solver(rest) {
-            count(&mut self.log.evaluated_solvers, solver, &mut self.log.dropped);
+            let n = self.times();
+            count(&mut self.log.evaluated_solvers, solver, n, &mut self.log.dropped);
             return true;
         }
-        if let Some(mode) = after(rest, "MIOPEN_FIND_MODE = ") {
+        if let Some(mode) = word_after(rest, "MIOPEN_FIND_MODE = ") {
             push_new(&mut self.log.find_modes, mode, 16);
             return true;
         }
-        if let Some(version) = after(rest, "MIOpen version ") {
+        if let Some(version) = word_after(rest, "MIOpen version ") {
             push_new(&mut self.log.versions, version.trim_end_matches(','), 16);
             self.version_lines += 1;
             // The line may say more (`ROCm MD version ..., HIP version ...`): not consumed.
             return false;
         }
-        if let Some(kernel) = after(rest, "kernel_name = ").filter(|_| rest.contains("[run]")) {
-            count(&mut self.kernels, kernel.trim_end_matches(','), &mut self.log.dropped);
+        if let Some(kernel) = word_after(rest, "kernel_name = ").filter(|_| rest.contains("[run]")) {
+            let n = self.times();
+            count(
+                &mut self.kernels,
+                kernel.trim_end_matches(','),
+                n,
+                &mut self.log.dropped,
+            );
             return true;
         }
         if rest.contains("Find-db regenerating") || (rest.contains("File is unreadable") && rest.contains("db")) {
@@ -142,6 +173,16 @@ impl MiopenParser {
         self.find_db_record(rest)
     }
 
+    /// A record whose `uniq -c` count cannot be one: not read, counted as dropped.
+    pub fn drop_record(&mut self) {
+        self.log.dropped += 1;
+    }
+
+    /// How many times the line being read was logged.
+    fn times(&self) -> u64 {
+        self.counted.unwrap_or(1)
+    }
+
     /// The lines read that were not consumed (version lines).
     pub fn version_lines(&self) -> u64 {
         self.version_lines
@@ -149,20 +190,23 @@ impl MiopenParser {
 
     /// A file ended: a command of one file is never tied to a solver line of the next.
     pub fn end_of_input(&mut self) {
-        if let Some(text) = self.continued.take() {
+        if let Some((text, n)) = self.continued.take() {
+            self.counted = n;
             self.command(&text);
         }
         self.last_command = None;
     }
 
-    /// A command line: kept once (to replay), its problem counted, and remembered for the
-    /// solver line of its call.
+    /// A command line: kept once (to replay), its problem counted (or, when the driver could
+    /// not take a value of it, the command counted as unread), and remembered for the solver
+    /// line of its call (not in a count file: its solver lines are elsewhere).
     fn command(&mut self, text: &str) {
         if text.len() > MAX_COMMAND_BYTES {
             self.log.dropped += 1;
             self.last_command = None;
             return;
         }
+        let n = self.times();
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if !self.seen.contains(&text) {
             if self.seen.len() < MAX_COMMANDS {
@@ -172,28 +216,53 @@ impl MiopenParser {
                 self.log.dropped += 1;
             }
         }
-        let problem = driver::problem(&text).and_then(|p| {
-            let key = driver::key(&p);
-            match self.problem_at.get(&key) {
-                Some(&i) => Some(i),
-                None if self.log.problems.len() < MAX_COMMANDS => {
-                    self.problem_at.insert(key, self.log.problems.len());
-                    self.log.problems.push(p);
-                    Some(self.log.problems.len() - 1)
+        let problem = match driver::problem(&text) {
+            Ok(p) => {
+                let key = driver::key(&p);
+                match self.problem_at.get(&key) {
+                    Some(&i) => Some(i),
+                    None if self.log.problems.len() < MAX_COMMANDS => {
+                        self.problem_at.insert(key, self.log.problems.len());
+                        self.log.problems.push(p);
+                        Some(self.log.problems.len() - 1)
+                    }
+                    None => None,
                 }
-                None => None,
             }
-        });
+            Err(reason) => {
+                self.unread(&text, reason, n);
+                None
+            }
+        };
         if let Some(i) = problem {
-            self.log.problems[i].count += 1;
+            add(&mut self.log.problems[i].count, n, &mut self.log.dropped);
         }
-        self.last_command = Some((text, problem));
+        self.last_command = self.counted.is_none().then_some((text, problem));
+    }
+
+    /// A command the driver could not take: kept as logged with what could not be read.
+    fn unread(&mut self, text: &str, reason: String, n: u64) {
+        match self.unread_at.get(text) {
+            Some(&i) => add(&mut self.log.unread_commands[i].count, n, &mut self.log.dropped),
+            None if self.log.unread_commands.len() < MAX_COMMANDS => {
+                self.unread_at.insert(text.to_string(), self.log.unread_commands.len());
+                self.log.unread_commands.push(UnreadCommand {
+                    command: text.to_string(),
+                    count: n,
+                    reason,
+                });
+            }
+            None => self.log.dropped += 1,
+        }
     }
 
     /// A solver MIOpen chose or ran: counted, and tied to the command logged before it.
     fn ran(&mut self, solver: &str) {
-        count(&mut self.log.solvers, solver, &mut self.log.dropped);
-        let Some((command, problem)) = self.last_command.take() else {
+        let n = self.times();
+        count(&mut self.log.solvers, solver, n, &mut self.log.dropped);
+        // A counted solver line was sorted away from its command: never tied.
+        let counted = self.counted.is_some();
+        let Some((command, problem)) = self.last_command.take().filter(|_| !counted) else {
             return;
         };
         // The per-problem and per-command maps take only names the global map kept, so they
@@ -229,6 +298,7 @@ impl MiopenParser {
         if !body.contains("miopenConvolution") {
             return false;
         }
+        let n = self.times();
         for record in body.split(';') {
             // `NAME:ms,ws,algo` or `algo:NAME,ms,...`.
             let (a, b) = record.split_once(':').unwrap_or((record, ""));
@@ -238,7 +308,7 @@ impl MiopenParser {
                 Some(a)
             };
             if let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) {
-                count(&mut self.log.evaluated_solvers, name, &mut self.log.dropped);
+                count(&mut self.log.evaluated_solvers, name, n, &mut self.log.dropped);
             }
         }
         true
@@ -246,7 +316,8 @@ impl MiopenParser {
 
     /// What was seen; `None` when no line of MIOpen's came.
     pub fn finish(mut self) -> Option<MiopenLog> {
-        if let Some(text) = self.continued.take() {
+        if let Some((text, n)) = self.continued.take() {
+            self.counted = n;
             self.command(&text);
         }
         settle(&mut self.log.problems, &mut []);
@@ -273,6 +344,12 @@ impl MiopenParser {
     }
 }
 
+/// A continuation of a shell command: the line starts with a flag (`-n 1`, `--in_d 6`).
+fn is_flags(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with('-') && t[1..].starts_with(|c: char| !c.is_ascii_digit() && !c.is_whitespace())
+}
+
 /// What counts give, once the counts are final (one log read, or several cases' summed):
 /// each problem's solver, the one its calls ran most often (ties: the first by name), and
 /// that solver's family; the kernels most launched first (ties by name).
@@ -288,17 +365,44 @@ pub fn settle(problems: &mut [crate::report::ConvProblem], kernels: &mut [Kernel
     kernels.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
 }
 
-/// Count `name` in `map`, within [`MAX_SOLVERS`] distinct names (the rest in `dropped`).
-fn count(map: &mut BTreeMap<String, u64>, name: &str, dropped: &mut u64) {
+/// The order problems are shown in (a table, a bundle's replay file): the most command lines
+/// first; ties by direction, data type, then the shape's numbers (n, c, k, input, filter,
+/// pad, stride, dilation, groups), smaller first: never by where a line stood, so a log and
+/// its `sort | uniq -c` show the same order.
+pub fn problem_order(a: &crate::report::ConvProblem, b: &crate::report::ConvProblem) -> std::cmp::Ordering {
+    let shape = |p: &crate::report::ConvProblem| {
+        (
+            p.direction.clone(),
+            p.dtype.clone(),
+            p.spatial_dims,
+            (p.n, p.c, p.k),
+            (p.input, p.filter, p.pad, p.stride, p.dilation),
+            (p.groups, p.transposed, p.layout.clone()),
+        )
+    };
+    b.count.cmp(&a.count).then_with(|| shape(a).cmp(&shape(b)))
+}
+
+/// Add `n` to `total`; an overflow (counts of a hostile file) is counted in `dropped`.
+fn add(total: &mut u64, n: u64, dropped: &mut u64) {
+    match total.checked_add(n) {
+        Some(t) => *total = t,
+        None => *dropped += 1,
+    }
+}
+
+/// Count `name` `n` times in `map`, within [`MAX_SOLVERS`] distinct names (the rest in
+/// `dropped`).
+fn count(map: &mut BTreeMap<String, u64>, name: &str, n: u64, dropped: &mut u64) {
     if name.len() > MAX_NAME_BYTES {
         *dropped += 1;
         return;
     }
     let full = map.len() >= MAX_SOLVERS;
     match map.get_mut(name) {
-        Some(n) => *n += 1,
+        Some(total) => add(total, n, dropped),
         None if !full => {
-            map.insert(name.to_string(), 1);
+            map.insert(name.to_string(), n);
         }
         None => *dropped += 1,
     }
@@ -308,12 +412,6 @@ fn push_new(list: &mut Vec<String>, value: &str, cap: usize) {
     if list.len() < cap && !list.iter().any(|v| v == value) {
         list.push(value.to_string());
     }
-}
-
-/// The first word after `marker` in `rest`.
-fn after<'a>(rest: &'a str, marker: &str) -> Option<&'a str> {
-    let word = rest[rest.find(marker)? + marker.len()..].split_whitespace().next()?;
-    (!word.is_empty()).then_some(word)
 }
 
 /// The text between `marker` (ending in a quote) and the next quote.
@@ -326,7 +424,8 @@ fn quoted<'a>(rest: &'a str, marker: &str) -> Option<&'a str> {
 /// The text after MIOpen's own prefix, wherever it starts on the line: `MIOpen(HIP): `,
 /// `MIOpen(OpenCL): `, `MIOpen: ` (MIOpen 3.6), with `MIOPEN_ENABLE_LOGGING_ELAPSED_TIME`'s
 /// seconds (`MIOpen(HIP)   0.001: `), behind a tool's `INFO - `, or glued after a progress
-/// bar's output (`0/6 [00:00<?, ?it/s]MIOpen(HIP): Info ...`).
+/// bar's output (`0/6 [00:00<?, ?it/s]MIOpen(HIP): Info ...`). Each `MIOpen` word is looked
+/// at a bounded distance ahead, so a line of many costs linear time.
 pub fn strip_prefix(line: &str) -> Option<&str> {
     let mut from = 0;
     while let Some(at) = line[from..].find("MIOpen") {
@@ -339,77 +438,30 @@ pub fn strip_prefix(line: &str) -> Option<&str> {
     None
 }
 
-/// `(BACKEND)`, then optional elapsed seconds, then `:`; the rest, trimmed at its start.
+/// `(BACKEND)` (a short word), then optional elapsed seconds after spaces, then `:`; the
+/// rest, trimmed at its start.
 fn after_prefix(s: &str) -> Option<&str> {
     let s = match s.strip_prefix('(') {
-        Some(r) => &r[r.find(')')? + 1..],
+        Some(r) => &r[r.bytes().take(16).position(|b| b == b')')? + 1..],
         None => s,
     };
-    let t = s.trim_start();
-    let t = match t.find(':') {
-        // Elapsed seconds between the backend and the colon: digits and a dot only.
-        Some(i) if i > 0 && t[..i].chars().all(|c| c.is_ascii_digit() || c == '.') => &t[i..],
-        _ if s.starts_with(':') => s,
-        _ => return None,
+    let rest = match s.strip_prefix(':') {
+        Some(rest) => rest,
+        None => {
+            let b = s.as_bytes();
+            let spaces = b.iter().take(32).take_while(|c| c.is_ascii_whitespace()).count();
+            let seconds = b[spaces..]
+                .iter()
+                .take(32)
+                .take_while(|c| c.is_ascii_digit() || **c == b'.')
+                .count();
+            if seconds == 0 || b.get(spaces + seconds) != Some(&b':') {
+                return None;
+            }
+            &s[spaces + seconds + 1..]
+        }
     };
-    let rest = t.strip_prefix(':')?.trim_start();
+    let rest = rest.trim_start();
     // `MIOpenDriver: conv ...` (an old driver's echo) is a command, not a log line.
     (!rest.is_empty()).then_some(rest)
-}
-
-/// `... FW Chosen Algorithm: NAME , ...` -> NAME (also `BW` and `BWrW`).
-fn chosen_solver(rest: &str) -> Option<&str> {
-    let after = &rest[rest.find("Chosen Algorithm:")? + "Chosen Algorithm:".len()..];
-    let name = after.split(',').next()?.trim();
-    (!name.is_empty()).then_some(name)
-}
-
-/// Immediate mode (what PyTorch calls unless `cudnn.benchmark` is on):
-/// `Info [ConvolutionForwardImmediate] solver_id = NAME, workspace = N`, and the backward
-/// and weight-gradient calls' own (`ConvolutionBackwardDataImmediate`,
-/// `ConvolutionBackwardWeightsImmediate`) -> NAME. The same macro logs `solver_id = NAME`
-/// when a solution is compiled (`[CompileForwardSolution]`): that is not a run, not counted.
-fn immediate_solver(rest: &str) -> Option<&str> {
-    let tag = &rest[rest.find('[')? + 1..];
-    let func = &tag[..tag.find(']')?];
-    if !(func.starts_with("Convolution") && func.ends_with("Immediate")) {
-        return None;
-    }
-    let name = after(tag, "solver_id = ")?.trim_end_matches(',');
-    (!name.is_empty()).then_some(name)
-}
-
-/// A solver a Find looked at without choosing it -> NAME: `Evaluating Solver: ALGO:NAME`
-/// (MIOpen 3.6), `[FindSolutionImpl] NAME (not searchable)` or `[FindSolutionImpl] NAME`,
-/// `[EvaluateInvokers] NAME: KERNEL: ms < best` and its `Selected: NAME: ...` (the best of
-/// one algorithm, before the algorithms are compared), and `Solver NAME registered as find
-/// 1.0 best for ALGO` (likewise, one per algorithm).
-fn evaluated_solver(rest: &str) -> Option<&str> {
-    if let Some(word) = after(rest, "Evaluating Solver: ") {
-        return Some(word.rsplit(':').next().unwrap_or(word));
-    }
-    if rest.contains("registered as find 1.0 best") {
-        return after(rest, "Solver ");
-    }
-    let tag = &rest[rest.find('[')? + 1..];
-    let (func, body) = tag.split_once(']')?;
-    let body = body.trim_start();
-    match func {
-        "FindSolutionImpl" if !body.contains(' ') || body.ends_with("(not searchable)") => {
-            body.split_whitespace().next()
-        }
-        "EvaluateInvokers" if body.contains(": ") && !body.contains("Evaluating") => {
-            let body = body.strip_prefix("Selected: ").unwrap_or(body);
-            let name = body.split(':').next()?.trim();
-            is_solver_name(name).then_some(name)
-        }
-        _ => None,
-    }
-}
-
-/// A solver's name: a capital letter, then letters, digits and `_<->`
-/// (`ConvWinograd3x3MultipassWrW<3-5>`); not a path or a message.
-fn is_solver_name(name: &str) -> bool {
-    name.starts_with(|c: char| c.is_ascii_uppercase())
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_<->".contains(c))
 }

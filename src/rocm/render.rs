@@ -1,10 +1,14 @@
 //! `logs`' text: MIOpen's state line, the problems table (count, direction, 2D/3D, dtype,
-//! shape, solver and family), the kernels, and the GEMMs by count.
+//! shape, solver and family), the commands that could not be read, the kernels, and the GEMMs
+//! by count with their measured figures. Everything a log wrote is shown with its control
+//! characters escaped ([`crate::util::format::printable`]): a stranger's log cannot drive the
+//! terminal.
 //!
 //! Must not: read logs or write files.
 use std::fmt::Write;
 
 use super::summary::LogsJson;
+use crate::util::format::printable;
 
 /// The whole text `logs` prints.
 pub fn text(j: &LogsJson) -> String {
@@ -12,7 +16,7 @@ pub fn text(j: &LogsJson) -> String {
     let read: Vec<String> = j
         .files
         .iter()
-        .map(|f| format!("{} ({} of {} lines)", f.path, f.rocm_lines, f.lines))
+        .map(|f| format!("{} ({} of {} lines)", printable(&f.path), f.rocm_lines, f.lines))
         .collect();
     let _ = writeln!(out, "read: {}", read.join(", "));
     let m = &j.miopen;
@@ -20,7 +24,7 @@ pub fn text(j: &LogsJson) -> String {
         if v.is_empty() {
             "not logged".to_string()
         } else {
-            v.join(", ")
+            printable(&v.join(", "))
         }
     };
     let said_nothing = m.versions.is_empty()
@@ -39,7 +43,7 @@ pub fn text(j: &LogsJson) -> String {
             list(&m.versions),
             list(&m.find_modes),
             match m.cold_db_evidence.first() {
-                Some(line) => format!("cold ({})", line),
+                Some(line) => format!("cold ({})", printable(line)),
                 None => "no sign of a cold database".to_string(),
             }
         );
@@ -70,14 +74,15 @@ pub fn text(j: &LogsJson) -> String {
         .map(String::from)
         .to_vec()];
         let mut problems: Vec<_> = m.problems.iter().collect();
-        problems.sort_by_key(|x| std::cmp::Reverse(x.count));
+        problems.sort_by(|a, b| crate::rocm::miopen::problem_order(a, b));
+        let unsolved = if m.counted_lines > 0 { "not tied" } else { "not logged" };
         for p in problems {
             let dims = |v: [u64; 3]| v.map(|x| x.to_string()).join("x");
             rows.push(vec![
                 p.count.to_string(),
                 p.direction.clone(),
                 format!("{}D", p.spatial_dims),
-                p.dtype.clone(),
+                printable(&p.dtype),
                 p.n.to_string(),
                 format!("{}->{}", p.c, p.k),
                 dims(p.input),
@@ -85,18 +90,43 @@ pub fn text(j: &LogsJson) -> String {
                 dims(p.pad),
                 dims(p.stride),
                 p.groups.to_string(),
-                p.solver.clone().unwrap_or_else(|| "not logged".into()),
+                p.solver.as_deref().map_or_else(|| unsolved.into(), printable),
                 p.solver_family.clone().unwrap_or_else(|| "-".into()),
             ]);
         }
         table(&mut out, &rows);
+    }
+    if m.counted_lines > 0 {
+        let _ = writeln!(
+            out,
+            "\n{} lines carried a `uniq -c` count: a sorted log no longer has each solver line after its \
+             command, so solvers are counted in total, not tied to problems",
+            m.counted_lines
+        );
+    }
+    if !m.unread_commands.is_empty() {
+        let lines: u64 = m.unread_commands.iter().map(|u| u.count).sum();
+        let _ = writeln!(
+            out,
+            "\n{} driver commands ({lines} lines) could not be read, kept as logged:",
+            m.unread_commands.len()
+        );
+        for u in &m.unread_commands {
+            let _ = writeln!(
+                out,
+                "  {:>7} {}  ({})",
+                u.count,
+                printable(&u.command),
+                printable(&u.reason)
+            );
+        }
     }
     if !m.solvers.is_empty() || !m.evaluated_solvers.is_empty() {
         let counted = |map: &std::collections::BTreeMap<String, u64>| {
             let mut v: Vec<_> = map.iter().collect();
             v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
             v.iter()
-                .map(|(n, c)| format!("{n} x{c}"))
+                .map(|(n, c)| format!("{} x{c}", printable(n)))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
@@ -117,7 +147,7 @@ pub fn text(j: &LogsJson) -> String {
         let _ = writeln!(out, "\nkernels launched:");
         let mut rows = vec![vec!["count".to_string(), "family".into(), "kernel".into()]];
         for k in &m.kernels {
-            rows.push(vec![k.count.to_string(), k.family.clone(), k.name.clone()]);
+            rows.push(vec![k.count.to_string(), k.family.clone(), printable(&k.name)]);
         }
         table(&mut out, &rows);
     }
@@ -126,7 +156,7 @@ pub fn text(j: &LogsJson) -> String {
         let lines: u64 = g.iter().map(|g| g.count).sum();
         let _ = writeln!(
             out,
-            "\nGEMMs (hipBLASLt/rocBLAS bench lines): {} distinct, {lines} lines, most frequent first",
+            "\nGEMMs (hipBLASLt/rocBLAS bench, trace and result lines): {} distinct, {lines} lines, most frequent first",
             g.len()
         );
         let mut rows = vec![[
@@ -138,19 +168,28 @@ pub fn text(j: &LogsJson) -> String {
             "trans",
             "types (a/b/c/d -> compute)",
             "solution",
-            "tool",
+            "us",
+            "GFLOP/s",
+            "from",
         ]
         .map(String::from)
         .to_vec()];
         for g in g {
-            let t = |v: &Option<String>| v.clone().unwrap_or_else(|| "?".into());
+            let t = |v: &Option<String>| v.as_deref().map_or_else(|| "?".into(), printable);
+            let last = g.results.last();
+            let figure = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v}"));
+            let from = match (g.form.as_str(), g.incomplete) {
+                ("bench", false) => printable(&g.tool),
+                ("bench", true) => format!("{} (cut: incomplete)", printable(&g.tool)),
+                (form, _) => format!("{} {}", printable(&g.tool), printable(form)),
+            };
             rows.push(vec![
                 g.count.to_string(),
                 g.m.to_string(),
                 g.n.to_string(),
                 g.k.to_string(),
-                g.batch.to_string(),
-                format!("{}{}", g.trans_a, g.trans_b),
+                g.batch.map_or_else(|| "?".into(), |b| b.to_string()),
+                format!("{}{}", t(&g.trans_a), t(&g.trans_b)),
                 format!(
                     "{}/{}/{}/{} -> {}",
                     t(&g.a_type),
@@ -160,10 +199,18 @@ pub fn text(j: &LogsJson) -> String {
                     t(&g.compute_type)
                 ),
                 g.solution_index.map_or("-".into(), |s| s.to_string()),
-                g.tool.clone(),
+                figure(last.map(|r| r.time_us)),
+                figure(last.and_then(|r| r.gflops)),
+                from,
             ]);
         }
         table(&mut out, &rows);
+        if g.iter().any(|g| g.results.len() > 1) {
+            let _ = writeln!(
+                out,
+                "  (us and GFLOP/s: the last of a GEMM's result rows; all are in --json)"
+            );
+        }
     }
     if m.dropped + j.hipblaslt.dropped > 0 {
         let _ = writeln!(

@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::report::ConvProblem;
 
+mod heldout;
+mod hostile;
+mod pastes;
+
 /// A fixture's lines after its `# Source:` header, read as `logs` reads a file.
 fn read(text: &str) -> RocmLogs {
     let body = match text.split_once('\n') {
@@ -341,12 +345,12 @@ fn kernels_miopen_launched_are_counted_with_their_family() {
 fn hipblaslt_and_rocblas_bench_lines_give_each_gemm_with_its_count() {
     let gemms = |name: &str| fixture(name).hipblaslt.unwrap_or_else(|| panic!("{name}")).gemms;
     let g = &gemms("rocm-libraries-12243-hipblaslt-bench-bf16.log")[0];
-    assert_eq!((g.m, g.n, g.k, g.batch), (16, 512, 4096, 1));
+    assert_eq!((g.m, g.n, g.k, g.batch), (16, 512, 4096, Some(1)));
     assert_eq!(
         (g.a_type.as_deref(), g.compute_type.as_deref()),
         (Some("bf16_r"), Some("f32_r"))
     );
-    assert_eq!((g.trans_a.as_str(), g.trans_b.as_str()), ("N", "N"));
+    assert_eq!((g.trans_a.as_deref(), g.trans_b.as_deref()), (Some("N"), Some("N")));
     assert_eq!(g.solution_index, Some(93338));
     let g = gemms("amdmigraphx-763-rocblas-layer3.log");
     assert_eq!(g.len(), 2, "fp32 and fp16, each one bench line");
@@ -354,9 +358,8 @@ fn hipblaslt_and_rocblas_bench_lines_give_each_gemm_with_its_count() {
         .iter()
         .all(|g| (g.tool.as_str(), g.m, g.n, g.k) == ("rocblas-bench", 4096, 1, 25088)));
     let g = &gemms("rocm-libraries-10211-hipblaslt-gfx1151-fp32.log")[0];
-    assert_eq!((g.m, g.n, g.k, g.trans_a.as_str()), (16384, 16384, 512, "T"));
-    // The trace form (LOG_LEVEL) has no m, n, k: it is not taken for a GEMM.
-    assert!(fixture("hipblaslt-1442-trace-matmul.log").hipblaslt.is_none());
+    assert_eq!((g.m, g.n, g.k, g.trans_a.as_deref()), (16384, 16384, 512, Some("T")));
+    // The trace form (`[Trace][rocblaslt_matmul]`) is read too: see `pastes`.
 }
 
 #[test]
@@ -368,7 +371,7 @@ fn the_same_gemm_logged_often_is_one_row_sorted_by_count() {
         assert!(r.line(l));
     }
     let g = r.finish().hipblaslt.unwrap().gemms;
-    assert_eq!((g[0].m, g[0].count, g[1].batch, g[1].count), (4096, 3, 2, 1));
+    assert_eq!((g[0].m, g[0].count, g[1].batch, g[1].count), (4096, 3, Some(2), 1));
 }
 
 #[test]
@@ -387,104 +390,10 @@ fn a_long_line_and_bytes_that_are_not_utf8_cost_flat_memory() {
     let mut text = vec![b'x'; 3 * MAX_LINE_BYTES];
     text.extend_from_slice(b"\nMIOpen(HIP): Info [GetFindModeValueImpl] MIOPEN_FIND_MODE = NORMAL(1)\n\xff\xfe\n");
     let mut r = LogReader::default();
-    // Three pieces of x, the newline ending the third, the MIOpen line, the bytes.
-    assert_eq!(read_stream(&text[..], &mut r).unwrap(), 6);
+    // Three lines: the long one (read in pieces, counted once by its newline: issue 58 item
+    // 12; it counted 6 pieces and lines before), the MIOpen line, the bytes.
+    assert_eq!(read_stream(&text[..], &mut r).unwrap(), 3);
     assert_eq!(r.finish().miopen.unwrap().find_modes, ["NORMAL(1)"]);
-}
-
-/// The held-out set: each log against what a careful reader wrote down.
-#[test]
-fn held_out_real_logs_read_as_a_careful_reader_reads_them() {
-    let dir = format!("{}/tests/fixtures/rocm-heldout", env!("CARGO_MANIFEST_DIR"));
-    let mut checked = 0;
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "log") {
-            continue;
-        }
-        let name = path.display().to_string();
-        let got = read(&std::fs::read_to_string(&path).unwrap());
-        let want: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(path.with_extension("expected.json")).unwrap()).unwrap();
-        let m = got.miopen.clone().unwrap_or_default();
-        let strings = |v: &serde_json::Value| -> Vec<String> {
-            v.as_array()
-                .unwrap()
-                .iter()
-                .map(|s| s.as_str().unwrap().to_string())
-                .collect()
-        };
-        assert_eq!(m.versions, strings(&want["miopen_versions"]), "{name}");
-        assert_eq!(m.find_modes, strings(&want["find_modes"]), "{name}");
-        let solvers: BTreeMap<String, u64> = serde_json::from_value(want["solvers"].clone()).unwrap();
-        assert_eq!(m.solvers, solvers, "{name}");
-        let evaluated = strings(&want["evaluated_solvers"]);
-        assert_eq!(
-            m.evaluated_solvers.keys().cloned().collect::<Vec<_>>(),
-            evaluated,
-            "{name}"
-        );
-        assert_eq!(!m.cold_db.is_empty(), want["cold_db"].as_bool().unwrap(), "{name}");
-        let problems: Vec<_> = m
-            .problems
-            .iter()
-            .map(|p| {
-                serde_json::json!({
-                    "direction": p.direction, "spatial_dims": p.spatial_dims, "dtype": p.dtype,
-                    "n": p.n, "c": p.c, "k": p.k, "input": p.input, "filter": p.filter,
-                    "groups": p.groups, "pad": p.pad, "stride": p.stride, "dilation": p.dilation,
-                    "count": p.count,
-                })
-            })
-            .collect();
-        let expected: Vec<_> = want["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                let mut p = p.as_object().unwrap().clone();
-                p.retain(|k, _| {
-                    [
-                        "direction",
-                        "spatial_dims",
-                        "dtype",
-                        "n",
-                        "c",
-                        "k",
-                        "input",
-                        "filter",
-                        "groups",
-                        "pad",
-                        "stride",
-                        "dilation",
-                        "count",
-                    ]
-                    .contains(&k.as_str())
-                });
-                serde_json::Value::Object(p)
-            })
-            .collect();
-        assert_eq!(problems, expected, "{name}");
-        let gemms: Vec<_> = got
-            .hipblaslt
-            .map(|h| h.gemms)
-            .unwrap_or_default()
-            .iter()
-            .map(|g| (g.m, g.n, g.k, g.count))
-            .collect();
-        let expected: Vec<_> = want["gemms"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|g| {
-                let n = |k: &str| g[k].as_u64().unwrap();
-                (n("m"), n("n"), n("k"), n("count"))
-            })
-            .collect();
-        assert_eq!(gemms, expected, "{name}");
-        checked += 1;
-    }
-    assert!(checked >= 6, "{checked} held-out logs in {dir}");
 }
 
 mod parser {
@@ -547,7 +456,7 @@ mod real_logs {
     #[test]
     fn a_find_names_the_chosen_solver_and_a_compile_is_not_a_run() {
         let (log, _) = read(include_str!(
-            "../../tests/fixtures/rocm/a1111-6510-gfx1031-find-mode.log"
+            "../../../tests/fixtures/rocm/a1111-6510-gfx1031-find-mode.log"
         ));
         // `FW Chosen Algorithm: NAME , 0, 0.737518`: the space before the comma.
         assert_eq!(log.solvers, [("ConvBinWinogradRxSf2x3g1".to_string(), 1)].into());
@@ -561,7 +470,7 @@ mod real_logs {
     #[test]
     fn evaluated_solvers_are_never_called_chosen() {
         let (log, consumed) = read(include_str!(
-            "../../tests/fixtures/rocm/miopen-3964-gfx1151-evaluating.log"
+            "../../../tests/fixtures/rocm/miopen-3964-gfx1151-evaluating.log"
         ));
         assert!(log.solvers.is_empty(), "{log:?}");
         assert_eq!(
@@ -573,17 +482,19 @@ mod real_logs {
 
     #[test]
     fn elapsed_time_and_tool_prefixes_and_the_state_lines_are_read() {
-        let (log, _) = read(include_str!("../../tests/fixtures/rocm/miopen-1297-elapsed-time.log"));
+        let (log, _) = read(include_str!(
+            "../../../tests/fixtures/rocm/miopen-1297-elapsed-time.log"
+        ));
         assert_eq!(
             (log.find_modes.as_slice(), log.versions.as_slice()),
             (&["NORMAL(1)".to_string()][..], &["2.15.0.3e1d4b080".to_string()][..])
         );
-        let (log, _) = read(include_str!("../../tests/fixtures/rocm/miopen-3860-gfx1150.log"));
+        let (log, _) = read(include_str!("../../../tests/fixtures/rocm/miopen-3860-gfx1150.log"));
         assert_eq!(
             (log.find_modes.as_slice(), log.versions.as_slice()),
             (&["DYNAMIC_HYBRID(5)".to_string()][..], &["3.3.0.".to_string()][..])
         );
-        let text = include_str!("../../tests/fixtures/rocm/miopen-427-tuna-info-prefix.log");
+        let text = include_str!("../../../tests/fixtures/rocm/miopen-427-tuna-info-prefix.log");
         let lines: Vec<&str> = text.lines().filter(|l| l.contains("MIOpen(HIP)")).collect();
         assert!(
             lines

@@ -1,0 +1,193 @@
+//! Issue 55: `logs` on real logs as people hand them over, made with the real tools from the
+//! real logs of `tests/fixtures/rocm` (each naming its source): a `sort | uniq -c | sort -rn`
+//! file gives the log's own counts and order, `cat -n` and `grep -n`/`grep -rn` numbers are
+//! no counts, and a bundle folder reads back to the counts it was made from (its count
+//! files, not its summary.json as well).
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::util::cli::*;
+
+/// A fixture's log without its `# Source:` line, in `dir`.
+fn log_of(dir: &Path, name: &str) -> PathBuf {
+    let text = std::fs::read_to_string(fixture(&format!("rocm/{name}"))).unwrap();
+    let body = text.split_once('\n').unwrap().1;
+    write(dir, name, body)
+}
+
+/// `sh -c SCRIPT` with `$1` the input and its output in a new file.
+fn shell(dir: &Path, script: &str, input: &Path, out: &str) -> PathBuf {
+    let path = dir.join(out);
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("{script} > \"$2\""))
+        .arg("sh")
+        .arg(input)
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{script}");
+    path
+}
+
+fn logs_json(inputs: &[&Path]) -> serde_json::Value {
+    let out = bench().arg("logs").args(inputs).args(["--json", "-"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{inputs:?}: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each problem (by its shape) and GEMM (by its text) with its count.
+fn counts(v: &serde_json::Value) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
+    let shape = |p: &serde_json::Value| {
+        let mut p = p.clone();
+        let o = p.as_object_mut().unwrap();
+        for k in ["command", "count", "solver", "solver_family", "solvers"] {
+            o.remove(k);
+        }
+        p.to_string()
+    };
+    let problems = v["miopen"]["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (shape(p), p["count"].as_u64().unwrap()))
+        .collect();
+    let gemms = v["hipblaslt"]["gemms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["command"].as_str().unwrap().to_string(), g["count"].as_u64().unwrap()))
+        .collect();
+    (problems, gemms)
+}
+
+/// The rows of `logs`' tables (problems and GEMMs), in order.
+fn table_rows(input: &Path) -> Vec<String> {
+    let out = bench().arg("logs").arg(input).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    stdout(&out)
+        .lines()
+        .filter(|l| l.starts_with("  ") && l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .map(|l| {
+            // The solver columns differ (a sorted log ties none): keep the shape.
+            l.split_whitespace().take(11).collect::<Vec<_>>().join(" ")
+        })
+        .collect()
+}
+
+const LOGS: [&str; 5] = [
+    "rocm-libraries-6439-gfx1201-convfp16.log",
+    "rocm-libraries-2734-long-flags.log",
+    "amdmigraphx-763-rocblas-layer3.log",
+    "miopen-2261-3d-conv-bwd-wrw.log",
+    "legacy-rocm-build-5191-convbfp16-solution.log",
+];
+
+#[test]
+fn a_uniq_c_file_gives_the_counts_and_order_of_the_log_it_was_made_from() {
+    let dir = scratch();
+    for name in LOGS {
+        let log = log_of(dir.path(), name);
+        let counted = shell(
+            dir.path(),
+            "sort \"$1\" | uniq -c | sort -rn",
+            &log,
+            &format!("{name}.uniq"),
+        );
+        let (a, b) = (logs_json(&[&log]), logs_json(&[&counted]));
+        assert_eq!(counts(&a), counts(&b), "{name}");
+        assert!(
+            b["miopen"]["counted_lines"].as_u64().unwrap_or(0) > 0 || a["miopen"]["problems"] == serde_json::json!([])
+        );
+        assert_eq!(table_rows(&log), table_rows(&counted), "{name}: the tables' order");
+    }
+    // Solvers are counted in total, never tied to a command by a sorted file's order.
+    let log = log_of(dir.path(), "legacy-rocm-build-5191-convbfp16-solution.log");
+    let counted = shell(dir.path(), "sort \"$1\" | uniq -c", &log, "5191.uniq");
+    let (a, b) = (logs_json(&[&log]), logs_json(&[&counted]));
+    assert_eq!(a["miopen"]["solvers"], b["miopen"]["solvers"]);
+    assert!(
+        b["miopen"]["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["solver"].is_null()),
+        "{b}"
+    );
+    let out = bench().arg("logs").arg(&counted).output().unwrap();
+    assert!(stdout(&out).contains("not tied"), "{}", stdout(&out));
+}
+
+#[test]
+fn cat_n_and_grep_numbers_are_line_numbers_not_counts() {
+    let dir = scratch();
+    for name in LOGS {
+        let log = log_of(dir.path(), name);
+        let want = counts(&logs_json(&[&log]));
+        let numbered = shell(dir.path(), "cat -n \"$1\"", &log, &format!("{name}.cat"));
+        assert_eq!(counts(&logs_json(&[&numbered])), want, "{name}: cat -n");
+        let grepped = shell(
+            dir.path(),
+            "grep -n -e MIOpen -e bench \"$1\"",
+            &log,
+            &format!("{name}.grep"),
+        );
+        assert_eq!(counts(&logs_json(&[&grepped])), want, "{name}: grep -n");
+        let sub = dir.path().join(format!("{name}.d"));
+        std::fs::create_dir(&sub).unwrap();
+        std::fs::copy(&log, sub.join("run.log")).unwrap();
+        let recursive = shell(
+            dir.path(),
+            "grep -rn -e MIOpen -e bench \"$1\"",
+            &sub,
+            &format!("{name}.rgrep"),
+        );
+        assert_eq!(counts(&logs_json(&[&recursive])), want, "{name}: grep -rn");
+    }
+}
+
+#[test]
+fn a_bundle_folder_reads_back_to_the_counts_it_was_made_from() {
+    let dir = scratch();
+    let logs: Vec<PathBuf> = LOGS.iter().map(|n| log_of(dir.path(), n)).collect();
+    let bundle = dir.path().join("for-amd");
+    let out = bench()
+        .arg("logs")
+        .args(&logs)
+        .arg("--bundle")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let refs: Vec<&Path> = logs.iter().map(PathBuf::as_path).collect();
+    let (from_logs, back) = (logs_json(&refs), logs_json(&[&bundle]));
+    assert_eq!(counts(&from_logs), counts(&back));
+    // Each call once: the count files are read, summary.json is not.
+    let files: Vec<&str> = back["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    assert!(files
+        .iter()
+        .all(|f| f.ends_with("hipblaslt-gemms.txt") || f.ends_with("miopen-commands.txt")));
+    // A bundle of MIOpen lines only has an empty GEMM file: read back, it is skipped.
+    let only = dir.path().join("miopen-only");
+    let out = bench()
+        .arg("logs")
+        .arg(&logs[0])
+        .arg("--bundle")
+        .arg(&only)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(counts(&logs_json(&[&only])), counts(&logs_json(&[&logs[0]])));
+    // A folder with no bundle in it is refused, named.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = bench().arg("logs").arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+}
