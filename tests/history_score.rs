@@ -31,7 +31,7 @@ use wan_vae_bench::history::{analyse, Series};
 const COUNT: usize = 300;
 const TUNED_COUNT: usize = 1000;
 const TUNED_SEED: u64 = 5656;
-const HELD_OUT_SEED: u64 = 0x5eed_0f_56;
+const HELD_OUT_SEED: u64 = 0x5eed_0f56;
 const HELD_OUT_2_SEED: u64 = 0x0b5e_7e57_0056;
 
 /// False steps at d0048e9 on the same histories (the tuned and first held-out mixes measured

@@ -352,7 +352,7 @@ fn rule(
     alpha: f64,
 ) -> (Rule, Option<f64>, Call, f64) {
     let side = |r: std::ops::Range<usize>| -> (Vec<f64>, Vec<f64>, f64) {
-        let all: Vec<f64> = points[r.clone()].iter().flat_map(|p| sample_or_median(p)).collect();
+        let all: Vec<f64> = points[r.clone()].iter().flat_map(sample_or_median).collect();
         let kept: Vec<f64> = r.clone().flat_map(|i| kept[i].clone()).collect();
         let medians: Vec<f64> = points[r].iter().map(|p| p.median_s).collect();
         (all, kept, crate::stats::median(&medians))
