@@ -82,8 +82,13 @@ fn one_run_before_five_after_a_step_is_a_regression_held_by_five_runs_against_on
 #[test]
 fn runs_that_vary_more_than_their_samples_still_show_their_steps() {
     // Issue 56: 41 nightly runs of 10 samples, 40 ms, then 49 ms from run 17, then 57 ms from
-    // run 23; each run's samples agree within 1%, runs within a segment differ by 3-5%. The
-    // tool fitted no step and said `DRIFT +61.0% over the last 41 runs`: no update named.
+    // run 23; each run's samples agree within 1%, runs within a segment differ by 3-5% (here
+    // 4% normal noise, seeded). d0048e9 fitted no step and said `DRIFT +61.8% over the last
+    // 41 runs`: no update named.
+    let normal = |i: usize| {
+        let (u, v) = ((noise(i) + 1.0) / 2.0, (noise(i + 1000) + 1.0) / 2.0);
+        (-2.0 * u.max(1e-12).ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    };
     let reports: Vec<Report> = (0..41)
         .map(|i| {
             let (level, rocm) = match i {
@@ -91,21 +96,28 @@ fn runs_that_vary_more_than_their_samples_still_show_their_steps() {
                 16..22 => (0.049, "7.0.0"),
                 _ => (0.057, "7.1.0"),
             };
-            let run_level = level * (1.0 + 0.025 * noise(i + 300));
-            with(i, &around(run_level, 10, 0.005, i), rocm)
+            with(i, &around(level * (1.0 + 0.04 * normal(i + 300)), 10, 0.005, i), rocm)
         })
         .collect();
     let dir = folder(&reports);
     let (out, v) = history(dir.path(), &[]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     let d = series(&v, "decode");
-    assert_eq!(points(d[0]), [16, 22], "{}", out.stdout);
-    assert!(out.stdout.contains("ROCm 6.4.1 -> 7.0.0") && out.stdout.contains("ROCm 7.0.0 -> 7.1.0"));
+    // Both steps within one run of where they are (run 16 was 8% high: the first is put
+    // there, and the update one run later is named with it).
+    assert_eq!(points(d[0]), [15, 22], "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("nothing in the stack changed here, but one run later (run 17): ROCm 6.4.1 -> 7.0.0"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("ROCm 7.0.0 -> 7.1.0"), "{}", out.stdout);
     assert_eq!(d[0]["verdict"]["regression"], true);
     assert!(!out.stdout.contains("DRIFT"), "{}", out.stdout);
-    // The run-to-run variation it allowed for is the runs', not the samples'.
+    // The run-to-run variation it allowed for is the runs' (4%), not the samples' (0.3%).
     let r2r = d[0]["verdict"]["run_to_run"].as_f64().unwrap();
-    assert!((0.005..0.04).contains(&r2r), "{r2r}");
+    assert!((0.02..0.06).contains(&r2r), "{r2r}");
 }
 
 #[test]

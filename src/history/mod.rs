@@ -165,6 +165,11 @@ pub struct Step {
     /// The stack components that differ between the last run before and the first after
     /// (empty: nothing in the stack changed; the cause is elsewhere).
     pub changes: Vec<Change>,
+    /// When nothing changed at the step but did one run later or earlier (where run-to-run
+    /// noise may have put the step instead): the first point after that change.
+    pub near_point: Option<usize>,
+    /// What changed there.
+    pub near_changes: Vec<Change>,
 }
 
 pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
@@ -390,6 +395,17 @@ fn fit(
         .map(|pair| {
             let at = pair[1].start;
             let (before, after) = (&points[at - 1], &points[at]);
+            let diff_at = |q: usize| stack::diff(&stacks[points[q - 1].stack], &stacks[points[q].stack]);
+            let changes = diff_at(at);
+            // Nothing changed here: one run later, then one earlier (each within the series).
+            let near = match changes.is_empty() {
+                true => [at + 1, at - 1]
+                    .into_iter()
+                    .filter(|&q| q >= 1 && q < points.len())
+                    .map(|q| (q, diff_at(q)))
+                    .find(|(_, d)| !d.is_empty()),
+                false => None,
+            };
             Step {
                 point: at,
                 report: infos[after.report].path.clone(),
@@ -397,7 +413,9 @@ fn fit(
                 before_s: pair[0].level,
                 after_s: pair[1].level,
                 change: pair[1].level / pair[0].level - 1.0,
-                changes: stack::diff(&stacks[before.stack], &stacks[after.stack]),
+                changes,
+                near_point: near.as_ref().map(|n| n.0),
+                near_changes: near.map(|n| n.1).unwrap_or_default(),
             }
         })
         .collect();

@@ -35,12 +35,19 @@ fn when(h: &History, s: &Series, st: &Step) -> String {
     )
 }
 
-/// What changed at a step, or that nothing in the stack did.
+/// What changed at a step, or that nothing in the stack did (and what did one run later or
+/// earlier, where the run-to-run noise may have put the step instead).
 pub fn changed(st: &Step) -> String {
-    if st.changes.is_empty() {
-        "nothing in the stack changed: the cause is elsewhere (thermal state, the machine, noise)".into()
-    } else {
-        st.changes.iter().map(|c| c.text()).collect::<Vec<_>>().join("; ")
+    let text = |c: &[super::stack::Change]| c.iter().map(|c| c.text()).collect::<Vec<_>>().join("; ");
+    match st.near_point {
+        _ if !st.changes.is_empty() => text(&st.changes),
+        Some(q) => format!(
+            "nothing in the stack changed here, but one run {} (run {}): {}",
+            if q > st.point { "later" } else { "earlier" },
+            q + 1,
+            text(&st.near_changes)
+        ),
+        None => "nothing in the stack changed: the cause is elsewhere (thermal state, the machine, noise)".into(),
     }
 }
 
