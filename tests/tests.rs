@@ -19,6 +19,8 @@ mod gpu_check;
 mod gpu_truth;
 mod history_asv;
 mod history_cli;
+mod history_levels;
+mod history_score;
 mod hub;
 mod hub_cli;
 mod levers;

@@ -5,5 +5,6 @@
 //! up, and writes fake Python interpreters.
 pub mod cli;
 pub mod files;
+pub mod histories;
 pub mod procs;
 pub mod reports;

@@ -289,40 +289,13 @@ fn samples(p: &PassStats) -> Vec<f64> {
 /// Apply the timing rule (module docs) to one pass.
 pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> PassComparison {
     let (bs, cs) = (samples(b), samples(c));
-    let ratio = c.median_s / b.median_s;
-    let (upper, lower) = (1.0 + rules.threshold, 1.0 - rules.threshold);
-    let slower_beyond = ratio > upper;
-    let faster_beyond = ratio < lower;
     let (bk, ck) = (
         crate::util::stats::without_outliers(&bs),
         crate::util::stats::without_outliers(&cs),
     );
-    let (test, p_value, verdict) = match welch_t_test(&ck, &bk) {
-        Some(w) => {
-            // A p that is not a number (the variance overflowed) cannot clear a case: fail closed.
-            let significant = w.p_value < rules.alpha || w.p_value.is_nan();
-            let verdict = if slower_beyond && significant && w.t > 0.0 {
-                Verdict::Slower
-            } else if faster_beyond && significant && w.t < 0.0 {
-                Verdict::Faster
-            } else {
-                Verdict::NoChange
-            };
-            (Test::Welch, Some(w.p_value), verdict)
-        }
-        None => {
-            let (bmin, bmax) = min_max(&bs);
-            let (cmin, cmax) = min_max(&cs);
-            let verdict = if slower_beyond && cmin > bmax * upper {
-                Verdict::Slower
-            } else if faster_beyond && cmax < bmin * lower {
-                Verdict::Faster
-            } else {
-                Verdict::NoChange
-            };
-            (Test::InsufficientSamples, None, verdict)
-        }
-    };
+    let (test, p_value, verdict) =
+        timing_rule(&bs, &bk, b.median_s, &cs, &ck, c.median_s, rules.threshold, rules.alpha);
+    let ratio = c.median_s / b.median_s;
     PassComparison {
         pass: name.to_string(),
         baseline_median_s: b.median_s,
@@ -336,6 +309,53 @@ pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> 
         test,
         p_value,
         verdict,
+    }
+}
+
+/// The timing rule (module docs) on a baseline's samples (`bs`, and `bk` less their
+/// outliers) and median against a current one's: how it was decided, Welch's p and the
+/// verdict. `compare` applies it to each pass of two reports; `history` to a short series'
+/// segments and to its two newest runs, so that it never says less than `compare` would.
+#[allow(clippy::too_many_arguments)]
+pub fn timing_rule(
+    bs: &[f64],
+    bk: &[f64],
+    b_median: f64,
+    cs: &[f64],
+    ck: &[f64],
+    c_median: f64,
+    threshold: f64,
+    alpha: f64,
+) -> (Test, Option<f64>, Verdict) {
+    let ratio = c_median / b_median;
+    let (upper, lower) = (1.0 + threshold, 1.0 - threshold);
+    let slower_beyond = ratio > upper;
+    let faster_beyond = ratio < lower;
+    match welch_t_test(ck, bk) {
+        Some(w) => {
+            // A p that is not a number (the variance overflowed) cannot clear a case: fail closed.
+            let significant = w.p_value < alpha || w.p_value.is_nan();
+            let verdict = if slower_beyond && significant && w.t > 0.0 {
+                Verdict::Slower
+            } else if faster_beyond && significant && w.t < 0.0 {
+                Verdict::Faster
+            } else {
+                Verdict::NoChange
+            };
+            (Test::Welch, Some(w.p_value), verdict)
+        }
+        None => {
+            let (bmin, bmax) = min_max(bs);
+            let (cmin, cmax) = min_max(cs);
+            let verdict = if slower_beyond && cmin > bmax * upper {
+                Verdict::Slower
+            } else if faster_beyond && cmax < bmin * lower {
+                Verdict::Faster
+            } else {
+                Verdict::NoChange
+            };
+            (Test::InsufficientSamples, None, verdict)
+        }
     }
 }
 

@@ -1,66 +1,84 @@
-//! The verdict of one series: its newest segment against its best earlier one, the drift
-//! within its newest segment, and whether a series of two runs splits.
+//! The segments and the verdict of one series: where its level changed, whether its newest
+//! segment is slower than its best earlier one, and whether it drifts.
 //!
-//! What is tested is what is consistent across runs, never a pool of raw samples where a
-//! per-run hiccup could dominate:
-//! - **Step** (newest segment against the best earlier one). Each run's median is one
-//!   observation: when both segments have at least two runs, Welch's t-test on their run
-//!   medians (`run-medians`). Samples of one run are not independent draws of the run-to-run
-//!   variation (same process, same thermal state), so pooling them would both understate the
-//!   noise between runs and let one hiccup per run swamp the variance: eight nightly runs,
-//!   every run's median 49% slower from the fifth on, one sample of each run a hiccup, gave
-//!   p = 0.38 on the pooled samples (issue 49). A segment of one run has no run-to-run
-//!   spread to estimate, so then the test falls back to the within-run evidence: Welch's test
-//!   on the two segments' samples, each run's outliers (hyperfine's ten-MAD rule, the ones
-//!   `run` counts) set aside (`samples`); with fewer than two samples a side, a difference
-//!   larger than both segments' mean absolute deviation (`spread`).
-//! - **Short series** (fewer than [`SHORT_SERIES`] runs: a nightly job's first days). Two
-//!   runs are split (asv splits two at almost any difference, 0.1% of the level being its
-//!   noise floor; the fit alone never split fewer than three), and three or four are fitted;
-//!   then each step must be carried by within-run evidence, or its neighbours are merged:
-//!   at least [`MIN_SAMPLES`] samples each side after setting outliers aside, and Welch's
-//!   test on them below `alpha`. With so few runs the fit's noise model (an AR(1) on two or
-//!   three residuals) says nothing, and asv then splits flat noise.
-//! - **Drift**. A slow-down in many small steps, none of which the fit can tell from noise,
-//!   is a monotone trend inside the newest segment: the Mann-Kendall test (rank-based: one
-//!   outlying run moves it by one rank) on the segment's run medians, at least
-//!   [`MIN_DRIFT_RUNS`] of them, and the Theil-Sen slope (the median of the pairwise slopes)
-//!   times the segment's length as its size, relative to the Theil-Sen line's start. A
-//!   series is judged twice (step and drift), so the drift's test is held to `alpha / 2`
-//!   (Bonferroni): the two together keep the series' false-alarm rate at `alpha`.
+//! - **Series of 5 runs or more** (the run-to-run variance is estimated, [`super::model`]).
+//!   The fit ([`super::steps`]) is run in the model's units, `tau²` estimated again from
+//!   the differences within its segments, and the fit run again. A run at either end, when
+//!   the fit kept it in a longer segment, is split off when it alone is off the rest of that
+//!   segment at p < [`NEWEST_ALPHA`] (one test of one run, not a search over every place: a
+//!   newest run far off is what a nightly job must not miss; a first run far off is a step
+//!   after a single run). Below [`SMALL`] runs, where a third of the differences may be
+//!   steps and the first estimate of `tau²` with them, `compare`'s reading is weighed too
+//!   (a step wherever neighbouring segments' samples differ beyond the threshold): the one
+//!   that makes the run levels more likely ([`super::model::Model::profile`]), less
+//!   [`STEP_PENALTY`] `ln n` per step, is kept. Two or more steps in a row up to the newest
+//!   segment, the same way and each within the threshold, that a line fits as well, are
+//!   one drift (a slow-down of 0.5% a run is not nine steps of 2% at no update).
+//!
+//!   The verdict: the newest segment's level against the best earlier one's (`run-levels`),
+//!   Student's t on the difference of their inverse-variance weighted means, each run's
+//!   variance its samples' plus the run-to-run one, the degrees of freedom those of the
+//!   estimates (Welch-Satterthwaite): a segment of one run or two is judged against the
+//!   run-to-run variation, never against its samples' spread alone (the machine on another
+//!   day is not a regression), and with many runs a consistent slow-down is seen through a
+//!   hiccup in each (its median moves little). The verdict says how many runs hold each
+//!   level, and for a level of one run whether that was enough. A newest run beyond the
+//!   threshold above the rest of its segment but not far enough off to be a level is said
+//!   too (`newest_run`): one run, not enough to tell, never "ok".
+//! - **Short series** (2 to 4 runs: no run-to-run variance can be estimated from 1 to 3
+//!   differences). Judged on the samples as `compare` judges two reports
+//!   ([`crate::analysis::compare::verdict::timing_rule`]: Welch's test on the samples less their
+//!   outliers, or with fewer than two samples a side, no overlap beyond the threshold). A
+//!   step stays between two neighbouring segments only where that rule calls one slower or
+//!   faster (the weakest merged first); the newest segment is judged against the best
+//!   earlier one by the same rule; and the two newest runs are judged as `compare` would
+//!   judge their reports (`last_two`): where it calls the newest slower, so does the
+//!   history (a step is put before the newest run, so that the update is named).
+//! - **Drift**. A slow-down in many small steps, none of which the fit can tell from
+//!   noise, is a monotone trend inside the newest segment: the Mann-Kendall test (rank-based:
+//!   one outlying run moves it by one rank) on the segment's run medians, at least
+//!   [`MIN_DRIFT_RUNS`] of them, and the Theil-Sen slope times the segment's length as its
+//!   size, relative to the Theil-Sen line's start ([`super::trend`], O(n log n)). A series
+//!   is judged twice (step and drift), so the drift's test is held to `alpha / 2`
+//!   (Bonferroni).
 //!
 //! A verdict is a regression when slower beyond the threshold and significant at `alpha`;
 //! slower beyond the threshold but not significant is said in those words, never "ok".
 //!
-//! Must not: fit (that is [`super::steps`]) or format text (that is [`super::render`]).
+//! Must not: format text (that is [`super::render`]) or read reports.
 use serde::Serialize;
 
-use super::steps::Segment;
-use super::Point;
-use crate::analysis::compare::welch::welch_t_test;
+use super::model::Model;
+use super::steps::{self, Segment};
+use super::{trend, Point};
+use crate::analysis::compare::verdict::{timing_rule, Test as Rule, Verdict as Call};
 use crate::util::stats::without_outliers;
-
-/// Samples each side of a short series' step needs (outliers set aside).
-pub const MIN_SAMPLES: usize = 3;
-
-/// Series shorter than this need within-run evidence for each step.
-pub const SHORT_SERIES: usize = 5;
 
 /// Runs the newest segment needs before a drift is judged.
 pub const MIN_DRIFT_RUNS: usize = 6;
+
+/// Series shorter than this weigh `compare`'s steps too ([`weigh`]).
+pub const SMALL: usize = 13;
+
+/// What one more step costs in `-2 log L` when [`weigh`] weighs two readings.
+pub const STEP_PENALTY: f64 = 5.0;
+
+/// The two-sided level at which the newest run alone is split off the rest of its segment.
+pub const NEWEST_ALPHA: f64 = 0.001;
 
 /// How a step's significance was decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Test {
-    /// Welch's t-test on the two segments' run medians (both have two runs or more).
-    RunMedians,
-    /// Welch's t-test on the two segments' samples, each run's outliers set aside (a
-    /// segment of one run).
+    /// Student's t on the two segments' levels, each run's variance its samples' plus the
+    /// run-to-run variance (a series of [`super::model::MIN_RUNS`] runs or more).
+    RunLevels,
+    /// Welch's t-test on the two sides' samples less their outliers, as `compare`'s (a
+    /// short series).
     Samples,
-    /// Too few samples for a test: a difference beyond both segments' mean absolute
-    /// deviation.
-    Spread,
+    /// Fewer than two samples a side: `compare`'s rule, every sample of one side beyond
+    /// every sample of the other by more than the threshold.
+    NoOverlap,
 }
 
 /// A monotone trend within the newest segment.
@@ -75,76 +93,307 @@ pub struct Drift {
     pub change: f64,
     /// The Mann-Kendall test's two-sided p-value on the window's run medians.
     pub p_value: f64,
-    /// Slower beyond the threshold and p < alpha: a regression.
+    /// Slower beyond the threshold and p < alpha / 2: a regression.
     pub regression: bool,
 }
 
-/// The step test's outcome.
-pub struct StepTest {
+/// The two newest runs as `compare` judges two reports (a short series).
+#[derive(Debug, Clone, Serialize)]
+pub struct LastTwo {
+    /// `newest / previous - 1` of their medians.
+    pub slower: f64,
+    /// Welch's two-sided p on their samples less outliers (null: fewer than two a side).
     pub p_value: Option<f64>,
-    pub significant: bool,
+    /// `samples` or `no-overlap`.
     pub test: Test,
+    /// `compare` would call the newest slower: a regression.
+    pub regression: bool,
 }
 
-/// The runs `points[s.start..s.end]`.
-fn runs<'a>(points: &'a [Point], s: &Segment) -> &'a [Point] {
-    &points[s.start..s.end]
+/// The newest run off the rest of its segment beyond the threshold, not far enough to be a
+/// level of its own (a series of 5 runs or more; p >= [`NEWEST_ALPHA`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct NewestRun {
+    /// `newest / rest - 1` of the levels.
+    pub slower: f64,
+    /// The two-sided p-value of the newest run against the rest of its segment, allowing
+    /// for the run-to-run variation.
+    pub p_value: f64,
 }
 
-/// Each run's samples less its outliers, pooled.
-fn kept_samples(points: &[Point]) -> Vec<f64> {
-    points.iter().flat_map(|p| without_outliers(&p.samples_s)).collect()
+/// Whether the newest segment is slower than the best earlier one, and whether it drifts.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct Verdict {
+    /// Slower than the best earlier segment by more than the threshold and significant.
+    pub regression: bool,
+    /// The newest segment's level, seconds.
+    pub newest_s: f64,
+    /// How many runs hold the newest level.
+    pub newest_runs: usize,
+    /// The best earlier segment's level, seconds (null with one segment).
+    pub best_earlier_s: Option<f64>,
+    /// How many runs hold the best earlier level.
+    pub best_earlier_runs: Option<usize>,
+    /// `newest_s / best_earlier_s - 1`.
+    pub slower: Option<f64>,
+    /// The two-sided p-value of the test named by `test`.
+    pub p_value: Option<f64>,
+    /// How significance was decided ([`Test`]; null with one segment).
+    pub test: Option<Test>,
+    /// The difference is significant at `--alpha` (false with one segment).
+    pub significant: bool,
+    /// The run-to-run standard deviation the test allowed for, relative (0.03: runs vary by
+    /// 3% beyond what their samples say); null for a short series.
+    pub run_to_run: Option<f64>,
+    /// The two newest runs as `compare` judges them (a short series only).
+    pub last_two: Option<LastTwo>,
+    /// The newest run beyond the threshold above the rest of its segment, but not far
+    /// enough off to be a level of its own: one run, not enough to tell.
+    pub newest_run: Option<NewestRun>,
+    /// The trend within the newest segment (null below [`MIN_DRIFT_RUNS`] runs);
+    /// `drift.regression`: slower beyond the threshold and significant.
+    pub drift: Option<Drift>,
 }
 
-/// Is `newest` significantly different from `best` (module docs)?
-pub fn step_test(newest: &Segment, best: &Segment, points: &[Point], alpha: f64) -> StepTest {
-    let (a, b) = (runs(points, newest), runs(points, best));
-    if a.len() >= 2 && b.len() >= 2 {
-        let ma: Vec<f64> = a.iter().map(|p| p.median_s).collect();
-        let mb: Vec<f64> = b.iter().map(|p| p.median_s).collect();
-        if let Some(w) = welch_t_test(&ma, &mb) {
-            return StepTest {
-                p_value: Some(w.p_value),
-                significant: w.p_value < alpha || w.p_value.is_nan(),
-                test: Test::RunMedians,
+impl Verdict {
+    /// Slower now: the newest segment, or the newest run as `compare` judges it.
+    pub fn regressed(&self) -> bool {
+        self.regression || self.last_two.as_ref().is_some_and(|l| l.regression)
+    }
+
+    /// A step, the two newest runs or a drift make this series a regression (exit 1).
+    pub fn fails(&self) -> bool {
+        self.regressed() || self.drift.as_ref().is_some_and(|d| d.regression)
+    }
+}
+
+/// A series fitted and judged.
+pub struct Judged {
+    /// Its segments, levels in seconds.
+    pub segments: Vec<Segment>,
+    /// Each run's weight in the fit (median 1).
+    pub weights: Vec<f64>,
+    pub verdict: Verdict,
+}
+
+/// Fit and judge `points` (module docs).
+pub fn series(points: &[Point], threshold: f64, alpha: f64) -> Judged {
+    let kept: Vec<Vec<f64>> = points.iter().map(|p| without_outliers(&p.samples_s)).collect();
+    let runs: Vec<(f64, &[f64])> = points.iter().zip(&kept).map(|(p, k)| (p.median_s, &k[..])).collect();
+    let mut model = Model::new(&runs);
+    let (right, mut last_two) = if !model.estimated() {
+        short_steps(points, &kept, threshold, alpha)
+    } else {
+        let right = weigh(&mut model, points, &kept, threshold, alpha);
+        (staircase(right, &model, threshold), None)
+    };
+    let w = model.weights();
+    // Each segment at its level: its runs' weighted mean (runs far off set aside), seconds.
+    let segs: Vec<Segment> = right
+        .iter()
+        .scan(0, |start, &end| {
+            let s = Segment {
+                start: *start,
+                end,
+                level: model.level(*start, end).mean.exp(),
             };
+            *start = end;
+            Some(s)
+        })
+        .collect();
+    let mut verdict = match model.estimated() {
+        true => long_verdict(&segs, &model, threshold, alpha),
+        false => short_verdict(&segs, points, &kept, threshold, alpha),
+    };
+    if let Some(l) = last_two.take() {
+        verdict.last_two = Some(l);
+    }
+    if let Some(newest) = segs.last() {
+        verdict.drift = drift(newest, points, threshold, alpha);
+    }
+    let mut sorted = w.clone();
+    sorted.sort_by(f64::total_cmp);
+    let mid = crate::util::stats::median(&sorted);
+    let weights = w.iter().map(|x| if mid > 0.0 { x / mid } else { 1.0 }).collect();
+    Judged {
+        segments: segs,
+        weights,
+        verdict,
+    }
+}
+
+/// The model's steps: fit, `tau²` again from the differences within its segments, fit
+/// again, and a run at either end split off when it alone is far off the rest of its
+/// segment (module docs).
+fn long_steps(model: &mut Model) -> Vec<usize> {
+    let n = model.y.len();
+    let gamma = steps::penalty(n);
+    let right = steps::detect(&model.y, &model.weights(), gamma);
+    model.refine(&right);
+    let mut right = steps::detect(&model.y, &model.weights(), gamma);
+    model.refine(&right);
+    let mut split = false;
+    // The newest run, then the first (each against the rest of its segment).
+    let newest_start = right.len().checked_sub(2).map_or(0, |i| right[i]);
+    if n - newest_start >= 2 && far_off(model, n - 1, newest_start..n - 1) {
+        right.insert(right.len() - 1, n - 1);
+        split = true;
+    }
+    if right[0] >= 2 && far_off(model, 0, 1..right[0]) {
+        right.insert(0, 1);
+        split = true;
+    }
+    if split {
+        model.refine(&right);
+    }
+    right
+}
+
+/// Is run `i` alone off the level of runs `rest` at p < [`NEWEST_ALPHA`]?
+fn far_off(model: &Model, i: usize, rest: std::ops::Range<usize>) -> bool {
+    let (p, _) = model.test(&model.level(i, i + 1), &model.level(rest.start, rest.end));
+    p < NEWEST_ALPHA
+}
+
+/// The model's steps ([`long_steps`]), and for a series of fewer than [`SMALL`] runs
+/// `compare`'s too (a step wherever neighbouring segments' samples differ beyond the
+/// threshold, [`short_steps`]): the reading that makes the run levels more likely,
+/// [`STEP_PENALTY`] `ln n` per step, is kept (module docs).
+fn weigh(model: &mut Model, points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) -> Vec<usize> {
+    let n = points.len();
+    let base = model.clone();
+    let fitted = long_steps(model);
+    if n >= SMALL {
+        return fitted;
+    }
+    let (samples, _) = short_steps(points, kept, threshold, alpha);
+    if samples == fitted {
+        return fitted;
+    }
+    let cost = |right: &[usize]| {
+        base.profile(right).map_or(f64::INFINITY, |(d, _)| {
+            d + STEP_PENALTY * (n as f64).ln() * (right.len() - 1) as f64
+        })
+    };
+    if cost(&samples) < cost(&fitted) {
+        *model = base;
+        model.settle(&samples);
+        samples
+    } else {
+        fitted
+    }
+}
+
+/// The newest steps as one drift where they are a staircase: two or more steps in a row up
+/// to the newest segment, all the same way and each within the threshold, that a line
+/// through their runs fits as well (its misfit, `sum (y - line)² / v`, plus one step's
+/// penalty, at most the steps' misfit plus theirs). A slow-down of 0.5% a run over 40 runs
+/// was fitted as nine steps of 2% at no update; it is a drift ([`drift`]).
+fn staircase(mut right: Vec<usize>, model: &Model, threshold: f64) -> Vec<usize> {
+    let n = model.y.len();
+    let level = |l: usize, r: usize| model.level(l, r).mean;
+    // Walk back over the steps before the newest segment while they go the same way and
+    // stay within the threshold.
+    let mut first = right.len() - 1; // index in `right` of the newest segment's end
+    let mut way = 0.0;
+    while first >= 1 {
+        let (a, b, c) = (
+            if first >= 2 { right[first - 2] } else { 0 },
+            right[first - 1],
+            right[first],
+        );
+        let step = level(b, c) - level(a, b);
+        if step.abs() > threshold.ln_1p() || (way != 0.0 && step.signum() != way) {
+            break;
         }
+        way = step.signum();
+        first -= 1;
     }
-    match welch_t_test(&kept_samples(a), &kept_samples(b)) {
-        Some(w) => StepTest {
-            p_value: Some(w.p_value),
-            significant: w.p_value < alpha || w.p_value.is_nan(),
-            test: Test::Samples,
-        },
-        None => StepTest {
-            p_value: None,
-            significant: (newest.median - best.median).abs() > newest.l1_error.max(best.l1_error),
-            test: Test::Spread,
-        },
+    let steps = right.len() - 1 - first;
+    if steps < 2 {
+        return right;
+    }
+    let start = if first == 0 { 0 } else { right[first - 1] };
+    let v: Vec<f64> = (start..n).map(|i| model.var(i).max(1e-300)).collect();
+    // The stairs' misfit: each run against its segment's level.
+    let mut stairs = 0.0;
+    let mut l = start;
+    for &r in &right[first..] {
+        let m = level(l, r);
+        stairs += (l..r).map(|i| (model.y[i] - m).powi(2) / v[i - start]).sum::<f64>();
+        l = r;
+    }
+    // The line's: weighted least squares against the run index.
+    let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for i in start..n {
+        let (w, x, y) = (1.0 / v[i - start], i as f64, model.y[i]);
+        (sw, sx, sy, sxx, sxy) = (sw + w, sx + w * x, sy + w * y, sxx + w * x * x, sxy + w * x * y);
+    }
+    let slope = (sw * sxy - sx * sy) / (sw * sxx - sx * sx).max(1e-300);
+    let at0 = (sy - slope * sx) / sw;
+    let line: f64 = (start..n)
+        .map(|i| (model.y[i] - at0 - slope * i as f64).powi(2) / v[i - start])
+        .sum();
+    // The fit's penalty is in half squared standard deviations; the misfits in squares.
+    let gamma = 2.0 * steps::penalty(n);
+    if line + gamma <= stairs + gamma * steps as f64 {
+        right.drain(first..right.len() - 1);
+    }
+    right
+}
+
+/// `compare`'s rule between the samples of runs `a` (baseline) and `b` (current).
+fn rule(
+    points: &[Point],
+    kept: &[Vec<f64>],
+    a: std::ops::Range<usize>,
+    b: std::ops::Range<usize>,
+    threshold: f64,
+    alpha: f64,
+) -> (Rule, Option<f64>, Call, f64) {
+    let side = |r: std::ops::Range<usize>| -> (Vec<f64>, Vec<f64>, f64) {
+        let all: Vec<f64> = points[r.clone()].iter().flat_map(sample_or_median).collect();
+        let kept: Vec<f64> = r.clone().flat_map(|i| kept[i].clone()).collect();
+        let medians: Vec<f64> = points[r].iter().map(|p| p.median_s).collect();
+        (all, kept, crate::util::stats::median(&medians))
+    };
+    let (a_all, a_kept, a_median) = side(a);
+    let (b_all, b_kept, b_median) = side(b);
+    let (test, p, call) = timing_rule(&a_all, &a_kept, a_median, &b_all, &b_kept, b_median, threshold, alpha);
+    (test, p, call, b_median / a_median - 1.0)
+}
+
+/// A run's samples, or its median when it recorded none.
+fn sample_or_median(p: &Point) -> Vec<f64> {
+    if p.samples_s.is_empty() {
+        vec![p.median_s]
+    } else {
+        p.samples_s.clone()
     }
 }
 
-/// The p-value of Welch's test between two neighbouring segments' samples (outliers set
-/// aside), `None` below [`MIN_SAMPLES`] a side.
-fn evidence(points: &[Point], l: usize, m: usize, r: usize) -> Option<f64> {
-    let (a, b) = (kept_samples(&points[l..m]), kept_samples(&points[m..r]));
-    if a.len() < MIN_SAMPLES || b.len() < MIN_SAMPLES {
-        return None;
+fn test_of(rule: Rule) -> Test {
+    match rule {
+        Rule::Welch => Test::Samples,
+        Rule::InsufficientSamples => Test::NoOverlap,
     }
-    welch_t_test(&a, &b).map(|w| w.p_value)
 }
 
-/// A short series' candidate steps (exclusive right bounds, the last `points.len()`) less
-/// those within-run evidence does not carry (module docs): the least supported merged first,
-/// until every step left has p < `alpha`.
-pub fn evidenced(mut right: Vec<usize>, points: &[Point], alpha: f64) -> Vec<usize> {
+/// A short series' steps: every boundary, less those `compare`'s rule does not call a
+/// change (the weakest merged first); then a step before the newest run where `compare`
+/// calls it slower than the one before (module docs).
+fn short_steps(points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) -> (Vec<usize>, Option<LastTwo>) {
+    let n = points.len();
+    let mut right: Vec<usize> = (1..=n).collect();
     while right.len() > 1 {
+        // The boundary the rule calls no change with the largest p (no test: 1) goes first.
         let mut weakest: Option<(f64, usize)> = None;
         for j in 0..right.len() - 1 {
             let l = if j == 0 { 0 } else { right[j - 1] };
-            let p = evidence(points, l, right[j], right[j + 1]).unwrap_or(f64::INFINITY);
-            if p >= alpha && weakest.is_none_or(|(q, _)| p > q) {
-                weakest = Some((p, j));
+            let (_, p, call, _) = rule(points, kept, l..right[j], right[j]..right[j + 1], threshold, alpha);
+            let weak = p.unwrap_or(1.0);
+            if call == Call::NoChange && weakest.is_none_or(|(q, _)| weak > q) {
+                weakest = Some((weak, j));
             }
         }
         match weakest {
@@ -154,22 +403,109 @@ pub fn evidenced(mut right: Vec<usize>, points: &[Point], alpha: f64) -> Vec<usi
             None => break,
         }
     }
-    right
+    if n < 2 {
+        return (right, None);
+    }
+    let (test, p_value, call, slower) = rule(points, kept, n - 2..n - 1, n - 1..n, threshold, alpha);
+    let regression = call == Call::Slower;
+    if regression && !right.contains(&(n - 1)) {
+        right.insert(right.len() - 1, n - 1);
+    }
+    let last = LastTwo {
+        slower,
+        p_value,
+        test: test_of(test),
+        regression,
+    };
+    (right, Some(last))
+}
+
+/// The newest segment and the best (lowest) earlier one.
+fn newest_and_best(segs: &[Segment]) -> Option<(&Segment, &Segment)> {
+    let (newest, earlier) = segs.split_last()?;
+    let best = earlier.iter().min_by(|a, b| a.level.total_cmp(&b.level))?;
+    Some((newest, best))
+}
+
+fn base(segs: &[Segment]) -> Verdict {
+    let newest = segs.last();
+    Verdict {
+        newest_s: newest.map_or(0.0, |s| s.level),
+        newest_runs: newest.map_or(0, |s| s.end - s.start),
+        ..Verdict::default()
+    }
+}
+
+/// A long series' verdict: `run-levels` (module docs).
+fn long_verdict(segs: &[Segment], model: &Model, threshold: f64, alpha: f64) -> Verdict {
+    let mut v = base(segs);
+    v.run_to_run = Some(model.tau2.sqrt());
+    if let Some(newest) = segs.last().filter(|s| s.end - s.start >= 2) {
+        let (run, rest) = (
+            model.level(newest.end - 1, newest.end),
+            model.level(newest.start, newest.end - 1),
+        );
+        let slower = (run.mean - rest.mean).exp() - 1.0;
+        if slower > threshold {
+            let (p_value, _) = model.test(&run, &rest);
+            v.newest_run = Some(NewestRun { slower, p_value });
+        }
+    }
+    let Some((newest, best)) = newest_and_best(segs) else {
+        return v;
+    };
+    let (p, t) = model.test(
+        &model.level(newest.start, newest.end),
+        &model.level(best.start, best.end),
+    );
+    let slower = newest.level / best.level - 1.0;
+    v.best_earlier_s = Some(best.level);
+    v.best_earlier_runs = Some(best.end - best.start);
+    v.slower = Some(slower);
+    v.p_value = Some(p);
+    v.test = Some(Test::RunLevels);
+    v.significant = p < alpha || p.is_nan();
+    v.regression = slower > threshold && v.significant && t > 0.0;
+    v
+}
+
+/// A short series' verdict: `compare`'s rule on the segments' samples (module docs).
+fn short_verdict(segs: &[Segment], points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) -> Verdict {
+    let mut v = base(segs);
+    let Some((newest, best)) = newest_and_best(segs) else {
+        return v;
+    };
+    let (test, p, call, _) = rule(
+        points,
+        kept,
+        best.start..best.end,
+        newest.start..newest.end,
+        threshold,
+        alpha,
+    );
+    v.best_earlier_s = Some(best.level);
+    v.best_earlier_runs = Some(best.end - best.start);
+    v.slower = Some(newest.level / best.level - 1.0);
+    v.p_value = p;
+    v.test = Some(test_of(test));
+    v.significant = call != Call::NoChange || p.is_some_and(|p| p < alpha);
+    v.regression = call == Call::Slower;
+    v
 }
 
 /// The drift of the newest segment (module docs), `None` below [`MIN_DRIFT_RUNS`] runs.
 pub fn drift(newest: &Segment, points: &[Point], threshold: f64, alpha: f64) -> Option<Drift> {
-    let y: Vec<f64> = runs(points, newest).iter().map(|p| p.median_s).collect();
+    let y: Vec<f64> = points[newest.start..newest.end].iter().map(|p| p.median_s).collect();
     if y.len() < MIN_DRIFT_RUNS {
         return None;
     }
-    let (slope, start) = theil_sen(&y);
+    let (slope, start) = trend::theil_sen(&y);
     let change = if start > 0.0 {
         slope * (y.len() - 1) as f64 / start
     } else {
         0.0
     };
-    let p_value = mann_kendall_p(&y);
+    let p_value = trend::mann_kendall_p(&y);
     Some(Drift {
         first_point: newest.start,
         last_point: newest.end - 1,
@@ -177,140 +513,4 @@ pub fn drift(newest: &Segment, points: &[Point], threshold: f64, alpha: f64) -> 
         p_value,
         regression: change > threshold && p_value < alpha / 2.0,
     })
-}
-
-/// The Theil-Sen line of `y` against its index: `(slope, value at index 0)`, the slope the
-/// median of the pairwise slopes and the intercept the median of `y_i - slope * i`.
-pub fn theil_sen(y: &[f64]) -> (f64, f64) {
-    let n = y.len();
-    let mut slopes = Vec::with_capacity(n * (n.saturating_sub(1)) / 2);
-    for i in 0..n {
-        for j in i + 1..n {
-            slopes.push((y[j] - y[i]) / (j - i) as f64);
-        }
-    }
-    if slopes.is_empty() {
-        return (0.0, y.first().copied().unwrap_or(0.0));
-    }
-    let slope = median_in_place(&mut slopes);
-    let mut rest: Vec<f64> = y.iter().enumerate().map(|(i, v)| v - slope * i as f64).collect();
-    (slope, median_in_place(&mut rest))
-}
-
-/// The median, by selection (O(n), not a sort: the drift's pairwise slopes are many).
-fn median_in_place(v: &mut [f64]) -> f64 {
-    let m = v.len() / 2;
-    let (_, hi, _) = v.select_nth_unstable_by(m, f64::total_cmp);
-    let hi = *hi;
-    if v.len() % 2 == 1 {
-        hi
-    } else {
-        let lo = v[..m].iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lo + hi) / 2.0
-    }
-}
-
-/// The two-sided p-value of the Mann-Kendall trend test: `S = sum sign(y_j - y_i)` over
-/// `i < j`, its variance corrected for ties, the normal approximation with a continuity
-/// correction.
-pub fn mann_kendall_p(y: &[f64]) -> f64 {
-    let n = y.len();
-    if n < 3 {
-        return 1.0;
-    }
-    let mut s: i64 = 0;
-    for i in 0..n {
-        for j in i + 1..n {
-            s += match y[j].total_cmp(&y[i]) {
-                std::cmp::Ordering::Greater => 1,
-                std::cmp::Ordering::Less => -1,
-                std::cmp::Ordering::Equal => 0,
-            };
-        }
-    }
-    let mut sorted = y.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let mut ties = 0.0;
-    let mut k = 0;
-    while k < n {
-        let mut e = k + 1;
-        while e < n && sorted[e] == sorted[k] {
-            e += 1;
-        }
-        let t = (e - k) as f64;
-        ties += t * (t - 1.0) * (2.0 * t + 5.0);
-        k = e;
-    }
-    let nf = n as f64;
-    let var = (nf * (nf - 1.0) * (2.0 * nf + 5.0) - ties) / 18.0;
-    if var <= 0.0 || s == 0 {
-        return 1.0;
-    }
-    let z = (s.abs() as f64 - 1.0) / var.sqrt();
-    erfc(z / std::f64::consts::SQRT_2).min(1.0)
-}
-
-/// The complementary error function (Numerical Recipes' `erfcc`, relative error < 1.2e-7).
-fn erfc(x: f64) -> f64 {
-    let z = x.abs();
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t
-        * (-z * z - 1.265_512_23
-            + t * (1.000_023_68
-                + t * (0.374_091_96
-                    + t * (0.096_784_18
-                        + t * (-0.186_288_06
-                            + t * (0.278_868_07
-                                + t * (-1.135_203_98
-                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-            .exp();
-    if x >= 0.0 {
-        r
-    } else {
-        2.0 - r
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mann_kendall_matches_its_formula() {
-        // [1, 2, 3, 4, 5, 6]: S 15, variance 6 * 5 * 17 / 18, p = erfc(14 / sqrt(2 var)).
-        let p = mann_kendall_p(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        assert!((p - 0.008_534).abs() < 1e-4, "{p}");
-        // A tie: [1, 2, 2, 3, 4]: S 9, variance (300 - 18) / 18 (tie-corrected), p 0.04326.
-        let p = mann_kendall_p(&[1.0, 2.0, 2.0, 3.0, 4.0]);
-        assert!((p - 0.043_263).abs() < 1e-4, "{p}");
-        assert_eq!(mann_kendall_p(&[1.0, 1.0, 1.0, 1.0]), 1.0);
-    }
-
-    #[test]
-    fn theil_sen_ignores_one_outlying_run() {
-        let mut y: Vec<f64> = (0..10).map(|i| 1.0 + 0.01 * i as f64).collect();
-        y[4] = 5.0;
-        let (slope, start) = theil_sen(&y);
-        assert!(
-            (slope - 0.01).abs() < 1e-12 && (start - 1.0).abs() < 1e-12,
-            "{slope} {start}"
-        );
-    }
-
-    #[test]
-    fn erfc_is_close() {
-        for (x, want) in [
-            (0.0, 1.0),
-            (0.5, 0.479_500_122),
-            (1.0, 0.157_299_207),
-            (-1.0, 1.842_700_793),
-            (2.5, 0.000_406_952),
-        ] {
-            assert!(
-                (erfc(x) - want).abs() < 2e-7 * want.max(1e-3) * 10.0,
-                "{x}: {}",
-                erfc(x)
-            );
-        }
-    }
 }

@@ -1,27 +1,31 @@
-//! Many runs over time (the `history REPORTS|DIR...` command's logic): which update made a
-//! case slower.
+//! Many runs over time (the `history REPORTS|DIR...` command's logic, `crate::cli::history`):
+//! which update made a case slower.
 //!
 //! One series per case id, pass (encode, decode) and machine (host, CPU and GPUs as the
-//! system context records them), its runs ordered by the reports' `created_at`. Each
-//! series' run medians are fitted with asv's penalized piecewise-constant model, each run
-//! weighted by its own samples' spread ([`steps`]); at each step the components of the
-//! software stack that differ between the last run before it and the first after it are
-//! named ([`stack`]), or the step says that none did.
+//! system context records them), its runs ordered by the reports' `created_at`. Each run's
+//! level varies by its samples and by the run-to-run variation a series estimates
+//! ([`model`]); the series' run medians are fitted with asv's penalized piecewise-constant
+//! model in those units ([`steps`]); at each step the components of the software stack that
+//! differ between the last run before it and the first after it are named ([`stack`]), or
+//! the step says that none did.
 //!
-//! The command (`crate::cli::history`) exits 0: no case is slower now; 1: the newest segment of some series is slower than its
-//! best earlier segment by more than `--threshold` and not noise (Welch's t-test at
-//! `--alpha` on the two segments' run medians, or on a one-run segment's samples less their
-//! outliers; [`judge`]), or the newest segment drifts slower by more than `--threshold`
-//! (Mann-Kendall at `--alpha`); 2: unusable input (an unreadable report, timings `compare`
-//! would refuse, a time that is not RFC 3339, no report).
+//! The command exits 0: no case is slower now; 1: the newest segment of some series is slower than its
+//! best earlier segment by more than `--threshold` and not noise (at `--alpha`, allowing for
+//! the run-to-run variation; a series of 2 to 4 runs on its samples, as `compare` judges,
+//! and never less than `compare` says of its two newest runs; [`judge`]), or the newest
+//! segment drifts slower by more than `--threshold` (Mann-Kendall at `--alpha / 2`,
+//! [`trend`]); 2: unusable input (an unreadable report, timings `compare` would refuse, a
+//! time that is not RFC 3339, no report).
 //!
 //! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
 pub mod judge;
+pub mod model;
 pub mod render;
 pub mod stack;
 pub mod steps;
 pub mod svg;
 pub mod time;
+pub mod trend;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -30,6 +34,7 @@ use serde::Serialize;
 
 use crate::report::{CaseStatus, Report};
 use crate::util::error::UserError;
+pub use judge::Verdict;
 use stack::Change;
 
 /// The whole history (`--export-json`).
@@ -43,7 +48,9 @@ pub struct History {
     pub reports: Vec<RunInfo>,
     /// One per case id, pass and machine.
     pub series: Vec<Series>,
-    /// How many series are slower now than their best earlier segment (exit 1 when any).
+    /// How many series are slower now than their best earlier segment, or (a series of fewer
+    /// than 5 runs) in their newest run than in the one before as `compare` judges them
+    /// (exit 1 when any).
     pub regressions: usize,
     /// How many series drift slower within their newest segment beyond the threshold
     /// (exit 1 when any).
@@ -109,7 +116,8 @@ pub struct SegmentInfo {
     pub first_point: usize,
     /// Last point, inclusive.
     pub last_point: usize,
-    /// Its level (the weighted median of its run medians), seconds.
+    /// Its level, seconds: its runs' medians averaged on a log scale, each weighted by one
+    /// over its variance (its samples' and the run-to-run one), a run far off set aside.
     pub median_s: f64,
 }
 
@@ -131,36 +139,11 @@ pub struct Step {
     /// The stack components that differ between the last run before and the first after
     /// (empty: nothing in the stack changed; the cause is elsewhere).
     pub changes: Vec<Change>,
-}
-
-/// Whether the newest segment is slower than the best earlier one, and whether it drifts.
-#[derive(Debug, Clone, Serialize, Default)]
-pub struct Verdict {
-    /// Slower than the best earlier segment by more than the threshold and significant.
-    pub regression: bool,
-    /// The newest segment's level, seconds.
-    pub newest_s: f64,
-    /// The best earlier segment's level, seconds (null with one segment).
-    pub best_earlier_s: Option<f64>,
-    /// `newest_s / best_earlier_s - 1`.
-    pub slower: Option<f64>,
-    /// The two-sided p-value of the test named by `test`.
-    pub p_value: Option<f64>,
-    /// How significance was decided: `run-medians`, `samples` or `spread` ([`judge::Test`];
-    /// null with one segment).
-    pub test: Option<judge::Test>,
-    /// The difference is significant at `--alpha` (false with one segment).
-    pub significant: bool,
-    /// The trend within the newest segment (null below [`judge::MIN_DRIFT_RUNS`] runs);
-    /// `drift.regression`: slower beyond the threshold and significant.
-    pub drift: Option<judge::Drift>,
-}
-
-impl Verdict {
-    /// A step or a drift makes this series a regression (exit 1).
-    pub fn fails(&self) -> bool {
-        self.regression || self.drift.as_ref().is_some_and(|d| d.regression)
-    }
+    /// When nothing changed at the step but did one run later or earlier (where run-to-run
+    /// noise may have put the step instead): the first point after that change.
+    pub near_point: Option<usize>,
+    /// What changed there.
+    pub near_changes: Vec<Change>,
 }
 
 /// The report files: each file given, and each folder's `*.json` files (not its sub-folders),
@@ -272,7 +255,7 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
     History {
         threshold,
         alpha,
-        regressions: series.iter().filter(|s| s.verdict.regression).count(),
+        regressions: series.iter().filter(|s| s.verdict.regressed()).count(),
         drifts: series
             .iter()
             .filter(|s| s.verdict.drift.as_ref().is_some_and(|d| d.regression))
@@ -293,49 +276,49 @@ fn fit(
     threshold: f64,
     alpha: f64,
 ) -> Series {
-    let runs: Vec<(Option<f64>, usize)> = points
-        .iter()
-        .map(|p| (p.spread_s, crate::util::stats::without_outliers(&p.samples_s).len()))
-        .collect();
-    let w = steps::weights(&runs);
-    for (p, w) in points.iter_mut().zip(&w) {
+    let judged = judge::series(&points, threshold, alpha);
+    for (p, w) in points.iter_mut().zip(&judged.weights) {
         p.weight = *w;
     }
-    let y: Vec<f64> = points.iter().map(|p| p.median_s).collect();
-    let segs = if points.len() < judge::SHORT_SERIES {
-        let candidate: Vec<usize> = match points.len() {
-            2 => vec![1, 2],
-            _ => steps::detect(&y, &w).iter().map(|s| s.end).collect(),
-        };
-        steps::at(&y, &w, &judge::evidenced(candidate, &points, alpha))
-    } else {
-        steps::detect(&y, &w)
-    };
+    let segs = judged.segments;
     let segments: Vec<SegmentInfo> = segs
         .iter()
         .map(|s| SegmentInfo {
             first_point: s.start,
             last_point: s.end - 1,
-            median_s: s.median,
+            median_s: s.level,
         })
         .collect();
     let steps: Vec<Step> = segs
         .windows(2)
         .map(|pair| {
             let at = pair[1].start;
-            let (before, after) = (&points[at - 1], &points[at]);
+            let after = &points[at];
+            let diff_at = |q: usize| stack::diff(&stacks[points[q - 1].stack], &stacks[points[q].stack]);
+            let changes = diff_at(at);
+            // Nothing changed here: one run later, then one earlier (each within the series).
+            let near = match changes.is_empty() {
+                true => [at + 1, at - 1]
+                    .into_iter()
+                    .filter(|&q| q >= 1 && q < points.len())
+                    .map(|q| (q, diff_at(q)))
+                    .find(|(_, d)| !d.is_empty()),
+                false => None,
+            };
             Step {
                 point: at,
                 report: infos[after.report].path.clone(),
                 created_at: infos[after.report].created_at.clone(),
-                before_s: pair[0].median,
-                after_s: pair[1].median,
-                change: pair[1].median / pair[0].median - 1.0,
-                changes: stack::diff(&stacks[before.stack], &stacks[after.stack]),
+                before_s: pair[0].level,
+                after_s: pair[1].level,
+                change: pair[1].level / pair[0].level - 1.0,
+                changes,
+                near_point: near.as_ref().map(|n| n.0),
+                near_changes: near.map(|n| n.1).unwrap_or_default(),
             }
         })
         .collect();
-    let verdict = judge(&segs, &points, threshold, alpha);
+    let verdict = judged.verdict;
     Series {
         case_id,
         pass,
@@ -346,31 +329,6 @@ fn fit(
         steps,
         verdict,
     }
-}
-
-/// The newest segment against the best earlier one, and the newest segment's drift
-/// ([`judge`]).
-fn judge(segs: &[steps::Segment], points: &[Point], threshold: f64, alpha: f64) -> Verdict {
-    let Some((newest, earlier)) = segs.split_last() else {
-        return Verdict::default();
-    };
-    let mut v = Verdict {
-        newest_s: newest.median,
-        drift: judge::drift(newest, points, threshold, alpha),
-        ..Verdict::default()
-    };
-    let Some(best) = earlier.iter().min_by(|a, b| a.median.total_cmp(&b.median)) else {
-        return v;
-    };
-    let slower = newest.median / best.median - 1.0;
-    let t = judge::step_test(newest, best, points, alpha);
-    v.best_earlier_s = Some(best.median);
-    v.slower = Some(slower);
-    v.p_value = t.p_value;
-    v.test = Some(t.test);
-    v.significant = t.significant;
-    v.regression = slower > threshold && t.significant;
-    v
 }
 
 /// The newest report of each machine, merged (the dashboards' view of "now").

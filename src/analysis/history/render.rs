@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::judge::Test;
-use super::{file_name, History, Series, Step};
+use super::{file_name, History, Series, Step, Verdict};
 use crate::util::format::seconds;
 
 /// The segments' medians: `100.0 ms -> 125.0 ms (+25.0%)`.
@@ -35,37 +35,79 @@ fn when(h: &History, s: &Series, st: &Step) -> String {
     )
 }
 
-/// What changed at a step, or that nothing in the stack did.
+/// What changed at a step, or that nothing in the stack did (and what did one run later or
+/// earlier, where the run-to-run noise may have put the step instead).
 pub fn changed(st: &Step) -> String {
-    if st.changes.is_empty() {
-        "nothing in the stack changed: the cause is elsewhere (thermal state, the machine, noise)".into()
-    } else {
-        st.changes.iter().map(|c| c.text()).collect::<Vec<_>>().join("; ")
+    let text = |c: &[super::stack::Change]| c.iter().map(|c| c.text()).collect::<Vec<_>>().join("; ");
+    match st.near_point {
+        _ if !st.changes.is_empty() => text(&st.changes),
+        Some(q) => format!(
+            "nothing in the stack changed here, but one run {} (run {}): {}",
+            if q > st.point { "later" } else { "earlier" },
+            q + 1,
+            text(&st.near_changes)
+        ),
+        None => "nothing in the stack changed: the cause is elsewhere (thermal state, the machine, noise)".into(),
     }
 }
 
-/// The verdict of a series: `SLOWER +25.0% than the best earlier (p 0.0001, run medians)`,
-/// `+49.3% vs the best earlier, not significant (p = 0.38)`, `ok (+2.0% vs the best earlier,
-/// within the 5.0% threshold)`, `ok`; then the newest segment's drift, when beyond the
-/// threshold. A slow-down beyond the threshold is never called ok.
+/// How many runs hold the two levels, and whether one run is enough: `18 runs now vs 16`;
+/// a level of one run is judged against the run-to-run variation, and the text says whether
+/// that was enough.
+fn held(v: &Verdict) -> String {
+    let (now, before) = (v.newest_runs, v.best_earlier_runs.unwrap_or(0));
+    let mut out = format!("{} now vs {before}", crate::util::format::count(now, "run"));
+    if now == 1 || before == 1 {
+        let which = if now == 1 {
+            "the newest level"
+        } else {
+            "the best earlier level"
+        };
+        let spread = match v.run_to_run {
+            Some(t) => format!("the run-to-run variation of {:.1}%", t * 100.0),
+            None => "its samples".to_string(),
+        };
+        let _ = match v.significant {
+            true => write!(out, "; {which} is one run: enough against {spread}"),
+            false => write!(out, "; {which} is one run: not enough against {spread}, rerun to tell"),
+        };
+    }
+    out
+}
+
+/// The verdict of a series: `SLOWER +25.0% than the best earlier (p < 0.0001, run levels;
+/// 6 runs now vs 4)`, `+8.0% vs the best earlier, not significant (p = 0.0900, run levels;
+/// 1 run now vs 20; ...)`, `+13.0% vs the best earlier, cannot tell: too few samples (...)`,
+/// `SLOWER +100.0% than the run before (p = 0.0006, samples, as compare judges the last two
+/// reports)`, `ok (+2.0% vs the best earlier, within the 5.0% threshold)`, `ok`; then the
+/// newest segment's drift, when beyond the threshold. A slow-down beyond the threshold is
+/// never called ok.
 pub fn verdict(h: &History, s: &Series) -> String {
     let v = &s.verdict;
-    let p = |p: Option<f64>| p.map(p_value).unwrap_or_else(|| "no test: too few samples".into());
+    let p = |p: Option<f64>| p.map(p_value).unwrap_or_else(|| "no test".into());
     let test = match v.test {
-        Some(Test::RunMedians) => ", run medians",
-        Some(Test::Samples) => ", samples",
-        _ => "",
+        Some(Test::RunLevels) => "run levels",
+        Some(Test::Samples) => "samples",
+        Some(Test::NoOverlap) => "too few samples for a test, no overlap",
+        None => "",
     };
     let mut out = match (v.regression, v.slower) {
         (true, Some(x)) => format!(
-            "SLOWER {:+.1}% than the best earlier ({}{test})",
+            "SLOWER {:+.1}% than the best earlier ({}, {test}; {})",
             x * 100.0,
-            p(v.p_value)
+            p(v.p_value),
+            held(v)
+        ),
+        (false, Some(x)) if x > h.threshold && v.test == Some(Test::NoOverlap) => format!(
+            "{:+.1}% vs the best earlier, cannot tell: too few samples for a test, and they overlap ({})",
+            x * 100.0,
+            held(v)
         ),
         (false, Some(x)) if x > h.threshold => format!(
-            "{:+.1}% vs the best earlier, not significant ({}{test})",
+            "{:+.1}% vs the best earlier, not significant ({}, {test}; {})",
             x * 100.0,
-            p(v.p_value)
+            p(v.p_value),
+            held(v)
         ),
         (false, Some(x)) if x > 0.0 => format!(
             "ok ({:+.1}% vs the best earlier, within the {:.1}% threshold)",
@@ -74,6 +116,47 @@ pub fn verdict(h: &History, s: &Series) -> String {
         ),
         _ => "ok".into(),
     };
+    if let Some(l) = v.last_two.as_ref().filter(|l| l.regression && !v.regression) {
+        let how = match l.test {
+            Test::NoOverlap => "too few samples for a test, no overlap".to_string(),
+            _ => format!("{}, samples", p(l.p_value)),
+        };
+        out = format!(
+            "SLOWER {:+.1}% than the run before ({how}, as compare judges the last two reports); {out}",
+            l.slower * 100.0
+        );
+    }
+    // The newest run alone beyond the threshold, not enough to call: never "ok".
+    let mut more = Vec::new();
+    if let Some(l) = v.last_two.as_ref().filter(|l| !l.regression && l.slower > h.threshold) {
+        more.push(match l.test {
+            Test::NoOverlap => format!(
+                "the newest run is {:+.1}% vs the one before, cannot tell: too few samples for a test, and they \
+                 overlap",
+                l.slower * 100.0
+            ),
+            _ => format!(
+                "the newest run is {:+.1}% vs the one before, not significant ({}, samples)",
+                l.slower * 100.0,
+                p(l.p_value)
+            ),
+        });
+    }
+    if let Some(r) = &v.newest_run {
+        more.push(format!(
+            "the newest run is {:+.1}% above the rest of its level: one run, not enough against the run-to-run \
+             variation of {:.1}% ({}), rerun to tell",
+            r.slower * 100.0,
+            v.run_to_run.unwrap_or(0.0) * 100.0,
+            p_value(r.p_value)
+        ));
+    }
+    if !more.is_empty() {
+        out = match out.as_str() {
+            "ok" => more.join("; "),
+            _ => format!("{out}; {}", more.join("; ")),
+        };
+    }
     if let Some(d) = v.drift.as_ref().filter(|d| d.change > h.threshold) {
         let runs = d.last_point - d.first_point + 1;
         // "ok; DRIFT ..." would call a drifting series ok.
@@ -108,6 +191,15 @@ fn p_value(p: f64) -> String {
     }
 }
 
+/// Slower beyond the threshold somewhere (the newest segment, or the newest run alone) but
+/// not significantly, or not judged for too few samples.
+fn unproven(h: &History, v: &Verdict) -> bool {
+    !v.regressed()
+        && (v.slower.is_some_and(|x| x > h.threshold)
+            || v.last_two.as_ref().is_some_and(|l| l.slower > h.threshold)
+            || v.newest_run.is_some())
+}
+
 fn summary(h: &History) -> String {
     let machines: std::collections::BTreeSet<&str> = h.series.iter().map(|s| s.machine.as_str()).collect();
     let steps: usize = h.series.iter().map(|s| s.steps.len()).sum();
@@ -120,17 +212,25 @@ fn summary(h: &History) -> String {
         h.threshold * 100.0,
         h.alpha
     );
-    let unproven = h
-        .series
-        .iter()
-        .filter(|s| !s.verdict.regression && s.verdict.slower.is_some_and(|x| x > h.threshold))
-        .count();
+    let unproven = h.series.iter().filter(|s| unproven(h, &s.verdict)).count();
     if h.regressions > 0 {
         let _ = write!(
             out,
             "\nREGRESSION: {} series slower now than in their best earlier segment",
             h.regressions
         );
+        // Series of 2 to 4 runs whose newest run `compare` calls slower than the one before.
+        let by_last_two = h
+            .series
+            .iter()
+            .filter(|s| !s.verdict.regression && s.verdict.regressed())
+            .count();
+        if by_last_two > 0 {
+            let _ = write!(
+                out,
+                " or, {by_last_two} of them, in their newest run than in the one before (as compare judges two reports)"
+            );
+        }
     }
     if h.drifts > 0 {
         let _ = write!(
@@ -148,8 +248,8 @@ fn summary(h: &History) -> String {
     if unproven > 0 {
         let _ = write!(
             out,
-            "\n{unproven} series slower than their best earlier segment beyond the threshold, but not significantly: \
-             more runs will tell"
+            "\n{unproven} series slower beyond the threshold (their newest segment, or their newest run alone), but \
+             not significantly or with too few samples to tell: more runs will tell"
         );
     }
     out
@@ -253,7 +353,7 @@ mod tests {
             threshold: 0.05,
             alpha: 0.05,
             reports: Vec::new(),
-            regressions: usize::from(verdict.regression),
+            regressions: usize::from(verdict.regressed()),
             drifts: usize::from(verdict.drift.as_ref().is_some_and(|d| d.regression)),
             series: vec![Series {
                 case_id: "c".into(),
@@ -275,10 +375,15 @@ mod tests {
             slower: Some(0.493),
             p_value: Some(0.38),
             test: Some(judge::Test::Samples),
+            newest_runs: 4,
+            best_earlier_runs: Some(4),
             ..Verdict::default()
         });
         let v = verdict(&h, &h.series[0]);
-        assert_eq!(v, "+49.3% vs the best earlier, not significant (p = 0.3800, samples)");
+        assert_eq!(
+            v,
+            "+49.3% vs the best earlier, not significant (p = 0.3800, samples; 4 runs now vs 4)"
+        );
         let t = summary(&h);
         assert!(
             t.contains("no significant slow-down") && t.contains("not significantly"),
@@ -294,6 +399,57 @@ mod tests {
             verdict(&h, &h.series[0]),
             "ok (+2.0% vs the best earlier, within the 5.0% threshold)"
         );
+    }
+
+    #[test]
+    fn a_level_of_one_run_says_whether_that_is_enough() {
+        // Issue 56: the newest level may be one run; say so, and whether it is enough.
+        let one = |significant: bool, regression: bool| {
+            history(Verdict {
+                regression,
+                significant,
+                slower: Some(0.08),
+                p_value: Some(if significant { 0.0004 } else { 0.09 }),
+                test: Some(judge::Test::RunLevels),
+                newest_runs: 1,
+                best_earlier_runs: Some(20),
+                run_to_run: Some(0.03),
+                ..Verdict::default()
+            })
+        };
+        let h = one(true, true);
+        assert_eq!(
+            verdict(&h, &h.series[0]),
+            "SLOWER +8.0% than the best earlier (p = 0.0004, run levels; 1 run now vs 20; the newest level is \
+             one run: enough against the run-to-run variation of 3.0%)"
+        );
+        let h = one(false, false);
+        assert_eq!(
+            verdict(&h, &h.series[0]),
+            "+8.0% vs the best earlier, not significant (p = 0.0900, run levels; 1 run now vs 20; the newest \
+             level is one run: not enough against the run-to-run variation of 3.0%, rerun to tell)"
+        );
+        assert!(summary(&h).contains("not significantly"), "{}", summary(&h));
+    }
+
+    #[test]
+    fn a_short_series_says_what_compare_says_of_its_last_two_runs() {
+        let h = history(Verdict {
+            slower: Some(0.0),
+            last_two: Some(judge::LastTwo {
+                slower: 1.0,
+                p_value: Some(0.0006),
+                test: judge::Test::Samples,
+                regression: true,
+            }),
+            ..Verdict::default()
+        });
+        let v = verdict(&h, &h.series[0]);
+        assert!(
+            v.starts_with("SLOWER +100.0% than the run before (p = 0.0006, samples, as compare judges the last two"),
+            "{v}"
+        );
+        assert!(h.series[0].verdict.fails());
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn render(h: &History) -> String {
             esc(&s.case_id),
             s.pass,
             esc(&s.machine),
-            if s.verdict.regression { " (slower now)" } else { "" }
+            if s.verdict.regressed() { " (slower now)" } else { "" }
         );
         let ys: Vec<f64> = s.points.iter().map(|p| p.median_s).collect();
         let (lo, hi) = ys
