@@ -25,6 +25,9 @@ pub enum Command {
     /// Internal: run one benchmark case in this process (spawned by `run`).
     #[command(hide = true)]
     Worker(crate::engine::candle::WorkerArgs),
+    /// Internal: time each distinct convolution of one decode through the device's library.
+    #[command(hide = true)]
+    ConvBench(crate::conv_bench::ConvBenchArgs),
     /// Check encode/decode against golden cases (exit 0 within tolerance, 1 not, 2 bad input).
     Validate(crate::validate::ValidateArgs),
     /// Show a checkpoint's format, dtypes, tensors, parameters and inferred config.
@@ -57,6 +60,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Run(a) => crate::run::run_command(*a),
         Command::Worker(a) => crate::engine::candle::command(a),
+        Command::ConvBench(a) => crate::conv_bench::command(a),
         Command::Validate(a) => crate::validate::command(a),
         Command::Inspect(a) => crate::inspect::command(a),
         Command::System(a) => crate::system::command(a),

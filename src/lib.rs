@@ -2,7 +2,9 @@
 //! PyTorch, diffusers and ComfyUI engines.
 //!
 //! Module map (each module opens with a `//!` saying what it owns):
-//! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling).
+//! - [`model`]: the Wan 2.1 and Wan 2.2 VAEs (config, blocks, causal conv3d, chunking, tiling;
+//!   on CUDA cuDNN's convolution and the crate's own kernels); [`conv_bench`]: the time of
+//!   each distinct convolution of a decode through the device's library (a hidden command).
 //! - [`weights`]: loading `.safetensors` / `.pth`, synthetic weights, hub references.
 //! - [`device`]: `--device` parsing and the devices this build supports; [`env_limits`]:
 //!   whether an env variant's variables fit in a new process.
@@ -42,6 +44,7 @@ pub mod axes;
 pub mod cli;
 pub mod compare;
 pub mod completions;
+pub mod conv_bench;
 pub mod device;
 pub mod engine;
 pub mod env_limits;

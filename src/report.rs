@@ -14,6 +14,7 @@ use crate::system::SystemInfo;
 pub use crate::tool::ToolInfo;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
 
+mod device_memory;
 mod miopen_log;
 pub mod profile;
 pub mod shard;
@@ -25,6 +26,7 @@ mod worker_use;
 
 pub use miopen_log::{ConvProblem, Gemm, HipblasltLog, KernelCount, MiopenLog};
 
+pub use device_memory::DeviceProcessPeak;
 pub use worker_use::WorkerUse;
 
 /// Version of this report layout; bump on any incompatible change.
@@ -295,8 +297,18 @@ pub struct Outcome {
     pub load_s: Option<f64>,
     /// Peak resident memory of the worker (VmHWM), bytes.
     pub peak_rss_bytes: Option<u64>,
-    /// Device memory in use at the end of the case (CUDA), bytes.
+    /// Device memory in use at the end of the case (CUDA, `nvidia-smi` after the case; not
+    /// a peak: see `device_process_peak`), bytes.
     pub device_memory_bytes: Option<u64>,
+    /// The worker process's device memory at its peak during the encode and decode passes,
+    /// as the driver reports it (NVML's per-process used memory, context and workspaces
+    /// included, sampled by the parent): one metric for every engine; absent off NVIDIA GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_process_peak: Option<DeviceProcessPeak>,
+    /// What the device's convolution library did (candle with `--features cudnn` on CUDA:
+    /// cuDNN's version, math, workspace and per convolution shape the algorithm that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conv_library: Option<crate::model::conv::device::ConvLibrary>,
     /// Peak device memory allocated by torch (`max_memory_allocated`), bytes; Python engines on a GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_peak_allocated_bytes: Option<u64>,
@@ -324,7 +336,8 @@ pub struct Outcome {
     /// The PyTorch knobs in force while the case ran, read back from torch once the worker
     /// set the case's: `cudnn`, `cudnn_benchmark` (`on`/`off`), `tf32` (`on`, `off`, or which
     /// of the convolutions and matmuls use it: `conv on, matmul off`), or `not applicable
-    /// (cpu)` / `not applicable (rocm)`; absent for candle.
+    /// (cpu)` / `not applicable (rocm)`; candle on CUDA: `tf32` only (`on`: its fp32
+    /// convolutions and matmuls; `off`), absent elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knobs_in_force: Option<BTreeMap<String, String>>,
     /// An `oom` case's device memory when it failed (the Python worker's on a GPU, the
@@ -392,6 +405,8 @@ impl Outcome {
             load_s: None,
             peak_rss_bytes: None,
             device_memory_bytes: None,
+            device_process_peak: None,
+            conv_library: None,
             device_peak_allocated_bytes: None,
             device_peak_reserved_bytes: None,
             miopen: None,

@@ -206,6 +206,7 @@ impl CaseSettings {
     pub fn reference(&self) -> CaseSettings {
         let tf32 = match self.knobs.tf32 {
             Switch::NotApplicable => Switch::NotApplicable,
+            Switch::Auto if self.engine.tf32_auto_is_off() => Switch::Auto,
             _ => Switch::Off,
         };
         CaseSettings {

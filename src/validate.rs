@@ -288,12 +288,20 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
         return Err(UserError::Other(why).into());
     }
     args.levers.check(args.engine)?;
-    if !engine.runs_python() && args.tf32 != crate::values::Switch::Off {
+    // candle: true fp32, or TF32 where it acts (cuDNN and cuBLAS on a CUDA build's GPU).
+    let candle_tf32 = cfg!(feature = "cuda") && args.device.trim().to_ascii_lowercase().starts_with("cuda");
+    let tf32_ok = match args.tf32 {
+        crate::values::Switch::Off => true,
+        crate::values::Switch::On => candle_tf32,
+        _ => false,
+    };
+    if !engine.runs_python() && !tf32_ok {
         return Err(UserError::invalid(
             "--tf32",
             args.tf32.name(),
             format!(
-                "off with --engine {} (it computes true fp32; TF32 is a knob of the PyTorch engines)",
+                "off with --engine {} (it computes true fp32; TF32 acts on it only on cuda:N in a \
+                 `--features cuda` build, with --tf32 on)",
                 args.engine
             ),
         )
@@ -367,12 +375,17 @@ fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         &crate::weights::resolve_config(&source, args.model)?,
     )?;
     let weights = crate::weights::load_model(&source, args.model)?;
+    let tf32 = args.tf32 == crate::values::Switch::On;
+    crate::model::conv::device::set_tf32(tf32);
     let vae = WanVae::new(&weights.config, weights.var_builder(args.precision, &device), args.conv)?;
     let opts = RunOptions {
         chunk: args.chunk,
         tiling: args.tile,
     };
-    let tol = Tolerance::for_settings(args.precision, args.tile.is_some());
+    let mut tol = Tolerance::for_settings(args.precision, args.tile.is_some());
+    if tf32 && args.precision == Precision::Fp32 && args.tile.is_none() {
+        tol.factor = Tolerance::TF32_FACTOR;
+    }
     let mut saved: Vec<(String, Tensor)> = Vec::new();
     let mut reports = Vec::new();
     for case in &cases {

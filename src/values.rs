@@ -44,6 +44,13 @@ impl Engine {
         }
     }
 
+    /// Whether its `tf32 = "auto"` (as the engine leaves it) is true fp32: candle's is (its
+    /// fp32 convolutions and matmuls use TF32 only when a case says `on`), torch's is not
+    /// (it lets cuDNN run fp32 convolutions in TF32). Such a case is its own fp32 reference.
+    pub fn tf32_auto_is_off(self) -> bool {
+        self == Engine::Candle
+    }
+
     /// Parse an engine name; the error names `what` and the valid names.
     pub fn parse(what: &str, s: &str) -> Result<Engine, UserError> {
         match s.trim().to_ascii_lowercase().as_str() {

@@ -20,6 +20,7 @@ use crate::engine::EngineDirs;
 use crate::plan::matrix::Case;
 use crate::report::{CaseRecord, CaseStatus, Report};
 use crate::settings::CaseSettings;
+use crate::telemetry::process_memory::ProcessMemory;
 use crate::values::{MiopenDb, Passes, Switch};
 
 /// Put the cases that may share a worker process next to each other, so that each group's
@@ -189,6 +190,7 @@ impl Scheduler {
         let r = self
             .executor
             .run(&spec, &BTreeMap::new(), &[], prepare, &mut |e| match e {
+                WorkerEvent::Started(_) => {}
                 WorkerEvent::Phase(p) => progress.phase(&format!("prepare latent: {p}")),
                 WorkerEvent::Output(line) => progress.output(line),
             });
@@ -355,6 +357,10 @@ impl Scheduler {
         let env = crate::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
         let sampler = (interval > 0 && input.is_ok())
             .then(|| crate::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
+        // The worker's own device memory (NVML), on NVIDIA GPUs: started once its pid is known.
+        let sample_memory =
+            interval > 0 && self.run_wide.spec.device.starts_with("cuda") && !crate::system::amd_gpus_only();
+        let mut memory: Option<Result<ProcessMemory, String>> = None;
         let mut result = match input {
             Ok(_) => self.executor.run(
                 &spec,
@@ -362,9 +368,17 @@ impl Scheduler {
                 &case.env_unset,
                 Purpose::Measured,
                 &mut |e| match e {
+                    WorkerEvent::Started(pid) => {
+                        if sample_memory {
+                            memory = Some(ProcessMemory::start(pid));
+                        }
+                    }
                     WorkerEvent::Phase(p) => {
                         if let Some(Ok(s)) = &sampler {
                             s.phase(p);
+                        }
+                        if let Some(Ok(m)) = &memory {
+                            m.phase(p);
                         }
                         last_phase = Some(p.to_string());
                         progress.phase(p)
@@ -373,6 +387,11 @@ impl Scheduler {
                 },
             ),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
+        };
+        result.outcome.device_process_peak = match memory {
+            Some(Ok(m)) => Some(m.finish()),
+            Some(Err(why)) => Some(ProcessMemory::unavailable(why)),
+            None => None,
         };
         result.outcome.telemetry = match sampler {
             Some(Ok(s)) => Some(s.finish(&result.outcome)),
