@@ -1,6 +1,6 @@
-//! cuDNN's choices as plain data, so that they are tested without a GPU: which of the
-//! algorithms its heuristics rank ([`Candidate`]) a convolution runs under the case's math
-//! ([`MathPolicy`], [`choose`]), the names and families recorded for them, the workspace
+//! cuDNN's choices as plain data, so that they are tested without a GPU: what a plan is
+//! cached under ([`PlanKey`]), which of the algorithms its heuristics rank ([`Candidate`]) a
+//! convolution runs under the case's math ([`MathPolicy`], [`choose`]), the names and families recorded for them, the workspace
 //! cap and how the one workspace grows ([`grow_workspace`]), the descriptor arithmetic
 //! ([`packed_strides`], [`fits_int`], [`out_dims`]) and cuDNN's version number.
 //!
@@ -151,6 +151,59 @@ impl MathPolicy {
             MathPolicy::Tf32 => "fp32 with TF32 allowed (tf32 on): cuDNN's default math",
             MathPolicy::Bf16 => "bf16 on tensor cores, fp32 accumulation",
         }
+    }
+}
+
+impl MathPolicy {
+    /// The math of a convolution in `dtype` when the case allows TF32 (`tf32`) or not;
+    /// `None` for dtypes the plans do not cover (candle's path runs them).
+    pub fn for_dtype(dtype: candle_core::DType, tf32: bool) -> Option<MathPolicy> {
+        match dtype {
+            candle_core::DType::F32 if tf32 => Some(MathPolicy::Tf32),
+            candle_core::DType::F32 => Some(MathPolicy::TrueFp32),
+            candle_core::DType::BF16 => Some(MathPolicy::Bf16),
+            _ => None,
+        }
+    }
+}
+
+/// What a plan (descriptors, algorithm, workspace size) is cached under: one per distinct
+/// convolution on a device. `D` names the device (candle's `DeviceId` on CUDA).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlanKey<D> {
+    pub device: D,
+    pub dtype: candle_core::DType,
+    /// `[B, C, T, H, W]`, after the explicit padding.
+    pub x: [usize; 5],
+    /// `[O, C, kT, kH, kW]`.
+    pub w: [usize; 5],
+    pub stride: [usize; 3],
+    /// The library's symmetric padding.
+    pub pad: [usize; 3],
+    pub policy: MathPolicy,
+}
+
+impl<D> PlanKey<D> {
+    /// The key of convolving `x` with `w` on `device` in `dtype` (math from `tf32`); `None`
+    /// when the dims are not 5-D or the dtype has no plan.
+    pub fn new(
+        device: D,
+        dtype: candle_core::DType,
+        x: &[usize],
+        w: &[usize],
+        stride: [usize; 3],
+        pad: [usize; 3],
+        tf32: bool,
+    ) -> Option<PlanKey<D>> {
+        Some(PlanKey {
+            device,
+            dtype,
+            x: x.try_into().ok()?,
+            w: w.try_into().ok()?,
+            stride,
+            pad,
+            policy: MathPolicy::for_dtype(dtype, tf32)?,
+        })
     }
 }
 
@@ -306,6 +359,47 @@ mod tests {
         for a in [Algo::Winograd, Algo::Fft, Algo::FftTiling, Algo::ImplicitGemm] {
             assert_eq!(crate::profile::kernels::family(a.name()), a.family(), "{}", a.name());
         }
+    }
+
+    #[test]
+    fn one_plan_per_device_dtype_shape_stride_padding_and_math() {
+        use candle_core::DType::{BF16, F16, F32};
+        use std::collections::HashSet;
+        let x = [1, 96, 6, 480, 832];
+        let w = [96, 96, 3, 3, 3];
+        let key = |dev: u32, dt, x: &[usize], st, pad, tf32| PlanKey::new(dev, dt, x, &w, st, pad, tf32).unwrap();
+        let base = key(0, F32, &x, [1; 3], [0, 1, 1], false);
+        assert_eq!(
+            base,
+            key(0, F32, &x, [1; 3], [0, 1, 1], false),
+            "the same convolution: one plan"
+        );
+        assert_eq!(base.policy, MathPolicy::TrueFp32);
+        let others = [
+            key(1, F32, &x, [1; 3], [0, 1, 1], false),                    // another device
+            key(0, BF16, &x, [1; 3], [0, 1, 1], false),                   // another dtype
+            key(0, F32, &[1, 96, 5, 480, 832], [1; 3], [0, 1, 1], false), // another frame count
+            key(0, F32, &x, [1, 2, 2], [0, 1, 1], false),                 // another stride
+            key(0, F32, &x, [1; 3], [0, 0, 0], false),                    // another padding
+            key(0, F32, &x, [1; 3], [0, 1, 1], true),                     // TF32 allowed
+        ];
+        let mut set: HashSet<_> = others.iter().cloned().collect();
+        assert_eq!(set.len(), others.len());
+        assert!(set.insert(base), "differs from every one");
+        assert_eq!(others[5].policy, MathPolicy::Tf32);
+        assert_eq!(
+            key(0, BF16, &x, [1; 3], [0; 3], true).policy,
+            MathPolicy::Bf16,
+            "TF32 is fp32's only"
+        );
+        assert!(
+            PlanKey::new(0, F16, &x, &w, [1; 3], [0; 3], false).is_none(),
+            "no plan for f16"
+        );
+        assert!(
+            PlanKey::new(0, F32, &x[..4], &w, [1; 3], [0; 3], false).is_none(),
+            "4-D is not a plan's"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrM
 use candle_core::cuda_backend::{CudaDevice, CudaStorage, DeviceId};
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 
-use super::choice::{self, Algo, Candidate, MathPolicy, MathType, WORKSPACE_CAP_BYTES};
+use super::choice::{self, Algo, Candidate, MathPolicy, MathType, PlanKey, WORKSPACE_CAP_BYTES};
 use super::ops::{self, Elem};
 use crate::model::conv::device::{self, Backend, ConvLibrary, ConvPlanRecord};
 
@@ -69,17 +69,7 @@ raw!(
     result::destroy_convolution_descriptor
 );
 
-/// What a plan is keyed on.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
-    device: DeviceId,
-    dtype: DType,
-    x: [usize; 5],
-    w: [usize; 5],
-    stride: [usize; 3],
-    pad: [usize; 3],
-    policy: MathPolicy,
-}
+type Key = PlanKey<DeviceId>;
 
 struct Plan {
     x: TensorDesc,
@@ -119,12 +109,7 @@ thread_local! {
 }
 
 fn policy_for(dtype: DType) -> Option<MathPolicy> {
-    match dtype {
-        DType::F32 if device::tf32() => Some(MathPolicy::Tf32),
-        DType::F32 => Some(MathPolicy::TrueFp32),
-        DType::BF16 => Some(MathPolicy::Bf16),
-        _ => None,
-    }
+    MathPolicy::for_dtype(dtype, device::tf32())
 }
 
 fn data_type(dtype: DType) -> sys::cudnnDataType_t {
@@ -475,19 +460,16 @@ impl Backend for Cudnn {
         let candle_core::Device::Cuda(dev) = x.device() else {
             candle_core::bail!("cuDNN convolves CUDA tensors, not {:?}", x.device());
         };
-        let Some(policy) = policy_for(x.dtype()) else {
-            return Ok(None);
-        };
-        let (b, c, t, h, w) = x.dims5()?;
-        let (o, wc, kt, kh, kw) = weight.dims5()?;
-        let key = Key {
-            device: dev.id(),
-            dtype: x.dtype(),
-            x: [b, c, t, h, w],
-            w: [o, wc, kt, kh, kw],
+        let Some(key) = Key::new(
+            dev.id(),
+            x.dtype(),
+            x.dims(),
+            weight.dims(),
             stride,
             pad,
-            policy,
+            device::tf32(),
+        ) else {
+            return Ok(None);
         };
         let runs = STATE.with_borrow_mut(|state| -> Result<bool> {
             let planned = state.planned(&key, dev)?;
