@@ -26,7 +26,8 @@
 #   conv-bench    each distinct convolution of the Wan 2.1 21x832x480 decode, candle and torch
 #   profile       --profile, 5x320x320, fp32 and bf16 (per-layer ratios)
 # More, by name only: decode-320, levers, oom (a second process holds all but 40 GiB of the
-# GPU), wan22 (encode + decode).
+# GPU), wan22 (encode + decode), search (candle's plans by cuDNN's measured search against
+# its heuristics, torch's cudnn.benchmark off and on: configs/gpu-check-cudnn-search.toml).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -141,6 +142,7 @@ step profile 40 90 "${check[@]}" --quick --steps profile --engines torch,candle 
 step decode-320 40 90 "${check[@]}" --quick --steps decode-320 --engines torch,candle --out "$work/decode-320"
 step levers 40 100 "${check[@]}" --steps levers --engines torch --out "$work/levers"
 step wan22 60 150 "${check[@]}" --quick --steps wan22 --engines torch,candle --out "$work/wan22"
+step search 90 200 "${check[@]}" --configs "$cfg/gpu-check-cudnn-search.toml" --steps cudnn-search --engines torch,candle --out "$work/search"
 # oom: hold all but 40 GiB of the GPU in a second process, as another program (ComfyUI's
 # diffusion model) would, so that 5x3072x1792 fp32 cannot fit on any card.
 if (($(left) > 45)) && [[ ${GPU_LENT_SMOKE:-0} != 1 ]] && wanted oom; then

@@ -58,8 +58,14 @@ pub struct ConvPlanRecord {
     pub math: String,
     /// Its workspace, bytes.
     pub workspace_bytes: u64,
-    /// Its place in the library's heuristic ranking (0: the first choice).
+    /// Its place in the library's ranking (0: the first choice): its heuristics', or its
+    /// measured search's (`chosen_by`).
     pub heuristic_rank: usize,
+    /// `heuristics` (cuDNN's `cudnnGetConvolutionForwardAlgorithm_v7`, as torch by default),
+    /// or `search` (`cudnnFindConvolutionForwardAlgorithmEx`, timed on the first call, as
+    /// torch's `cudnn.benchmark`; `WAN_VAE_BENCH_CUDNN_SEARCH=1`).
+    #[serde(default)]
+    pub chosen_by: String,
     /// How often it ran in the case.
     pub calls: u64,
 }

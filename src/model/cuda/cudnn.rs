@@ -12,6 +12,11 @@
 //! ([`ops::bias_add`]). A convolution cuDNN cannot describe (2^31 elements or more) or rank
 //! takes candle's path, and its record says why.
 //!
+//! With `WAN_VAE_BENCH_CUDNN_SEARCH=1` in the worker's environment (an env variant of a
+//! matrix) each plan's algorithm is instead the fastest of cuDNN's measured search
+//! (`cudnnFindConvolutionForwardAlgorithmEx`, as torch's `cudnn.benchmark`) among those the
+//! math allows, run once on the plan's first call with a temporary workspace of the cap.
+//!
 //! The legacy API (descriptors + `cudnnConvolutionForward`) is what cudarc wraps and what
 //! cuDNN 9 still ships; the graph API would add fusions (bias, activation) that these
 //! convolutions do not need.
@@ -84,14 +89,23 @@ struct Plan {
 /// A plan, or why candle's path runs instead; with its record's index.
 struct Planned {
     plan: Option<Plan>,
+    /// Whether the measured search has chosen its algorithm.
+    searched: bool,
     record: usize,
     /// `cuDNN ALGO (MATH math)`, or the fallback's name, and its family (the profile's).
     used_as: (String, &'static str),
 }
 
+/// A device's handle, with the stream it runs on: the stream keeps candle's CUDA context
+/// alive until the handle is destroyed (fields drop in order).
+struct DeviceHandle {
+    handle: Handle,
+    _stream: std::sync::Arc<candle_core::cuda_backend::cudarc::driver::CudaStream>,
+}
+
 #[derive(Default)]
 struct State {
-    handles: HashMap<DeviceId, Handle>,
+    handles: HashMap<DeviceId, DeviceHandle>,
     plans: HashMap<Key, Planned>,
     records: Vec<ConvPlanRecord>,
     workspaces: HashMap<DeviceId, CudaSlice<u8>>,
@@ -144,15 +158,21 @@ fn tensor_desc(dtype: DType, dims: &[usize]) -> Result<TensorDesc> {
 impl State {
     fn handle(&mut self, dev: &CudaDevice) -> Result<sys::cudnnHandle_t> {
         if let Some(h) = self.handles.get(&dev.id()) {
-            return Ok(h.0);
+            return Ok(h.handle.0);
         }
         let h = Handle(result::create_handle().map_err(|e| err("create a handle", e))?);
         let stream = dev.cuda_stream();
-        // SAFETY: a live handle; candle's stream outlives it (the device holds it).
+        // SAFETY: a live handle; the stream outlives it (kept beside it).
         unsafe { result::set_stream(h.0, stream.cu_stream() as *mut _) }.map_err(|e| err("set the stream", e))?;
         self.version = Some(result::get_version());
         let raw = h.0;
-        self.handles.insert(dev.id(), h);
+        self.handles.insert(
+            dev.id(),
+            DeviceHandle {
+                handle: h,
+                _stream: stream,
+            },
+        );
         Ok(raw)
     }
 
@@ -188,6 +208,7 @@ impl State {
             records.push(record);
             Planned {
                 plan: None,
+                searched: false,
                 record: records.len() - 1,
                 used_as: (name, "gemm+im2col"),
             }
@@ -260,15 +281,7 @@ impl State {
         }
         .map_err(|e| err("heuristics", e))?;
         let ranked = &perf[..(returned.max(0) as usize).min(COUNT)];
-        let candidates: Vec<Candidate> = ranked
-            .iter()
-            .map(|p| Candidate {
-                algo: Algo::from_index(p.algo as u32),
-                ok: p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
-                memory: p.memory,
-                math: MathType::from_index(p.mathType as u32),
-            })
-            .collect();
+        let candidates: Vec<Candidate> = ranked.iter().map(candidate).collect();
         // The first allowed candidate whose workspace, asked under its own math type, fits.
         let mut from = 0;
         while let Some(i) = choice::choose(&candidates[from..], policy, WORKSPACE_CAP_BYTES).map(|i| i + from) {
@@ -288,9 +301,11 @@ impl State {
                     math: math.name().to_string(),
                     workspace_bytes: ws as u64,
                     heuristic_rank: i,
+                    chosen_by: "heuristics".into(),
                     ..record
                 });
                 return Ok(Planned {
+                    searched: false,
                     plan: Some(Plan {
                         x,
                         w,
@@ -325,6 +340,96 @@ impl State {
     }
 }
 
+/// Whether plans take the measured search's algorithm (`WAN_VAE_BENCH_CUDNN_SEARCH=1`).
+fn search_enabled() -> bool {
+    static SEARCH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SEARCH.get_or_init(|| std::env::var("WAN_VAE_BENCH_CUDNN_SEARCH").is_ok_and(|v| v == "1"))
+}
+
+impl State {
+    /// Choose `key`'s algorithm by cuDNN's measured search on the buffers at hand (`x`, `w`,
+    /// `y`: its first call), with a temporary workspace of the cap: the fastest the math
+    /// allows; the heuristics' choice stays when the search offers none.
+    fn search(&mut self, key: &Key, dev: &CudaDevice, x: u64, w: u64, y: u64) -> Result<()> {
+        let handle = self.handle(dev)?;
+        let stream = dev.cuda_stream();
+        // SAFETY: scratch memory cuDNN writes before it reads.
+        let mut scratch = unsafe { dev.alloc::<u8>(WORKSPACE_CAP_BYTES)? };
+        let planned = self.plans.get_mut(key).expect("planned before its search");
+        planned.searched = true;
+        let Some(plan) = planned.plan.as_mut() else {
+            return Ok(());
+        };
+        const COUNT: usize = 8;
+        // SAFETY: plain C structs; zeroes are valid (cuDNN overwrites the returned ones).
+        let mut perf: [sys::cudnnConvolutionFwdAlgoPerf_t; COUNT] = unsafe { std::mem::zeroed() };
+        let mut returned = 0;
+        {
+            let (wsp, _r) = scratch.device_ptr_mut(&stream);
+            // SAFETY: live handle and descriptors describing x, w and y; the scratch holds the
+            // cap; cuDNN writes y (the op overwrites it right after).
+            unsafe {
+                sys::cudnnFindConvolutionForwardAlgorithmEx(
+                    handle,
+                    plan.x.0,
+                    x as *const c_void,
+                    plan.w.0,
+                    w as *const c_void,
+                    plan.conv.0,
+                    plan.y.0,
+                    y as *mut c_void,
+                    COUNT as i32,
+                    &mut returned,
+                    perf.as_mut_ptr(),
+                    wsp as *mut c_void,
+                    WORKSPACE_CAP_BYTES,
+                )
+            }
+            .result()
+            .map_err(|e| err("search (cudnnFindConvolutionForwardAlgorithmEx)", e))?;
+        }
+        drop(scratch);
+        let ranked = &perf[..(returned.max(0) as usize).min(COUNT)];
+        let candidates: Vec<Candidate> = ranked.iter().map(candidate).collect();
+        let Some(i) = choice::choose(&candidates, key.policy, WORKSPACE_CAP_BYTES) else {
+            return Ok(());
+        };
+        let (p, c) = (&ranked[i], &candidates[i]);
+        // SAFETY: live descriptor.
+        unsafe { result::set_convolution_math_type(plan.conv.0, p.mathType) }.map_err(|e| err("math type", e))?;
+        // SAFETY: live handle and descriptors.
+        let ws = unsafe {
+            result::get_convolution_forward_workspace_size(handle, plan.x.0, plan.w.0, plan.conv.0, plan.y.0, p.algo)
+        }
+        .map_err(|e| err("workspace size", e))?;
+        let (algo, math) = (c.algo.expect("chosen: known"), c.math.expect("chosen: known"));
+        plan.algo = p.algo;
+        plan.workspace = ws;
+        planned.used_as = (
+            format!("cuDNN {} ({} math, searched)", algo.name(), math.name()),
+            algo.family(),
+        );
+        let r = &mut self.records[planned.record];
+        r.algorithm = algo.name().to_string();
+        r.family = algo.family().to_string();
+        r.math = math.name().to_string();
+        r.workspace_bytes = ws as u64;
+        r.heuristic_rank = i;
+        r.chosen_by = "search".into();
+        Ok(())
+    }
+}
+
+/// A ranking entry as plain data.
+fn candidate(p: &sys::cudnnConvolutionFwdAlgoPerf_t) -> Candidate {
+    Candidate {
+        algo: Algo::from_index(p.algo as u32),
+        ok: p.status == sys::cudnnStatus_t::CUDNN_STATUS_SUCCESS,
+        memory: p.memory,
+        math: MathType::from_index(p.mathType as u32),
+    }
+}
+
 /// The convolution of one plan (looked up by its key) as a candle op on (x, weight, bias).
 struct ConvOp {
     key: Key,
@@ -347,21 +452,30 @@ impl ConvOp {
             let Some(plan) = &planned.plan else {
                 candle_core::bail!("cuDNN: no plan for {:?} (it takes candle's path)", self.key);
             };
-            let (record, used_as, need, y_dims) =
-                (planned.record, planned.used_as.clone(), plan.workspace, plan.y_dims);
-            // Grow the device's one workspace when this plan needs more (never cleared).
-            let have = state.workspaces.get(&dev.id()).map_or(0, |w| w.len());
-            if let Some(size) = choice::grow_workspace(have, need) {
-                state.workspaces.remove(&dev.id()); // free the old one first
-                                                    // SAFETY: scratch memory cuDNN writes before it reads.
-                let fresh = unsafe { dev.alloc::<u8>(size)? };
-                state.workspaces.insert(dev.id(), fresh);
-            }
-            state.workspace_peak = state.workspace_peak.max(have.max(need));
+            let y_dims = plan.y_dims;
             let n: usize = y_dims.iter().product();
             // SAFETY: cuDNN writes every element (beta = 0).
             let mut y = unsafe { dev.alloc::<T>(n)? };
             let stream = dev.cuda_stream();
+            if search_enabled() && !planned.searched {
+                let (xp, _rx) = x.device_ptr(&stream);
+                let (wp, _rw) = w.device_ptr(&stream);
+                let (yp, _ry) = y.device_ptr_mut(&stream);
+                state.search(&self.key, dev, xp, wp, yp)?;
+            }
+            let planned = &state.plans[&self.key];
+            let plan = planned.plan.as_ref().expect("checked above");
+            let (record, used_as, need) = (planned.record, planned.used_as.clone(), plan.workspace);
+            // Grow the device's one workspace when this plan needs more (never cleared).
+            let have = state.workspaces.get(&dev.id()).map_or(0, |w| w.len());
+            if let Some(size) = choice::grow_workspace(have, need) {
+                // The old one goes first.
+                state.workspaces.remove(&dev.id());
+                // SAFETY: scratch memory cuDNN writes before it reads.
+                let fresh = unsafe { dev.alloc::<u8>(size)? };
+                state.workspaces.insert(dev.id(), fresh);
+            }
+            state.workspace_peak = state.workspace_peak.max(have.max(need));
             let plan = state.plans[&self.key].plan.as_ref().expect("checked above");
             {
                 let (xp, _rx) = x.device_ptr(&stream);
