@@ -199,14 +199,16 @@ impl CaseSettings {
 
     /// The settings whose outputs these are compared with: true fp32 (TF32 off where the
     /// knob acts, so an NVIDIA GPU's default TF32 convolutions are measured against it, not
-    /// taken for it), untiled in space and time, chunk 1, the levers at their defaults
+    /// taken for it; `auto` for an engine whose `auto` is true fp32, candle), untiled in space
+    /// and time, chunk 1, the levers at their defaults
     /// (`ncdhw`, `native`: a lever's case shows its own error), the rest (engine, the other knobs
     /// and passes included, so a decode-only case is compared with a decode of the same
     /// latent) unchanged.
     pub fn reference(&self) -> CaseSettings {
         let tf32 = match self.knobs.tf32 {
             Switch::NotApplicable => Switch::NotApplicable,
-            Switch::Auto if self.engine.tf32_auto_is_off() => Switch::Auto,
+            // An engine whose `auto` is true fp32 (candle) is compared with its `auto` case.
+            _ if self.engine.tf32_auto_is_off() => Switch::Auto,
             _ => Switch::Off,
         };
         CaseSettings {

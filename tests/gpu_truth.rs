@@ -45,10 +45,13 @@ fn tf32_is_a_knob_with_a_true_fp32_reference_on_nvidia_and_na_elsewhere() {
     assert_eq!(
         ids,
         [
+            // candle: its `auto` is true fp32 (the id it always had) and the reference of its
+            // TF32 case (issue 57: TF32 acts on candle on NVIDIA GPUs).
             "fp32-chunk1-untiled-5x32x32-baseline",
+            "fp32-chunk1-untiled-5x32x32-baseline-tf32_on",
             "torch-fp32-chunk1-untiled-5x32x32-baseline-miopen_user",
             "torch-fp32-chunk1-untiled-5x32x32-baseline-miopen_user-tf32_on",
-            // The reference of both: true fp32, added to the matrix.
+            // The reference of both of torch's: true fp32, added to the matrix.
             "torch-fp32-chunk1-untiled-5x32x32-baseline-miopen_user-tf32_off",
         ]
     );
