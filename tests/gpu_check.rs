@@ -456,7 +456,8 @@ fn gpu_check_reads_each_gpu_cases_telemetry() {
 #[test]
 fn gpu_check_prints_each_engines_nvml_peak_and_candles_cudnn_plans() {
     let dir = scratch();
-    let peak = r#""device_process_peak": {"peak_bytes": 12884901888, "samples": 420, "interval_ms": 10, "source": "NVML"}"#;
+    let peak =
+        r#""device_process_peak": {"peak_bytes": 12884901888, "samples": 420, "interval_ms": 10, "source": "NVML"}"#;
     let plan = |algo: &str, math: &str| {
         format!(
             r#"{{"input": [1, 96, 6, 480, 832], "weight": [96, 96, 3, 3, 3], "stride": [1, 1, 1], "padding": [0, 1, 1],
@@ -485,7 +486,17 @@ fn gpu_check_prints_each_engines_nvml_peak_and_candles_cudnn_plans() {
             .to_string(),
     ]
     .join(",");
-    let run = ["run", "--name", "m", "--device", "cuda:0", "--rc", "0", "--log", "/dev/null"];
+    let run = [
+        "run",
+        "--name",
+        "m",
+        "--device",
+        "cuda:0",
+        "--rc",
+        "0",
+        "--log",
+        "/dev/null",
+    ];
     let v = read_report(dir.path(), "run.json", &run, &cases);
     let of = |check: &str| {
         v.iter()
@@ -494,8 +505,16 @@ fn gpu_check_prints_each_engines_nvml_peak_and_candles_cudnn_plans() {
     };
     let torch = of("run m torch-fp32:");
     assert_eq!(torch.0, "PASS", "{v:?}");
-    assert!(torch.1.contains("reserved; process peak 12.0 GiB (NVML, 420 samples)"), "{v:?}");
-    assert!(of("run m fp32:").1.contains("(nvidia-smi); process peak 12.0 GiB (NVML"), "{v:?}");
+    assert!(
+        torch.1.contains("reserved; process peak 12.0 GiB (NVML, 420 samples)"),
+        "{v:?}"
+    );
+    assert!(
+        of("run m fp32:")
+            .1
+            .contains("(nvidia-smi); process peak 12.0 GiB (NVML"),
+        "{v:?}"
+    );
     let lib = of("conv_library m fp32:");
     assert_eq!(lib.0, "INFO", "{v:?}");
     assert!(
@@ -507,7 +526,10 @@ fn gpu_check_prints_each_engines_nvml_peak_and_candles_cudnn_plans() {
     assert_eq!(missing.0, "FAIL", "the one memory metric is missing: {v:?}");
     assert!(missing.1.contains("no NVML peak: libnvidia-ml.so.1"), "{v:?}");
     assert!(!v.iter().any(|(_, r)| r.starts_with("process_peak m fp32")), "{v:?}");
-    assert!(!v.iter().any(|(_, r)| r.starts_with("conv_library m torch")), "torch has no plans: {v:?}");
+    assert!(
+        !v.iter().any(|(_, r)| r.starts_with("conv_library m torch")),
+        "torch has no plans: {v:?}"
+    );
 }
 
 #[test]

@@ -388,9 +388,11 @@ impl Scheduler {
             ),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
         };
+        let ran = result.outcome.status == CaseStatus::Ok;
         result.outcome.device_process_peak = match memory {
-            Some(Ok(m)) => Some(m.finish()),
-            Some(Err(why)) => Some(ProcessMemory::unavailable(why)),
+            Some(Ok(m)) => Some(m.finish()).filter(|p| ran || p.samples > 0),
+            // A case that never ran a pass needs no word on its memory.
+            Some(Err(why)) => ran.then(|| ProcessMemory::unavailable(why)),
             None => None,
         };
         result.outcome.telemetry = match sampler {

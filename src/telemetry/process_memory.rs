@@ -83,7 +83,7 @@ impl Nvml {
                 };
                 let rc = init();
                 if rc != NVML_SUCCESS {
-                    return Err(format!("nvmlInit_v2 failed (NVML error {rc})"));
+                    return Err(format!("nvmlInit_v2 failed: {}", nvml_error(rc)));
                 }
                 Ok(nvml)
             }
@@ -129,6 +129,18 @@ impl Nvml {
         }
         used_by(&entries, pid)
     }
+}
+
+/// An NVML return code as nvml.h names it (the common ones), with its number.
+fn nvml_error(rc: u32) -> String {
+    let name = match rc {
+        3 => "NVML_ERROR_NOT_SUPPORTED",
+        4 => "NVML_ERROR_NO_PERMISSION",
+        9 => "NVML_ERROR_DRIVER_NOT_LOADED (no NVIDIA driver running)",
+        12 => "NVML_ERROR_LIBRARY_NOT_FOUND",
+        _ => "NVML error",
+    };
+    format!("{name} ({rc})")
 }
 
 /// The memory of `pid` among NVML's `(pid, used bytes)` entries, summed (a process on
@@ -274,6 +286,10 @@ mod tests {
         assert!(
             p.error.unwrap().contains("listed no device memory"),
             "one sample, no memory"
+        );
+        assert_eq!(
+            nvml_error(9),
+            "NVML_ERROR_DRIVER_NOT_LOADED (no NVIDIA driver running) (9)"
         );
         let p = ProcessMemory::unavailable("libnvidia-ml.so.1 could not be loaded".into());
         assert_eq!(p.error.as_deref(), Some("libnvidia-ml.so.1 could not be loaded"));
