@@ -256,6 +256,36 @@ fn decode_only_latents_come_from_an_engine_on_the_runs_device() {
         .expect("cross_engine");
     assert!(x.max_abs_error <= 1e-4 * x.max_abs_reference.max(1.0), "{x:?}");
 
+    // candle's own encode fails (its device path broken): torch encodes instead, and the
+    // decode-only cases of both engines still run (issue 57: the first run of a new path).
+    let report = dir.path().join("fallback.json");
+    let out = bench()
+        .env("WAN_VAE_BENCH_FAULT", "candle-prepare-fails")
+        .arg("run")
+        .args(args("candle,torch"))
+        .arg("-o")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = load(&report);
+    assert!(
+        r.run.prepared_latents.as_deref().unwrap_or("").starts_with("torch "),
+        "{:?}",
+        r.run.prepared_latents
+    );
+    assert!(
+        r.cases.iter().all(|c| c.outcome.status == CaseStatus::Ok),
+        "{:?}",
+        r.cases
+    );
+    assert!(
+        stderr(&out).contains("injected failure of candle's latent preparation")
+            && stderr(&out).contains("encoded by torch instead"),
+        "{}",
+        stderr(&out)
+    );
+
     // Without a Python engine nothing can encode there: refused before anything runs.
     let report = dir.path().join("refused.json");
     let out = bench()

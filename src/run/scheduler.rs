@@ -16,7 +16,7 @@ use super::executor::{Executor, Purpose, WorkerEvent};
 use super::outputs::QualityBook;
 use super::progress::Progress;
 use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, WorkerSpec};
-use crate::engine::EngineDirs;
+use crate::engine::{EngineDirs, WorkerKind};
 use crate::plan::matrix::Case;
 use crate::report::{CaseRecord, CaseStatus, Report};
 use crate::settings::CaseSettings;
@@ -148,6 +148,36 @@ impl Scheduler {
                 return Err(why);
             }
         };
+        let mut prepared = self.prepare_with(preparer, s, user.clone());
+        // A failed encode of this binary's worker (its device path) must not cost the other
+        // engines their decode-only cases: the run's Python engine on the device tries once.
+        if let (Err(first), WorkerKind::ThisBinary) = (&prepared, preparer.worker) {
+            if let Ok(other) = crate::engine::preparer::latent_preparer(&device, &in_run, false) {
+                let first = first.clone();
+                prepared = self
+                    .prepare_with(other, s, user)
+                    .map_err(|second| format!("{first}; then {second}"));
+                if prepared.is_ok() {
+                    self.progress.println(&format!(
+                        "note: {first}; the latent to decode was encoded by {} instead",
+                        other.name()
+                    ));
+                }
+            }
+        }
+        self.prepared.insert(key, prepared.clone());
+        prepared.map(Some)
+    }
+
+    /// The untimed true-fp32 encode of `s`'s clip (or the user's video `user`) by
+    /// `preparer`, in a worker of its own: the latent's file, or why there is none.
+    fn prepare_with(
+        &mut self,
+        preparer: &'static crate::engine::EngineSpec,
+        s: &CaseSettings,
+        user: Option<WorkerInput>,
+    ) -> Result<WorkerInput, String> {
+        let device = self.run_wide.spec.device.clone();
         // True fp32 with the knobs as the engine leaves them (`n/a` where they do not act).
         let knobs = crate::settings::Knobs {
             cudnn: Switch::Auto,
@@ -194,7 +224,7 @@ impl Scheduler {
                 WorkerEvent::Phase(p) => progress.phase(&format!("prepare latent: {p}")),
                 WorkerEvent::Output(line) => progress.output(line),
             });
-        let prepared = match (r.outcome.status, r.outcome.error) {
+        match (r.outcome.status, r.outcome.error) {
             (CaseStatus::Ok, _) if path.is_file() => Ok(WorkerInput {
                 path,
                 kind: InputKind::Latent,
@@ -204,9 +234,7 @@ impl Scheduler {
                 preparer.name(),
                 error.or(r.outputs_error).unwrap_or_default()
             )),
-        };
-        self.prepared.insert(key, prepared.clone());
-        prepared.map(Some)
+        }
     }
 
     /// Prepare the latents of the decode-only cases before any measured case runs, each in a
