@@ -29,7 +29,7 @@ use std::ffi::c_void;
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::cudnn::{result, sys};
 use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
-use candle_core::cuda_backend::{CudaDevice, CudaStorage, DeviceId};
+use candle_core::cuda_backend::{CudaDevice, CudaStorage, DeviceId, WrapErr};
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 
 use super::choice::{self, Algo, Candidate, MathPolicy, MathType, PlanKey, WORKSPACE_CAP_BYTES};
@@ -160,8 +160,10 @@ impl State {
         if let Some(h) = self.handles.get(&dev.id()) {
             return Ok(h.handle.0);
         }
-        let h = Handle(result::create_handle().map_err(|e| err("create a handle", e))?);
         let stream = dev.cuda_stream();
+        // cudnnCreate allocates on the current context: make it candle's (as cudarc does).
+        stream.context().bind_to_thread().w()?;
+        let h = Handle(result::create_handle().map_err(|e| err("create a handle", e))?);
         // SAFETY: a live handle; the stream outlives it (kept beside it).
         unsafe { result::set_stream(h.0, stream.cu_stream() as *mut _) }.map_err(|e| err("set the stream", e))?;
         self.version = Some(result::get_version());
