@@ -208,7 +208,7 @@ impl CaseSettings {
         let tf32 = match self.knobs.tf32 {
             Switch::NotApplicable => Switch::NotApplicable,
             // An engine whose `auto` is true fp32 (candle) is compared with its `auto` case.
-            _ if self.engine.tf32_auto_is_off() => Switch::Auto,
+            _ if self.engine.tf32_alone() => Switch::Auto,
             _ => Switch::Off,
         };
         CaseSettings {

@@ -24,7 +24,7 @@ use serde::Serialize;
 use crate::engine::{EngineDirs, WorkerKind};
 use crate::error::UserError;
 use crate::model::{ConvImpl, Precision, RunOptions, WanVae};
-use crate::values::{self, Engine, TileSetting};
+use crate::values::{self, Engine, Switch, TileSetting};
 
 /// Arguments of `wan-vae-bench validate`.
 #[derive(Debug, clap::Args)]
@@ -288,24 +288,14 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
         return Err(UserError::Other(why).into());
     }
     args.levers.check(args.engine)?;
-    // candle: true fp32, or TF32 where it acts (cuDNN and cuBLAS on a CUDA build's GPU).
-    let candle_tf32 = cfg!(feature = "cuda") && args.device.trim().to_ascii_lowercase().starts_with("cuda");
-    let tf32_ok = match args.tf32 {
-        crate::values::Switch::Off => true,
-        crate::values::Switch::On => candle_tf32,
-        _ => false,
-    };
-    if !engine.runs_python() && !tf32_ok {
-        return Err(UserError::invalid(
-            "--tf32",
-            args.tf32.name(),
-            format!(
-                "off with --engine {} (it computes true fp32; TF32 acts on it only on cuda:N in a \
-                 `--features cuda` build, with --tf32 on)",
-                args.engine
-            ),
-        )
-        .into());
+    // candle: true fp32, or TF32 where it acts (`on`: cuDNN and cuBLAS on a CUDA build's GPU).
+    let on_cuda = cfg!(feature = "cuda") && args.device.trim().to_ascii_lowercase().starts_with("cuda");
+    if !engine.runs_python() && args.tf32 != Switch::Off && !(on_cuda && args.tf32 == Switch::On) {
+        let valid = format!(
+            "off with --engine {} (true fp32), on only on cuda:N of a CUDA build",
+            args.engine
+        );
+        return Err(UserError::invalid("--tf32", args.tf32.name(), valid).into());
     }
     // As in `run`: the flag, else the environment; the folder's own venv, else the usual
     // interpreter rule.
@@ -375,7 +365,7 @@ fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         &crate::weights::resolve_config(&source, args.model)?,
     )?;
     let weights = crate::weights::load_model(&source, args.model)?;
-    let tf32 = args.tf32 == crate::values::Switch::On;
+    let tf32 = args.tf32 == Switch::On; // only where it acts (checked above)
     crate::model::conv::device::set_tf32(tf32);
     let vae = WanVae::new(&weights.config, weights.var_builder(args.precision, &device), args.conv)?;
     let opts = RunOptions {

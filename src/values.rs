@@ -44,10 +44,11 @@ impl Engine {
         }
     }
 
-    /// Whether its `tf32 = "auto"` (as the engine leaves it) is true fp32: candle's is (its
-    /// fp32 convolutions and matmuls use TF32 only when a case says `on`), torch's is not
-    /// (it lets cuDNN run fp32 convolutions in TF32). Such a case is its own fp32 reference.
-    pub fn tf32_auto_is_off(self) -> bool {
+    /// Whether the `tf32` knob acts in it alone on an NVIDIA GPU (`cuda:N`), where the
+    /// PyTorch knobs do not, with `auto` its true fp32: candle's (cuDNN's math type and
+    /// cuBLAS's compute type; TF32 only when a case says `on`), not torch's (whose `auto`
+    /// lets cuDNN run fp32 convolutions in TF32). Its `auto` case is its own fp32 reference.
+    pub fn tf32_alone(self) -> bool {
         self == Engine::Candle
     }
 

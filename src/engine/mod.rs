@@ -36,10 +36,6 @@ pub struct EngineSpec {
     /// Whether the PyTorch knobs (`cudnn`, `cudnn_benchmark`, `miopen_db`) act in it; they
     /// act on a GPU (`cuda:N`) only, and are `n/a` (not multiplied into cases) elsewhere.
     pub knobs: bool,
-    /// Whether the `tf32` knob acts in it on an NVIDIA GPU (`cuda:N`) where the PyTorch knobs
-    /// do not (candle: cuDNN's math type and cuBLAS's compute type; its `auto` is true fp32,
-    /// [`Engine::tf32_auto_is_off`]).
-    pub tf32_knob: bool,
     /// Whether it runs chunks other than 1 (latent frames per decoder call); a case with
     /// another chunk is `unsupported` without starting a worker.
     pub any_chunk: bool,
@@ -138,7 +134,6 @@ pub const ENGINES: &[EngineSpec] = &[
         engine: Engine::Candle,
         worker: WorkerKind::ThisBinary,
         knobs: false,
-        tf32_knob: true,
         any_chunk: true,
         precision_modes: &[],
         devices: &["cpu", "cuda", "metal"],
@@ -163,7 +158,6 @@ pub const ENGINES: &[EngineSpec] = &[
             ],
         },
         knobs: true,
-        tf32_knob: false,
         any_chunk: true,
         precision_modes: &["autocast", "cast"],
         devices: &["cpu", "cuda"],
@@ -185,7 +179,6 @@ pub const ENGINES: &[EngineSpec] = &[
             )],
         },
         knobs: true,
-        tf32_knob: false,
         // AutoencoderKLWan always decodes one latent frame per call.
         any_chunk: false,
         precision_modes: &["cast", "autocast"],
@@ -208,7 +201,6 @@ pub const ENGINES: &[EngineSpec] = &[
             )],
         },
         knobs: true,
-        tf32_knob: false,
         // ComfyUI's Wan VAE decodes one latent frame per call.
         any_chunk: false,
         precision_modes: &[],
@@ -337,16 +329,12 @@ impl EngineSpec {
             true => crate::values::Switch::NotApplicable,
             false => settings.knobs.tf32,
         };
-        let knobs = if self.knobs_act_on(device) {
-            Knobs { tf32, ..settings.knobs }
-        } else if self.tf32_knob && device_kind(device) == "cuda" {
-            Knobs {
-                tf32,
-                ..Knobs::default()
-            }
-        } else {
-            Knobs::default()
-        };
+        let mut knobs = Knobs::default();
+        if self.knobs_act_on(device) {
+            knobs = Knobs { tf32, ..settings.knobs };
+        } else if self.engine.tf32_alone() && device_kind(device) == "cuda" {
+            knobs.tf32 = tf32; // candle's acts alone
+        }
         CaseSettings {
             engine: self.engine,
             knobs,
@@ -642,38 +630,27 @@ mod tests {
         assert_eq!(amd.knobs.tf32, Switch::NotApplicable, "no TF32 on an AMD-only machine");
         let on_cpu = spec(Engine::Torch).run_as(&s, "cpu");
         assert_eq!(on_cpu.knobs, Knobs::default());
-        // candle: only TF32 acts, on an NVIDIA GPU (cuDNN's math type, cuBLAS's compute type).
-        let twin = spec(Engine::Candle).run_as_with(&s, "cuda:0", false);
-        let tf32_only = Knobs {
-            tf32: Switch::Off,
-            ..Knobs::default()
+        // candle: TF32 alone acts, on an NVIDIA GPU; its `auto` keeps its old id (history's
+        // series go on) and is the fp32 reference of its cases; n/a on the CPU and AMD.
+        let candle = |tf32, device, amd| {
+            let mut t = s.clone();
+            t.knobs.tf32 = tf32;
+            spec(Engine::Candle).run_as_with(&t, device, amd)
         };
-        assert_eq!((twin.engine, twin.knobs), (Engine::Candle, tf32_only));
-        assert_eq!(twin.id(), "fp32-chunk1-untiled-5x16x8-baseline-tf32_off");
-        // Its `auto` keeps the id candle's GPU cases had before the knob acted (history's
-        // series go on), and is its own fp32 reference (true fp32: no second case).
-        s.knobs.tf32 = Switch::Auto;
-        let auto = spec(Engine::Candle).run_as_with(&s, "cuda:0", false);
+        let off = candle(Switch::Off, "cuda:0", false);
+        let auto = candle(Switch::Auto, "cuda:0", false);
+        assert_eq!((off.knobs.tf32, off.knobs.cudnn), (Switch::Off, Switch::NotApplicable));
+        assert_eq!(off.id(), "fp32-chunk1-untiled-5x16x8-baseline-tf32_off");
         assert_eq!(auto.id(), "fp32-chunk1-untiled-5x16x8-baseline");
-        assert_eq!(auto.reference(), auto);
-        let torch = spec(Engine::Torch).run_as_with(&s, "cuda:0", false);
-        assert_eq!(
-            torch.reference().knobs.tf32,
-            Switch::Off,
-            "torch's auto is TF32 convolutions"
-        );
-        assert_eq!(spec(Engine::Candle).run_as(&s, "cpu").knobs, Knobs::default());
-        assert_eq!(
-            spec(Engine::Candle).run_as_with(&s, "cuda:0", true).knobs,
-            Knobs::default()
-        );
+        assert_eq!((off.reference(), auto.reference()), (auto.clone(), auto));
+        assert_eq!(candle(Switch::Auto, "cpu", false).knobs, Knobs::default());
+        assert_eq!(candle(Switch::On, "cuda:0", true).knobs, Knobs::default());
     }
 
     const WITH_FOLDER: &[EngineSpec] = &[EngineSpec {
         engine: Engine::Torch,
         worker: WorkerKind::ThisBinary,
         knobs: false,
-        tf32_knob: false,
         any_chunk: true,
         precision_modes: &[],
         devices: &["cpu"],
