@@ -207,8 +207,10 @@ impl CaseSettings {
     pub fn reference(&self) -> CaseSettings {
         let tf32 = match self.knobs.tf32 {
             Switch::NotApplicable => Switch::NotApplicable,
-            // An engine whose `auto` is true fp32 (candle) is compared with its `auto` case.
-            _ if self.engine.tf32_alone() => Switch::Auto,
+            // candle: `auto` and `off` are true fp32 (each its own reference); `on` is
+            // compared with `auto`, the id its cases always had.
+            Switch::On if self.engine.tf32_alone() => Switch::Auto,
+            t if self.engine.tf32_alone() => t,
             _ => Switch::Off,
         };
         CaseSettings {

@@ -631,7 +631,8 @@ mod tests {
         let on_cpu = spec(Engine::Torch).run_as(&s, "cpu");
         assert_eq!(on_cpu.knobs, Knobs::default());
         // candle: TF32 alone acts, on an NVIDIA GPU; its `auto` keeps its old id (history's
-        // series go on) and is the fp32 reference of its cases; n/a on the CPU and AMD.
+        // series go on); `auto` and `off` are true fp32, `on`'s reference is `auto`; n/a on
+        // the CPU and AMD.
         let candle = |tf32, device, amd| {
             let mut t = s.clone();
             t.knobs.tf32 = tf32;
@@ -642,7 +643,8 @@ mod tests {
         assert_eq!((off.knobs.tf32, off.knobs.cudnn), (Switch::Off, Switch::NotApplicable));
         assert_eq!(off.id(), "fp32-chunk1-untiled-5x16x8-baseline-tf32_off");
         assert_eq!(auto.id(), "fp32-chunk1-untiled-5x16x8-baseline");
-        assert_eq!((off.reference(), auto.reference()), (auto.clone(), auto));
+        assert_eq!((off.reference(), auto.reference()), (off.clone(), auto.clone()));
+        assert_eq!(candle(Switch::On, "cuda:0", false).reference(), auto);
         assert_eq!(candle(Switch::Auto, "cpu", false).knobs, Knobs::default());
         assert_eq!(candle(Switch::On, "cuda:0", true).knobs, Knobs::default());
     }
