@@ -1,7 +1,12 @@
 //! Build-time facts for the report: the git commit (`WAN_VAE_BENCH_GIT_COMMIT`), the rustc
 //! version (`WAN_VAE_BENCH_RUSTC_VERSION`) and the locked candle-core version
-//! (`WAN_VAE_BENCH_CANDLE_VERSION`).
+//! (`WAN_VAE_BENCH_CANDLE_VERSION`). With `--features cuda` (and so `cudnn`) it also
+//! compiles the model's own CUDA kernels ([`cuda_kernels`]); the CPU build needs no CUDA
+//! toolkit.
 fn main() {
+    if std::env::var_os("CARGO_FEATURE_CUDA").is_some() {
+        cuda_kernels();
+    }
     println!("cargo:rerun-if-changed=.git/HEAD");
     println!("cargo:rerun-if-changed=.git/refs/heads");
     println!("cargo:rerun-if-changed=Cargo.lock");
@@ -40,4 +45,31 @@ fn locked_version(package: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// `src/model/cuda/kernels.cu` to PTX with nvcc (`$NVCC`, else `nvcc` on `PATH`) for
+/// `compute_$CUDA_COMPUTE_CAP` (default 80, as candle-kernels builds its own; the driver
+/// compiles PTX for the GPU at hand, any later one included, when it loads it), into
+/// `$OUT_DIR/wan_kernels.ptx` (`model::cuda::ops` embeds it).
+fn cuda_kernels() {
+    let src = "src/model/cuda/kernels.cu";
+    println!("cargo:rerun-if-changed={src}");
+    println!("cargo:rerun-if-env-changed=CUDA_COMPUTE_CAP");
+    println!("cargo:rerun-if-env-changed=NVCC");
+    let cap = std::env::var("CUDA_COMPUTE_CAP").unwrap_or_else(|_| "80".into());
+    let cap: String = cap.chars().filter(char::is_ascii_digit).collect();
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR")).join("wan_kernels.ptx");
+    let nvcc = std::env::var("NVCC").unwrap_or_else(|_| "nvcc".into());
+    let status = std::process::Command::new(&nvcc)
+        .args(["--ptx", "-O3", "-std=c++17"])
+        .arg(format!("-arch=compute_{cap}"))
+        .arg(src)
+        .arg("-o")
+        .arg(&out)
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("`{nvcc} --ptx {src}` failed ({s}): the CUDA build needs nvcc (docs/gpu.md)"),
+        Err(e) => panic!("cannot run `{nvcc}` for {src}: {e}; the CUDA build needs nvcc (docs/gpu.md)"),
+    }
 }

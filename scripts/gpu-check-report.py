@@ -156,6 +156,15 @@ def bad_timings(c):
     return None
 
 
+def process_peak(c):
+    """The worker's device memory at its peak as NVML reported it (one metric for every
+    engine, sampled by the parent during the passes); "" when there is none."""
+    p = c.get("device_process_peak") or {}
+    if p.get("peak_bytes"):
+        return f"; process peak {gib(p['peak_bytes'])} (NVML, {p.get('samples')} samples)"
+    return ""
+
+
 def device_memory(c, device):
     """(detail, problem): the device peak memory of a case on a GPU."""
     if not on_gpu(device):
@@ -165,9 +174,27 @@ def device_memory(c, device):
     if c.get("engine", "candle") != "candle":
         if alloc is None:
             return ("", "no device_peak_allocated_bytes (torch.cuda.max_memory_allocated)")
-        return (f"device peak {gib(alloc)} allocated, {gib(c.get('device_peak_reserved_bytes'))} reserved", None)
+        reserved = gib(c.get("device_peak_reserved_bytes"))
+        return (f"device peak {gib(alloc)} allocated, {reserved} reserved{process_peak(c)}", None)
     held = c.get("device_memory_bytes")
-    return (f"device memory {gib(held)} (nvidia-smi)", None)
+    return (f"device memory {gib(held)} (nvidia-smi){process_peak(c)}", None)
+
+
+def conv_library(c):
+    """What candle's convolution library ran, in one line (None if the case has none)."""
+    lib = c.get("conv_library")
+    if not lib:
+        return None
+    algos = {}
+    for p in lib.get("plans") or []:
+        key = f"{p.get('algorithm')} ({p.get('math')})"
+        algos[key] = algos.get(key, 0) + 1
+    shapes = ", ".join(f"{k} x{n}" for k, n in sorted(algos.items(), key=lambda kv: -kv[1]))
+    ws = (lib.get("workspace_bytes") or 0) / 2**20
+    return (
+        f"{lib.get('library')} {lib.get('version')}, {lib.get('math')}; "
+        f"{len(lib.get('plans') or [])} shapes: {shapes}; workspace {ws:.1f} MiB"
+    )
 
 
 def check_case(name, c, device):
@@ -180,6 +207,13 @@ def check_case(name, c, device):
             line("FAIL", check, f"ok but {bad or problem}")
             return
         line("PASS", check, f"{timing(c)}; {mem}; computes {c.get('compute_dtype')}")
+        lib = conv_library(c)
+        if lib:
+            line("INFO", f"conv_library {name} {case_label(c)}", lib)
+        peak = c.get("device_process_peak") or {}
+        if peak and not peak.get("peak_bytes"):
+            # The one memory metric both engines are compared by is missing.
+            line("FAIL", f"process_peak {name} {case_label(c)}", f"no NVML peak: {peak.get('error')}")
         if on_gpu(device):
             check_telemetry(name, c)
     elif status == "unsupported":

@@ -14,6 +14,7 @@ pub use crate::machine::tool::ToolInfo;
 use crate::report::settings::CaseSettings;
 pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
 
+mod device_memory;
 pub mod env;
 mod miopen_log;
 pub mod profile;
@@ -29,6 +30,7 @@ mod worker_use;
 
 pub use miopen_log::{BenchResult, ConvProblem, Gemm, HipblasltLog, KernelCount, MiopenLog, UnreadCommand};
 
+pub use device_memory::DeviceProcessPeak;
 pub use worker_use::WorkerUse;
 
 /// Version of this report layout; bump on any incompatible change.
@@ -304,8 +306,18 @@ pub struct Outcome {
     pub load_s: Option<f64>,
     /// Peak resident memory of the worker (VmHWM), bytes.
     pub peak_rss_bytes: Option<u64>,
-    /// Device memory in use at the end of the case (CUDA), bytes.
+    /// Device memory in use at the end of the case (CUDA, `nvidia-smi` after the case; not
+    /// a peak: see `device_process_peak`), bytes.
     pub device_memory_bytes: Option<u64>,
+    /// The worker process's device memory at its peak during the encode and decode passes,
+    /// as the driver reports it (NVML's per-process used memory, context and workspaces
+    /// included, sampled by the parent): one metric for every engine; absent off NVIDIA GPUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_process_peak: Option<DeviceProcessPeak>,
+    /// What the device's convolution library did (candle with `--features cudnn` on CUDA:
+    /// cuDNN's version, math, workspace and per convolution shape the algorithm that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conv_library: Option<crate::model::conv::device::ConvLibrary>,
     /// Peak device memory allocated by torch (`max_memory_allocated`), bytes; Python engines on a GPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_peak_allocated_bytes: Option<u64>,
@@ -333,7 +345,8 @@ pub struct Outcome {
     /// The PyTorch knobs in force while the case ran, read back from torch once the worker
     /// set the case's: `cudnn`, `cudnn_benchmark` (`on`/`off`), `tf32` (`on`, `off`, or which
     /// of the convolutions and matmuls use it: `conv on, matmul off`), or `not applicable
-    /// (cpu)` / `not applicable (rocm)`; absent for candle.
+    /// (cpu)` / `not applicable (rocm)`; candle on CUDA: `tf32` only (`on`: its fp32
+    /// convolutions and matmuls; `off`), absent elsewhere.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knobs_in_force: Option<BTreeMap<String, String>>,
     /// An `oom` case's device memory when it failed (the Python worker's on a GPU, the
@@ -401,6 +414,8 @@ impl Outcome {
             load_s: None,
             peak_rss_bytes: None,
             device_memory_bytes: None,
+            device_process_peak: None,
+            conv_library: None,
             device_peak_allocated_bytes: None,
             device_peak_reserved_bytes: None,
             miopen: None,
@@ -599,90 +614,4 @@ fn not_a_report(text: &str, e: &serde_json::Error) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pass_stats_derive_rates() {
-        let p = PassStats::from_samples(vec![2.0, 1.0, 3.0], vec![5.0], 5, 100.0);
-        assert_eq!(p.median_s, 2.0);
-        assert_eq!(p.frames_per_s, 2.5);
-        assert_eq!(p.gflop_per_s, 50.0);
-        assert_eq!(p.warmup_s, vec![5.0]);
-    }
-
-    #[test]
-    fn json_that_is_not_a_report_says_what_it_is() {
-        let why = |text: &str| not_a_report(text, &serde_json::from_str::<Report>(text).unwrap_err());
-        assert!(why("[1, 2]").ends_with("found an array"), "{}", why("[1, 2]"));
-        assert!(why(" 42").ends_with("found a number"), "{}", why("42"));
-        assert!(why("").starts_with("the file is empty"), "{}", why(""));
-        assert!(
-            why("{\"schema_version\": 3").starts_with("not valid JSON"),
-            "{}",
-            why("{")
-        );
-        assert!(why("{}").contains("missing field"), "{}", why("{}"));
-    }
-
-    #[test]
-    fn a_case_record_has_the_flat_keys_of_the_schema() {
-        let settings: CaseSettings = serde_json::from_value(serde_json::json!({"precision": "fp32", "chunk": 1,
-            "tile_px": null, "overlap_px": null, "frames": 5, "width": 64, "height": 64}))
-        .unwrap();
-        let mut outcome = testing::ok();
-        outcome.encode = Some(PassStats::from_samples(vec![1.0], vec![], 5, 1.0));
-        let rec = testing::case(settings, outcome);
-        let v = serde_json::to_value(&rec).unwrap();
-        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
-        let mut want = vec![
-            "id",
-            "added_as_reference",
-            "engine",
-            "precision",
-            "chunk",
-            "tile_px",
-            "overlap_px",
-            "frames",
-            "width",
-            "height",
-            "env_variant",
-            "passes",
-            "temporal_tile_frames",
-            "temporal_overlap_frames",
-            "cudnn",
-            "cudnn_benchmark",
-            "miopen_db",
-            "tf32",
-            "layout",
-            "conv3d",
-            "frames_used",
-            "compute_dtype",
-            "env",
-            "status",
-            "error",
-            "encode",
-            "decode",
-            "load_s",
-            "peak_rss_bytes",
-            "device_memory_bytes",
-            "quality",
-        ];
-        want.sort_unstable();
-        assert_eq!(keys, want);
-        assert_eq!(serde_json::from_value::<CaseRecord>(v).unwrap(), rec);
-    }
-
-    #[test]
-    fn status_names_are_the_json_names() {
-        for s in [
-            CaseStatus::Ok,
-            CaseStatus::Failed,
-            CaseStatus::Timeout,
-            CaseStatus::Oom,
-            CaseStatus::Unsupported,
-        ] {
-            assert_eq!(serde_json::to_value(s).unwrap(), s.name());
-        }
-    }
-}
+mod tests;

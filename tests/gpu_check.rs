@@ -454,6 +454,85 @@ fn gpu_check_reads_each_gpu_cases_telemetry() {
 }
 
 #[test]
+fn gpu_check_prints_each_engines_nvml_peak_and_candles_cudnn_plans() {
+    let dir = scratch();
+    let peak =
+        r#""device_process_peak": {"peak_bytes": 12884901888, "samples": 420, "interval_ms": 10, "source": "NVML"}"#;
+    let plan = |algo: &str, math: &str| {
+        format!(
+            r#"{{"input": [1, 96, 6, 480, 832], "weight": [96, 96, 3, 3, 3], "stride": [1, 1, 1], "padding": [0, 1, 1],
+                "dtype": "f32", "algorithm": "{algo}", "family": "implicit-gemm/cudnn", "math": "{math}",
+                "workspace_bytes": 1048576, "heuristic_rank": 0, "chosen_by": "heuristics", "calls": 21}}"#
+        )
+    };
+    let cases = [
+        format!(
+            r#"{{"id": "torch-fp32", "engine": "torch", "passes": "decode", "status": "ok", "decode": {{"median_s": 0.5}},
+                "device_peak_allocated_bytes": 1073741824, "device_peak_reserved_bytes": 2147483648, {peak}}}"#
+        ),
+        format!(
+            r#"{{"id": "fp32", "engine": "candle", "passes": "decode", "status": "ok", "decode": {{"median_s": 0.6}},
+                "device_memory_bytes": 1073741824, {peak},
+                "conv_library": {{"library": "cuDNN", "version": "9.19.0", "math": "fp32: FMA math (no TF32)",
+                  "workspace_cap_bytes": 1073741824, "workspace_bytes": 3145728,
+                  "plans": [{}, {}, {}]}}}}"#,
+            plan("IMPLICIT_PRECOMP_GEMM", "FMA"),
+            plan("IMPLICIT_PRECOMP_GEMM", "FMA"),
+            plan("WINOGRAD_NONFUSED", "FMA")
+        ),
+        r#"{"id": "no-nvml", "engine": "candle", "passes": "decode", "status": "ok", "decode": {"median_s": 0.6},
+            "device_process_peak": {"samples": 0, "interval_ms": 10, "source": "NVML",
+              "error": "libnvidia-ml.so.1 (NVML, part of the NVIDIA driver) could not be loaded"}}"#
+            .to_string(),
+    ]
+    .join(",");
+    let run = [
+        "run",
+        "--name",
+        "m",
+        "--device",
+        "cuda:0",
+        "--rc",
+        "0",
+        "--log",
+        "/dev/null",
+    ];
+    let v = read_report(dir.path(), "run.json", &run, &cases);
+    let of = |check: &str| {
+        v.iter()
+            .find(|(_, rest)| rest.starts_with(check))
+            .unwrap_or_else(|| panic!("{check}: {v:?}"))
+    };
+    let torch = of("run m torch-fp32:");
+    assert_eq!(torch.0, "PASS", "{v:?}");
+    assert!(
+        torch.1.contains("reserved; process peak 12.0 GiB (NVML, 420 samples)"),
+        "{v:?}"
+    );
+    assert!(
+        of("run m fp32:")
+            .1
+            .contains("(nvidia-smi); process peak 12.0 GiB (NVML"),
+        "{v:?}"
+    );
+    let lib = of("conv_library m fp32:");
+    assert_eq!(lib.0, "INFO", "{v:?}");
+    assert!(
+        lib.1.contains("cuDNN 9.19.0, fp32: FMA math (no TF32); 3 shapes: IMPLICIT_PRECOMP_GEMM (FMA) x2, WINOGRAD_NONFUSED (FMA) x1; workspace 3.0 MiB"),
+        "{v:?}"
+    );
+    assert_eq!(of("run m no-nvml:").0, "PASS", "{v:?}");
+    let missing = of("process_peak m no-nvml:");
+    assert_eq!(missing.0, "FAIL", "the one memory metric is missing: {v:?}");
+    assert!(missing.1.contains("no NVML peak: libnvidia-ml.so.1"), "{v:?}");
+    assert!(!v.iter().any(|(_, r)| r.starts_with("process_peak m fp32")), "{v:?}");
+    assert!(
+        !v.iter().any(|(_, r)| r.starts_with("conv_library m torch")),
+        "torch has no plans: {v:?}"
+    );
+}
+
+#[test]
 fn gpu_check_profiles_under_quick_and_smoke() {
     // --quick and --smoke each add --runs (and --smoke the size) to every run: the profile
     // step, which sets its own, was refused ("cannot be used multiple times") before 2026-11-26.

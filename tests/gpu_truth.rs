@@ -45,10 +45,13 @@ fn tf32_is_a_knob_with_a_true_fp32_reference_on_nvidia_and_na_elsewhere() {
     assert_eq!(
         ids,
         [
+            // candle: its `auto` is true fp32 (the id it always had) and the reference of its
+            // TF32 case (issue 57: TF32 acts on candle on NVIDIA GPUs).
             "fp32-chunk1-untiled-5x32x32-baseline",
+            "fp32-chunk1-untiled-5x32x32-baseline-tf32_on",
             "torch-fp32-chunk1-untiled-5x32x32-baseline-miopen_user",
             "torch-fp32-chunk1-untiled-5x32x32-baseline-miopen_user-tf32_on",
-            // The reference of both: true fp32, added to the matrix.
+            // The reference of both of torch's: true fp32, added to the matrix.
             "torch-fp32-chunk1-untiled-5x32x32-baseline-miopen_user-tf32_off",
         ]
     );
@@ -252,6 +255,36 @@ fn decode_only_latents_come_from_an_engine_on_the_runs_device() {
         .and_then(|q| q.cross_engine.as_ref())
         .expect("cross_engine");
     assert!(x.max_abs_error <= 1e-4 * x.max_abs_reference.max(1.0), "{x:?}");
+
+    // candle's own encode fails (its device path broken): torch encodes instead, and the
+    // decode-only cases of both engines still run (issue 57: the first run of a new path).
+    let report = dir.path().join("fallback.json");
+    let out = bench()
+        .env("WAN_VAE_BENCH_FAULT", "candle-prepare-fails")
+        .arg("run")
+        .args(args("candle,torch"))
+        .arg("-o")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = load(&report);
+    assert!(
+        r.run.prepared_latents.as_deref().unwrap_or("").starts_with("torch "),
+        "{:?}",
+        r.run.prepared_latents
+    );
+    assert!(
+        r.cases.iter().all(|c| c.outcome.status == CaseStatus::Ok),
+        "{:?}",
+        r.cases
+    );
+    assert!(
+        stderr(&out).contains("injected failure of candle's latent preparation")
+            && stderr(&out).contains("encoded by torch instead"),
+        "{}",
+        stderr(&out)
+    );
 
     // Without a Python engine nothing can encode there: refused before anything runs.
     let report = dir.path().join("refused.json");

@@ -7,6 +7,7 @@
 //! Must not: hold logic that two commands share (that lives in a library room).
 pub mod compare;
 pub mod completions;
+pub mod conv_bench;
 pub mod history;
 pub mod inspect;
 pub mod logs;
@@ -40,6 +41,9 @@ pub enum Command {
     /// Internal: run one benchmark case in this process (spawned by `run`).
     #[command(hide = true)]
     Worker(worker::WorkerArgs),
+    /// Internal: time each distinct convolution of one decode through the device's library.
+    #[command(hide = true)]
+    ConvBench(conv_bench::ConvBenchArgs),
     /// Check encode/decode against golden cases (exit 0 within tolerance, 1 not, 2 bad input).
     Validate(validate::ValidateArgs),
     /// Show a checkpoint's format, dtypes, tensors, parameters and inferred config.
@@ -72,6 +76,7 @@ pub fn main() -> i32 {
     let result = match cli.command {
         Command::Run(a) => run::command(*a),
         Command::Worker(a) => worker::command(a),
+        Command::ConvBench(a) => conv_bench::command(a),
         Command::Validate(a) => validate::command(a),
         Command::Inspect(a) => inspect::command(a),
         Command::System(a) => system::command(a),

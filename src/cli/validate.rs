@@ -9,7 +9,7 @@ use candle_core::{DType, Device, Tensor};
 
 use crate::engine::{EngineDirs, WorkerKind};
 use crate::model::{ConvImpl, Precision, RunOptions, WanVae};
-use crate::report::values::{self, Engine, TileSetting};
+use crate::report::values::{self, Engine, Switch, TileSetting};
 use crate::run::validate::{
     check_cases_model, check_output, checked_verdict, print_text, read_cases, run_worker, CaseReport, Ended, Tolerance,
     ValidateReport,
@@ -106,16 +106,14 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
         return Err(UserError::Other(why).into());
     }
     args.levers.check(args.engine)?;
-    if !engine.runs_python() && args.tf32 != crate::report::values::Switch::Off {
-        return Err(UserError::invalid(
-            "--tf32",
-            args.tf32.name(),
-            format!(
-                "off with --engine {} (it computes true fp32; TF32 is a knob of the PyTorch engines)",
-                args.engine
-            ),
-        )
-        .into());
+    // candle: true fp32, or TF32 where it acts (`on`: cuDNN and cuBLAS on a CUDA build's GPU).
+    let on_cuda = cfg!(feature = "cuda") && args.device.trim().to_ascii_lowercase().starts_with("cuda");
+    if !engine.runs_python() && args.tf32 != Switch::Off && !(on_cuda && args.tf32 == Switch::On) {
+        let valid = format!(
+            "off with --engine {} (true fp32), on only on cuda:N of a CUDA build",
+            args.engine
+        );
+        return Err(UserError::invalid("--tf32", args.tf32.name(), valid).into());
     }
     // As in `run`: the flag, else the environment; the folder's own venv, else the usual
     // interpreter rule.
@@ -158,12 +156,17 @@ fn candle_command(args: &ValidateArgs) -> anyhow::Result<i32> {
         &crate::weights::resolve_config(&source, args.model)?,
     )?;
     let weights = crate::weights::load_model(&source, args.model)?;
+    let tf32 = args.tf32 == Switch::On; // only where it acts (checked above)
+    crate::model::conv::device::set_tf32(tf32);
     let vae = WanVae::new(&weights.config, weights.var_builder(args.precision, &device), args.conv)?;
     let opts = RunOptions {
         chunk: args.chunk,
         tiling: args.tile,
     };
-    let tol = Tolerance::for_settings(args.precision, args.tile.is_some());
+    let mut tol = Tolerance::for_settings(args.precision, args.tile.is_some());
+    if tf32 && args.precision == Precision::Fp32 && args.tile.is_none() {
+        tol.factor = Tolerance::TF32_FACTOR;
+    }
     let mut saved: Vec<(String, Tensor)> = Vec::new();
     let mut reports = Vec::new();
     for case in &cases {

@@ -141,6 +141,9 @@ pub struct RmsNorm {
     scaled_gamma: Tensor,
     /// The same values as f32, for the fused CPU kernel.
     scaled_gamma_f32: Vec<f32>,
+    /// The same values as an f32 `[C]` tensor on the model's device, for the fused CUDA
+    /// kernel.
+    scaled_gamma_device: Tensor,
     /// Checkpoint key path ([`super::span`]).
     path: String,
 }
@@ -154,10 +157,12 @@ impl RmsNorm {
             vb.get((c, 1, 1, 1), "gamma")?
         };
         let scaled_gamma = (gamma.unsqueeze(0)? * (c as f64).sqrt())?;
-        let scaled_gamma_f32 = scaled_gamma.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
+        let scaled_gamma_device = scaled_gamma.to_dtype(DType::F32)?.flatten_all()?;
+        let scaled_gamma_f32 = scaled_gamma_device.to_vec1::<f32>()?;
         Ok(RmsNorm {
             scaled_gamma,
             scaled_gamma_f32,
+            scaled_gamma_device,
             path: vb.prefix(),
         })
     }
@@ -167,10 +172,13 @@ impl RmsNorm {
         self.forward_act(x, false)
     }
 
-    /// Normalize, then SiLU when `silu` (one fused pass on the CPU).
+    /// Normalize, then SiLU when `silu` (one fused pass on the CPU and on CUDA).
     pub fn forward_act(&self, x: &Tensor, silu: bool) -> Result<Tensor> {
         let _span = super::span::layer(&self.path, x);
         if let Some(y) = cpu_kernels::tensor::rms_norm(x, &self.scaled_gamma_f32, silu)? {
+            return Ok(y);
+        }
+        if let Some(y) = super::cuda::channel_norm(x, &self.scaled_gamma_device, silu)? {
             return Ok(y);
         }
         let dtype = x.dtype();

@@ -9,9 +9,13 @@
 //!   output rows, multiplied by the `[out, in*kt*kh*kw]` weight matrix in one `gemm` crate
 //!   call (AVX2/FMA on x86-64) that writes straight into the channels-first output; 16-bit
 //!   types compute in f32.
-//! - [`ConvImpl::Candle`] (any device, and every non-CPU device): the `kt` time taps are
-//!   stacked along channels and one `Tensor::conv2d` runs over all output frames; 16-bit
-//!   types on the CPU compute in f32 because candle's CPU conv2d has no bf16 kernel.
+//! - An accelerator whose vendor library this build has (CUDA with `--features cudnn`: cuDNN),
+//!   [`ConvImpl::Auto`]: the library's N-d convolution on the 5-D tensor, through the seam
+//!   of the `device` submodule (the causal cache's join and one-sided padding are the only
+//!   copies).
+//! - [`ConvImpl::Candle`] (any device), and other devices: the `kt` time taps are stacked
+//!   along channels and one `Tensor::conv2d` runs over all output frames; 16-bit types on
+//!   the CPU compute in f32 because candle's CPU conv2d has no bf16 kernel.
 //!
 //! Padding is implicit on the CPU paths (no padded copy of the input). Must not know about
 //! the model's layers: blocks.rs decides strides, padding and caching.
@@ -23,7 +27,9 @@ pub use super::kernels::Isa;
 use super::kernels::{self, ConvShape, Dst, Operands, PackedWeights, Src};
 use im2col::{conv_f32, Geometry};
 
+pub mod device;
 mod im2col;
+pub mod library;
 
 /// Free the buffers the CPU convolutions keep between calls (the AVX-512 kernels' padded
 /// input and blocks, the im2col matrices, on this thread and every thread of rayon's pool): a worker starting a case calls it, so
@@ -31,6 +37,7 @@ mod im2col;
 pub fn release_caches() {
     kernels::release_caches();
     im2col::release();
+    device::reset_backends();
     // Every thread of the pool that runs the convolutions keeps its own.
     rayon::broadcast(|_| {
         kernels::release_caches();
@@ -61,7 +68,8 @@ pub struct Pad {
 /// The weights, laid out for the path that computes: one copy only (Wan 2.2's are 2.8 GB
 /// in f32; the checkpoint's tensor is dropped once a CPU path has its own layout).
 enum Weights {
-    /// `[out, in, kt, kh, kw]`, for [`ConvImpl::Candle`].
+    /// `[out, in, kt, kh, kw]` (contiguous off the CPU), for [`ConvImpl::Candle`] and the
+    /// device's library.
     Candle(Tensor),
     /// `[out, kt*kh*kw*in]` row-major f32 weights and f32 bias, for the gemm crate.
     Portable(Vec<f32>, Vec<f32>),
@@ -76,6 +84,7 @@ pub struct Conv3d {
     out_ch: usize,
     in_ch: usize,
     kernel: [usize; 3],
+    imp: ConvImpl,
 }
 
 impl Conv3d {
@@ -123,8 +132,10 @@ impl Conv3d {
                 let w = weight.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?;
                 Weights::Portable(im2col::weights_in_patch_order(&w, in_ch, kt * kh * kw), b)
             }
-        } else {
+        } else if weight.device().is_cpu() {
             Weights::Candle(weight)
+        } else {
+            Weights::Candle(weight.contiguous()?)
         };
         Ok(Conv3d {
             weights,
@@ -132,6 +143,7 @@ impl Conv3d {
             out_ch,
             in_ch,
             kernel: [kt, kh, kw],
+            imp,
         })
     }
 
@@ -157,7 +169,16 @@ impl Conv3d {
         match &self.weights {
             Weights::Packed(pw) => self.forward_packed(parts, pw, stride, pad),
             Weights::Portable(w, b) => self.forward_im2col(&joined()?, w, b, stride, pad),
-            Weights::Candle(weight) => self.forward_candle(&joined()?, weight, stride, pad),
+            Weights::Candle(weight) => {
+                let library = device::backend_for(parts[0].device())
+                    .filter(|b| self.imp == ConvImpl::Auto && b.supports(parts[0].dtype()));
+                match library {
+                    Some(b) => device::forward(b, parts, weight, &self.bias, stride, pad, |x, rest| {
+                        self.forward_candle(x, weight, stride, rest)
+                    }),
+                    None => self.forward_candle(&joined()?, weight, stride, pad),
+                }
+            }
         }
     }
 

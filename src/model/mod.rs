@@ -11,6 +11,7 @@ pub mod coder;
 pub mod config;
 pub mod conv;
 pub mod cpu_kernels;
+pub mod cuda;
 pub mod flops;
 pub mod fold;
 pub mod kernels;

@@ -85,6 +85,10 @@ impl WanVae {
     /// What really computes: the storage dtype, and where ops run in another dtype.
     pub fn compute_dtype(&self) -> String {
         let dt = match self.precision {
+            // TF32 acts on NVIDIA GPUs only (`conv::device::set_tf32`, the case's `tf32 = "on"`).
+            Precision::Fp32 | Precision::Auto if self.device.is_cuda() && super::conv::device::tf32() => {
+                return "f32 (TF32 allowed in convolutions and matmuls)".to_string()
+            }
             Precision::Fp32 | Precision::Auto => return "f32".to_string(),
             Precision::Bf16 => "bf16",
             Precision::Fp16 => "f16",

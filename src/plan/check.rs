@@ -68,7 +68,7 @@ pub fn notes(opts: &BenchOptions) -> impl Iterator<Item = String> {
 }
 
 /// The note for knob values given that do not act for an engine on the device (the PyTorch
-/// knobs with candle or on the CPU, TF32 on an AMD-only machine): they collapse into one
+/// knobs but TF32 with candle, all of them on the CPU, TF32 on an AMD-only machine): they collapse into one
 /// case recorded `n/a`, and the run says so once, naming the values, the engines and why;
 /// `None` when every value given is planned.
 pub fn collapsed_knobs(opts: &BenchOptions) -> Option<String> {
@@ -107,7 +107,7 @@ pub fn collapsed_knobs(opts: &BenchOptions) -> Option<String> {
     (!parts.is_empty()).then(|| {
         format!(
             "note: knob values that do not act on {device} were collapsed: {}; the PyTorch knobs act only with \
-             the Python engines on cuda:N, and TF32 only on NVIDIA GPUs",
+             the Python engines on cuda:N, and TF32 only on NVIDIA GPUs (candle's too)",
             parts.join("; ")
         )
     })

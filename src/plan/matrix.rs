@@ -216,7 +216,17 @@ mod tests {
         gpu.device = "cuda:0".into();
         let cases = expand(&gpu);
         assert_eq!(cases.len(), 1 + 8, "candle once, torch 2 x 2 x 2");
-        assert_eq!(cases[0].settings.knobs, crate::report::settings::Knobs::default());
+        // candle: TF32 alone acts on an NVIDIA GPU (`auto`, its true fp32: the id it had).
+        let tf32 = match crate::machine::system::amd_gpus_only() {
+            true => crate::report::values::Switch::NotApplicable,
+            false => crate::report::values::Switch::Auto,
+        };
+        let candle_knobs = crate::report::settings::Knobs {
+            tf32,
+            ..Default::default()
+        };
+        assert_eq!(cases[0].settings.knobs, candle_knobs);
+        assert_eq!(cases[0].id, "fp32-chunk1-untiled-5x64x64-baseline");
         assert!(cases
             .iter()
             .any(|c| c.id == "torch-fp32-chunk1-untiled-5x64x64-baseline-cudnn_off-bench_on-miopen_fresh"));

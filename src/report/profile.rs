@@ -100,7 +100,8 @@ pub struct LayerRow {
     /// The kernels that ran inside it (Python engines, from torch's profiler), costliest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kernels: Vec<KernelRow>,
-    /// The MIOpen solver chosen for this convolution, when the case logged MIOpen.
+    /// The library algorithm this convolution ran: MIOpen's solver, when the case logged
+    /// MIOpen; cuDNN's algorithm and math type for candle with `--features cudnn`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub solver: Option<SolverJoin>,
     /// A command reproducing this one convolution alone (the costliest convolutions only):
@@ -113,7 +114,8 @@ pub struct LayerRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct KernelRow {
     pub name: String,
-    /// Its family (`crate::report::profile::kernels`): `naive/direct`, `implicit-gemm/ck`,
+    /// Its family (`crate::report::profile::kernels`): `naive/direct`, `implicit-gemm/cudnn`,
+    /// `implicit-gemm/ck`, `implicit-gemm/miopen`,
     /// `winograd`, `gemm+im2col`, `fft`, `copy/pad`, `elementwise`, `norm`, `other`.
     #[serde(default)]
     pub family: String,
@@ -125,7 +127,7 @@ pub struct KernelRow {
     pub share: f64,
 }
 
-/// The MIOpen solver a convolution layer's problem was solved with.
+/// The library algorithm a convolution layer ran (MIOpen's solver, cuDNN's algorithm).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct SolverJoin {
     /// The solver's name as MIOpen logged it (e.g. `ConvBinWinogradRxSf2x3g1`), when the

@@ -199,13 +199,18 @@ impl CaseSettings {
 
     /// The settings whose outputs these are compared with: true fp32 (TF32 off where the
     /// knob acts, so an NVIDIA GPU's default TF32 convolutions are measured against it, not
-    /// taken for it), untiled in space and time, chunk 1, the levers at their defaults
+    /// taken for it; `auto` for an engine whose `auto` is true fp32, candle), untiled in space
+    /// and time, chunk 1, the levers at their defaults
     /// (`ncdhw`, `native`: a lever's case shows its own error), the rest (engine, the other knobs
     /// and passes included, so a decode-only case is compared with a decode of the same
     /// latent) unchanged.
     pub fn reference(&self) -> CaseSettings {
         let tf32 = match self.knobs.tf32 {
             Switch::NotApplicable => Switch::NotApplicable,
+            // candle: `auto` and `off` are true fp32 (each its own reference); `on` is
+            // compared with `auto`, the id its cases always had.
+            Switch::On if self.engine.tf32_alone() => Switch::Auto,
+            t if self.engine.tf32_alone() => t,
             _ => Switch::Off,
         };
         CaseSettings {

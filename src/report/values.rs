@@ -44,6 +44,14 @@ impl Engine {
         }
     }
 
+    /// Whether the `tf32` knob acts in it alone on an NVIDIA GPU (`cuda:N`), where the
+    /// PyTorch knobs do not, with `auto` its true fp32: candle's (cuDNN's math type and
+    /// cuBLAS's compute type; TF32 only when a case says `on`), not torch's (whose `auto`
+    /// lets cuDNN run fp32 convolutions in TF32). Its `auto` case is its own fp32 reference.
+    pub fn tf32_alone(self) -> bool {
+        self == Engine::Candle
+    }
+
     /// Parse an engine name; the error names `what` and the valid names.
     pub fn parse(what: &str, s: &str) -> Result<Engine, UserError> {
         match s.trim().to_ascii_lowercase().as_str() {

@@ -202,6 +202,7 @@ impl Executor {
             // A worker that already died cannot take the case (its stdin is closed): watching
             // it then tells how it ended.
             let _ = lease.worker.send(&spec_path, &result_path);
+            on_event(WorkerEvent::Started(lease.worker.pid()));
             let ack_by = reused.then(|| Instant::now() + self.ack_wait.min(self.timeout));
             let deadline = Instant::now() + self.timeout;
             let watched = lease

@@ -27,6 +27,9 @@ pub const STDERR_LINE_BYTES: usize = 1024;
 /// What a running worker tells the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkerEvent<'a> {
+    /// The case was sent to the worker process with this id (again, if a reused worker
+    /// that never took it was replaced).
+    Started(u32),
     /// A phase marker (`load`, `encode 2/3`, ...).
     Phase(&'a str),
     /// A line of its stderr, with `Executor::show_output`.

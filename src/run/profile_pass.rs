@@ -33,6 +33,7 @@ pub fn run(
         trace: profiling.trace_dir.as_ref().map(|d| d.join(file_name(&spec.id))),
     });
     let result = executor.run(&p, vars, unset, Purpose::Profile, &mut |e| match e {
+        WorkerEvent::Started(_) => {}
         WorkerEvent::Phase(ph) => progress.phase(&format!("profile {ph}")),
         WorkerEvent::Output(line) => progress.output(line),
     });

@@ -16,11 +16,12 @@ use super::executor::{Executor, Purpose, WorkerEvent};
 use super::outputs::QualityBook;
 use super::progress::Progress;
 use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, WorkerSpec};
-use crate::engine::EngineDirs;
+use crate::engine::{EngineDirs, WorkerKind};
 use crate::plan::matrix::Case;
 use crate::report::settings::CaseSettings;
 use crate::report::values::{MiopenDb, Passes, Switch};
 use crate::report::{CaseRecord, CaseStatus, Report};
+use crate::run::telemetry::process_memory::ProcessMemory;
 
 /// Put the cases that may share a worker process next to each other, so that each group's
 /// worker starts once: groups in the order of their first case, cases within a group in
@@ -147,6 +148,36 @@ impl Scheduler {
                 return Err(why);
             }
         };
+        let mut prepared = self.prepare_with(preparer, s, user.clone());
+        // A failed encode of this binary's worker (its device path) must not cost the other
+        // engines their decode-only cases: the run's Python engine on the device tries once.
+        if let (Err(first), WorkerKind::ThisBinary) = (&prepared, preparer.worker) {
+            if let Ok(other) = crate::engine::preparer::latent_preparer(&device, &in_run, false) {
+                let first = first.clone();
+                prepared = self
+                    .prepare_with(other, s, user)
+                    .map_err(|second| format!("{first}; then {second}"));
+                if prepared.is_ok() {
+                    self.progress.println(&format!(
+                        "note: {first}; the latent to decode was encoded by {} instead",
+                        other.name()
+                    ));
+                }
+            }
+        }
+        self.prepared.insert(key, prepared.clone());
+        prepared.map(Some)
+    }
+
+    /// The untimed true-fp32 encode of `s`'s clip (or the user's video `user`) by
+    /// `preparer`, in a worker of its own: the latent's file, or why there is none.
+    fn prepare_with(
+        &mut self,
+        preparer: &'static crate::engine::EngineSpec,
+        s: &CaseSettings,
+        user: Option<WorkerInput>,
+    ) -> Result<WorkerInput, String> {
+        let device = self.run_wide.spec.device.clone();
         // True fp32 with the knobs as the engine leaves them (`n/a` where they do not act).
         let knobs = crate::report::settings::Knobs {
             cudnn: Switch::Auto,
@@ -189,10 +220,11 @@ impl Scheduler {
         let r = self
             .executor
             .run(&spec, &BTreeMap::new(), &[], prepare, &mut |e| match e {
+                WorkerEvent::Started(_) => {}
                 WorkerEvent::Phase(p) => progress.phase(&format!("prepare latent: {p}")),
                 WorkerEvent::Output(line) => progress.output(line),
             });
-        let prepared = match (r.outcome.status, r.outcome.error) {
+        match (r.outcome.status, r.outcome.error) {
             (CaseStatus::Ok, _) if path.is_file() => Ok(WorkerInput {
                 path,
                 kind: InputKind::Latent,
@@ -202,9 +234,7 @@ impl Scheduler {
                 preparer.name(),
                 error.or(r.outputs_error).unwrap_or_default()
             )),
-        };
-        self.prepared.insert(key, prepared.clone());
-        prepared.map(Some)
+        }
     }
 
     /// Prepare the latents of the decode-only cases before any measured case runs, each in a
@@ -355,6 +385,10 @@ impl Scheduler {
         let env = crate::run::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
         let sampler = (interval > 0 && input.is_ok())
             .then(|| crate::run::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
+        // The worker's own device memory (NVML), on NVIDIA GPUs: started once its pid is known.
+        let sample_memory =
+            interval > 0 && self.run_wide.spec.device.starts_with("cuda") && !crate::machine::system::amd_gpus_only();
+        let mut memory: Option<Result<ProcessMemory, String>> = None;
         let mut result = match input {
             Ok(_) => self.executor.run(
                 &spec,
@@ -362,9 +396,17 @@ impl Scheduler {
                 &case.env_unset,
                 Purpose::Measured,
                 &mut |e| match e {
+                    WorkerEvent::Started(pid) => {
+                        if sample_memory {
+                            memory = Some(ProcessMemory::start(pid));
+                        }
+                    }
                     WorkerEvent::Phase(p) => {
                         if let Some(Ok(s)) = &sampler {
                             s.phase(p);
+                        }
+                        if let Some(Ok(m)) = &memory {
+                            m.phase(p);
                         }
                         last_phase = Some(p.to_string());
                         progress.phase(p)
@@ -373,6 +415,13 @@ impl Scheduler {
                 },
             ),
             Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
+        };
+        let ran = result.outcome.status == CaseStatus::Ok;
+        result.outcome.device_process_peak = match memory {
+            Some(Ok(m)) => Some(m.finish()).filter(|p| ran || p.samples > 0),
+            // A case that never ran a pass needs no word on its memory.
+            Some(Err(why)) => ran.then(|| ProcessMemory::unavailable(why)),
+            None => None,
         };
         result.outcome.telemetry = match sampler {
             Some(Ok(s)) => Some(s.finish(&result.outcome)),

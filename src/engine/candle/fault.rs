@@ -26,6 +26,11 @@ pub const FAULT_CASE_VAR: &str = "WAN_VAE_BENCH_FAULT_CASE";
 /// tested on the CPU. Workers run normally under it.
 pub const CANDLE_LACKS_DEVICE: &str = "candle-lacks-device";
 
+/// The fault that fails candle's untimed encode of a decode-only latent (the spec whose id
+/// starts `prepare-latent`), so the scheduler's fallback to the run's Python engine can be
+/// tested; other cases, and the Python workers, run normally under it.
+pub const CANDLE_PREPARE_FAILS: &str = "candle-prepare-fails";
+
 /// The fault that ends the worker after its case, when the next one arrives (exit 0 without
 /// acknowledging it).
 pub const EXIT_BETWEEN: &str = "exit-between";
@@ -79,6 +84,11 @@ pub fn inject_fault(spec: &WorkerSpec) -> Option<WorkerResult> {
         // candle worker, here preparing a decode-only latent, runs normally.
         // `candle-lacks-device` is the parent's (`engine::preparer`).
         "" | "comfyui-oom" | CANDLE_LACKS_DEVICE => None,
+        CANDLE_PREPARE_FAILS if spec.id.starts_with("prepare-latent") => empty(
+            CaseStatus::Failed,
+            "injected failure of candle's latent preparation (WAN_VAE_BENCH_FAULT=candle-prepare-fails)",
+        ),
+        CANDLE_PREPARE_FAILS => None,
         "crash" => {
             crate::errln!("wan-vae-bench worker: injected crash ({FAULT_VAR}=crash)");
             std::process::abort();

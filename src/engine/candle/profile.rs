@@ -2,8 +2,9 @@
 //! pass only, that times the layer spans the model enters ([`crate::model::span`]),
 //! synchronizing the device when an outermost layer span is entered and when it exits (a
 //! span inside another, as the attention block's norm, counts in its outer layer). It
-//! collects per layer its calls, time, and first input shape and dtype, and the calls as
-//! trace events. The timed passes run without it.
+//! collects per layer its calls, time, and first input shape and dtype, the device library's
+//! algorithms that ran inside it (cuDNN's, per convolution: the row's `solver`), and the
+//! calls as trace events. The timed passes run without it.
 //!
 //! Must not: decide what a pass runs, or complete the profile (`crate::report::profile::complete::finish`).
 use std::collections::HashMap;
@@ -16,7 +17,7 @@ use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata};
 
 use crate::report::profile::trace::TraceEvent;
-use crate::report::profile::{LayerRow, PassProfile};
+use crate::report::profile::{LayerRow, PassProfile, SolverJoin};
 
 /// What a span said when it was created.
 #[derive(Default, Clone)]
@@ -34,6 +35,8 @@ struct State {
     depth: usize,
     started: Option<Instant>,
     rows: Vec<LayerRow>,
+    /// Per row, the library algorithms (name, family) that ran in it, distinct.
+    algos: Vec<Vec<(String, &'static str)>>,
     index: HashMap<String, usize>,
     events: Vec<TraceEvent>,
     t0: Option<Instant>,
@@ -73,6 +76,11 @@ impl LayerClock {
         // Best effort: a device that cannot synchronize fails the pass itself anyway.
         let _ = crate::machine::device::synchronize(&self.device);
     }
+
+    /// The device library's algorithms that ran since the last call.
+    fn algorithms(&self) -> Vec<(String, &'static str)> {
+        crate::model::conv::device::backend_for(&self.device).map_or_else(Vec::new, |b| b.take_used())
+    }
 }
 
 impl tracing::Subscriber for LayerClock {
@@ -96,6 +104,8 @@ impl tracing::Subscriber for LayerClock {
         let outermost = self.state.lock().unwrap().depth == 0;
         if outermost {
             self.sync();
+            // What ran outside any layer is no layer's.
+            self.algorithms();
         }
         let mut s = self.state.lock().unwrap();
         s.depth += 1;
@@ -105,9 +115,12 @@ impl tracing::Subscriber for LayerClock {
     }
     fn exit(&self, id: &Id) {
         let outermost = self.state.lock().unwrap().depth == 1;
-        if outermost {
+        let algorithms = if outermost {
             self.sync();
-        }
+            self.algorithms()
+        } else {
+            Vec::new()
+        };
         let end = Instant::now();
         let mut s = self.state.lock().unwrap();
         s.depth = s.depth.saturating_sub(1);
@@ -134,11 +147,17 @@ impl tracing::Subscriber for LayerClock {
                     dtype: info.dtype.clone(),
                     ..Default::default()
                 });
+                s.algos.push(Vec::new());
                 i
             }
         };
         s.rows[i].calls += 1;
         s.rows[i].ms += ms;
+        for a in algorithms {
+            if !s.algos[i].contains(&a) {
+                s.algos[i].push(a);
+            }
+        }
     }
     fn clone_span(&self, id: &Id) -> Id {
         if let Some(info) = self.state.lock().unwrap().spans.get_mut(&id.into_u64()) {
@@ -179,12 +198,30 @@ pub fn profiled<T>(
     crate::machine::device::synchronize(device)?;
     let secs = t.elapsed().as_secs_f64();
     let mut s = state.lock().unwrap();
+    let mut layers = std::mem::take(&mut s.rows);
+    for (row, algos) in layers.iter_mut().zip(&s.algos) {
+        row.solver = solver_of(algos);
+    }
     let pass = PassProfile {
         total_ms: secs * 1e3,
-        layers: std::mem::take(&mut s.rows),
+        layers,
         ..Default::default()
     };
     Ok((out, secs, pass, std::mem::take(&mut s.events)))
+}
+
+/// A layer's library algorithms as its row's `solver`: their names (` | ` between several,
+/// e.g. a convolution whose first call had another shape), and their family when they
+/// share one.
+fn solver_of(algos: &[(String, &'static str)]) -> Option<SolverJoin> {
+    let (first, rest) = algos.split_first()?;
+    let names: Vec<&str> = algos.iter().map(|(n, _)| n.as_str()).collect();
+    let family = rest.iter().all(|(_, f)| *f == first.1).then(|| first.1.to_string());
+    Some(SolverJoin {
+        solver: Some(names.join(" | ")),
+        family,
+        driver_command: None,
+    })
 }
 
 /// The profiled passes of a case whose spec asks for them ([`crate::engine::protocol::ProfileRequest`]):
@@ -242,5 +279,28 @@ impl Recorder {
     /// The case's raw profile, when one was asked for.
     pub fn finish(self) -> Option<crate::report::profile::CaseProfile> {
         self.request.map(|_| self.profile)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::solver_of;
+
+    #[test]
+    fn a_layer_names_its_algorithms_and_their_family_when_they_share_one() {
+        assert_eq!(solver_of(&[]), None);
+        let one = solver_of(&[("cuDNN IMPLICIT_PRECOMP_GEMM (FMA math)".into(), "implicit-gemm/cudnn")]).unwrap();
+        assert_eq!(one.solver.as_deref(), Some("cuDNN IMPLICIT_PRECOMP_GEMM (FMA math)"));
+        assert_eq!(one.family.as_deref(), Some("implicit-gemm/cudnn"));
+        let two = solver_of(&[
+            ("cuDNN IMPLICIT_GEMM (FMA math)".into(), "implicit-gemm/cudnn"),
+            ("cuDNN WINOGRAD_NONFUSED (FMA math)".into(), "winograd"),
+        ])
+        .unwrap();
+        assert_eq!(
+            two.solver.as_deref(),
+            Some("cuDNN IMPLICIT_GEMM (FMA math) | cuDNN WINOGRAD_NONFUSED (FMA math)")
+        );
+        assert_eq!(two.family, None, "two families: none claimed");
     }
 }

@@ -127,6 +127,9 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
     // A device this build lacks, or one that cannot be opened, is `unsupported` here.
     let device =
         crate::machine::device::parse(&spec.run.device).map_err(|e| Classified(CaseStatus::Unsupported, e.into()))?;
+    // The `tf32` knob (it acts on NVIDIA GPUs only; `auto` is candle's true fp32).
+    let tf32 = spec.settings.knobs.tf32 == crate::report::values::Switch::On;
+    crate::model::conv::device::set_tf32(tf32);
     phase("load");
     let key = serde_json::json!([
         format!("{:?}", spec.run.weights),
@@ -190,6 +193,11 @@ fn measure(spec: &WorkerSpec, session: &mut Session, reused: &mut bool) -> Resul
         .decodes()
         .then(|| PassStats::from_samples(timed.dec, timed.dec_warm, out_frames, decode_gflop));
     o.load_s = Some(loaded.load_s);
+    o.conv_library = crate::model::conv::device::backend_for(&device).and_then(|b| b.library());
+    if device.is_cuda() {
+        let in_force = if tf32 { "on" } else { "off" };
+        o.knobs_in_force = Some(BTreeMap::from([("tf32".to_string(), in_force.to_string())]));
+    }
     result.model = Some(loaded.model.clone());
     result.roundtrip_psnr_db = checked.roundtrip_psnr_db;
     result.outputs_error = checked.outputs_error;

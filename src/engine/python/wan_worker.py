@@ -450,7 +450,7 @@ def inject_fault(spec: dict) -> Optional[dict]:
         print(f"wan-vae-bench python worker: {FAULT_VAR} ignored (a testing hook, enabled only by "
               "`run --fault-hooks`)", file=sys.stderr, flush=True)
         return None
-    if fault in ("comfyui-oom", "candle-lacks-device"):  # the comfyui engine's hook; the parent's
+    if fault in ("comfyui-oom", "candle-lacks-device", "candle-prepare-fails"):  # others' hooks
         return None
     if fault == "crash":
         print(f"wan-vae-bench python worker: injected crash ({FAULT_VAR}=crash)", file=sys.stderr, flush=True)
@@ -471,7 +471,8 @@ def inject_fault(spec: dict) -> Optional[dict]:
     if fault in ("fake", "exit-between", "deaf-between"):
         return fake(spec)
     return empty_result("failed", f"unknown {FAULT_VAR} value {fault!r} (crash, oom, hang, fail, unsupported, "
-                                  "garbage, fake, exit-between, deaf-between, comfyui-oom, candle-lacks-device)")
+                                  "garbage, fake, exit-between, deaf-between, comfyui-oom, candle-lacks-device, "
+                                  "candle-prepare-fails)")
 
 
 def fake(spec: dict) -> dict:

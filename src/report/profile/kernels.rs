@@ -1,7 +1,10 @@
 //! Kernel and solver names sorted into families, so a profile says *how* a layer ran:
 //! `naive/direct` (MIOpen's naive kernels, `naive_conv_fwd_*` and their renamed
-//! `naive_conv_nonpacked_*`, direct solvers), `implicit-gemm/ck` (cuDNN/CUTLASS implicit
-//! GEMM, `xmma_fprop`, MIOpen's implicit-GEMM and composable-kernel solvers), `winograd`,
+//! `naive_conv_nonpacked_*`, direct solvers), the implicit GEMMs by vendor:
+//! `implicit-gemm/cudnn` (NVIDIA's cuDNN/CUTLASS, `xmma_fprop`, cuDNN's `IMPLICIT_GEMM` and
+//! `IMPLICIT_PRECOMP_GEMM`), `implicit-gemm/ck` (AMD's Composable Kernel instances and the
+//! MIOpen solvers built on it, `ConvHipImplicitGemm*Group*`/`FwdXdlops`),
+//! `implicit-gemm/miopen` (MIOpen's own: `ConvAsmImplicitGemm*`, `igemm_*`), `winograd`,
 //! `fft`, `gemm+im2col` (im2col/vol2col, torch's `slow_conv*`, MIOpen's `GemmFwd*`),
 //! `gemm` (plain matrix products: rocBLAS/Tensile `Cijk_*`, cuBLAS, `aten::bmm`),
 //! `onednn` (torch's CPU convolutions through oneDNN), `copy/pad`, `resample`,
@@ -26,15 +29,23 @@ const RULES: &[(&str, &[&str])] = &[
     // one, and the others (`ConvTranspose1d_dilated_cuda`).
     ("gemm+im2col", &["slow_conv_transpose"]),
     ("conv (other)", &["convtranspose", "conv_transpose"]),
+    // NVIDIA's (cuDNN's kernels and algorithm names; underscores, unlike MIOpen's CamelCase).
+    (
+        "implicit-gemm/cudnn",
+        &[
+            "xmma_fprop",
+            "fprop_implicit",
+            "implicit_convolve",
+            "implicit_gemm",
+            "precomp_gemm",
+            "cutlass_tensorop_s1688fprop",
+            "fprop",
+        ],
+    ),
+    // AMD's Composable Kernel: its instances, and the MIOpen solvers that run them.
     (
         "implicit-gemm/ck",
         &[
-            "implicit_gemm",
-            "implicitgemm",
-            "implicit_convolve",
-            "igemm",
-            "xmma_fprop",
-            "fprop_implicit",
             "conv_fwd_xdl",
             "grouped_conv_fwd",
             "device_conv",
@@ -43,10 +54,13 @@ const RULES: &[(&str, &[&str])] = &[
             "ck::",
             "convck",
             "conv_ck",
-            "cutlass_tensorop_s1688fprop",
-            "fprop",
+            "hipimplicitgemmgroup",
+            "hipimplicitgemm3dgroup",
+            "hipimplicitgemmfwdxdlops",
         ],
     ),
+    // MIOpen's own implicit GEMMs (assembly `igemm_*`, the older HIP ones, MLIR's).
+    ("implicit-gemm/miopen", &["implicitgemm", "igemm"]),
     (
         "copy/pad",
         &[
@@ -191,20 +205,25 @@ mod tests {
             // cuDNN on Hopper (Nsight's kernel names), and its older implicit GEMM.
             (
                 "sm90_xmma_fprop_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x32_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn",
-                "implicit-gemm/ck",
+                "implicit-gemm/cudnn",
             ),
-            ("void cudnn::detail::implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)", "implicit-gemm/ck"),
-            ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x32x32_stage4_warpsize2x1x1_g1_tensor16x8x8", "implicit-gemm/ck"),
+            ("void cudnn::detail::implicit_convolve_sgemm<float, float, 128, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)", "implicit-gemm/cudnn"),
+            ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x32x32_stage4_warpsize2x1x1_g1_tensor16x8x8", "implicit-gemm/cudnn"),
+            // cuDNN's algorithm names, as candle's cuDNN plans record them.
+            ("IMPLICIT_PRECOMP_GEMM", "implicit-gemm/cudnn"),
+            ("cuDNN IMPLICIT_GEMM (FMA math)", "implicit-gemm/cudnn"),
             ("ampere_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1", "winograd"),
             ("void fft3d_r2c_32x32x32<float, float, float2>(float2*, float const*)", "fft"),
             // MIOpen solvers (MIOPEN_LOG_LEVEL=5 names) and composable-kernel instances.
             ("ConvBinWinogradRxSf2x3g1", "winograd"),
             ("ConvMPBidirectWinograd<3-3>", "winograd"),
             ("ConvHipImplicitGemmGroupFwdXdlops", "implicit-gemm/ck"),
-            ("ConvAsmImplicitGemmGTCDynamicFwdXdlopsNHWC", "implicit-gemm/ck"),
+            ("ConvHipImplicitGemmFwdXdlops", "implicit-gemm/ck"),
+            ("ConvAsmImplicitGemmGTCDynamicFwdXdlopsNHWC", "implicit-gemm/miopen"),
+            ("ConvHipImplicitGemmV4R1Fwd", "implicit-gemm/miopen"),
             ("ConvHipImplicitGemm3DGroupFwdXdlops", "implicit-gemm/ck"),
             ("kernel_grouped_conv_fwd_multiple_abd_xdl_cshuffle<ck::GridwiseGemmMultipleABD_xdl_cshuffle<...MNKPadding>>", "implicit-gemm/ck"),
-            ("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws2x2_wv0_2x2_cshuffle", "implicit-gemm/ck"),
+            ("igemm_fwd_gtcx3_nhwc_fp16_bx0_ex1_bt128x128x32_wt32x32x8_ws2x2_wv0_2x2_cshuffle", "implicit-gemm/miopen"),
             ("GemmFwdRest", "gemm+im2col"),
             // Real ROCm names (tests/fixtures/rocm: MIOpen #3860, tensorflow-upstream #1110).
             ("miopenSp3AsmConv_v30_3_1_gfx11_fp16_dot2_f3x2_stride1", "winograd"),

@@ -193,7 +193,7 @@ fn the_drivers_own_solution_lines_and_the_execution_summary_name_the_solver_run(
             ("wrw", 32, Some("ConvAsmImplicitGemmGTCDynamicWrwXdlopsNHWC"))
         ]
     );
-    assert_eq!(log.problems[1].solver_family.as_deref(), Some("implicit-gemm/ck"));
+    assert_eq!(log.problems[1].solver_family.as_deref(), Some("implicit-gemm/miopen"));
 }
 
 #[test]

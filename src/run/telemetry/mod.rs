@@ -10,6 +10,7 @@
 //!
 //! Must not: run cases or change what a worker measures.
 pub mod devices;
+pub mod process_memory;
 pub mod sources;
 
 use std::collections::BTreeMap;
