@@ -5,7 +5,9 @@
 //! saying what is in it. DIR must be new or empty when the command starts, and each file is
 //! created without replacing one ([`create_new`]): a file that appeared in DIR meanwhile is
 //! never replaced. The count files read back through `logs DIR` to the same counts
-//! ([`super::summary::COUNT_FILES`]); a log's control characters are escaped in them.
+//! ([`super::summary::COUNT_FILES`]); a log's control characters are escaped in them. Each
+//! command of the replay file is written as the driver runs it
+//! ([`super::driver::replayable`]), whatever form it was logged in.
 //!
 //! [`from_cases`] makes the same summary of a run's cases (`run --export-rocm-bundle`).
 //!
@@ -95,10 +97,14 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     problems.sort_by(|a, b| crate::rocm::miopen::problem_order(a, b));
     let mut unread: Vec<_> = json.miopen.unread_commands.iter().collect();
     unread.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.command.cmp(&b.command)));
+    // Each as the driver runs it (`driver::replayable`): an old MIOpen's API call dropped
+    // (its direction given as `-F`), `MIOpenDriver` before the execution summary's bare
+    // `conv ...`; so it replays, and reads back to the same problem.
+    let replay = |text: &str| crate::rocm::driver::replayable(text);
     let commands: String = problems
         .iter()
-        .map(|p| line(p.count, &p.command))
-        .chain(unread.iter().map(|u| line(u.count, &u.command)))
+        .map(|p| line(p.count, &replay(&p.command)))
+        .chain(unread.iter().map(|u| line(u.count, &replay(&u.command))))
         .collect();
     let system = crate::machine::system::collect();
     let files = [
@@ -177,7 +183,9 @@ fn readme(json: &LogsJson) -> String {
          each with how many times it was logged, most frequent first ({bench} lines), as `sort | uniq -c | sort -rn` \
          writes them. Each line replays its GEMM with `hipblaslt-bench`.{}\n\
          - `miopen-commands.txt`: one `MIOpenDriver` command per distinct convolution problem, with how many \
-         command lines named it, most frequent first ({} problems{}). Each replays its convolution.\n\
+         command lines named it, most frequent first ({} problems{}). Each replays its convolution: it is \
+         written as the driver runs it, whatever form it was logged in (an old MIOpen's API call before it \
+         dropped and its direction given as `-F`; `MIOpenDriver` before a bare `conv ...`).\n\
          - `summary.json`: everything `logs --json` reports: MIOpen's version and find mode, whether its \
          database was cold, each problem with the solver MIOpen ran it with, the kernels, the GEMMs.\n\
          - `system.json`: the machine, GPU, driver and ROCm this summary was made on (the machine that \
@@ -195,7 +203,7 @@ fn readme(json: &LogsJson) -> String {
             String::new()
         } else {
             format!(
-                ", then {} commands as logged with a value the driver cannot take",
+                ", then {} commands with a value the driver cannot take, which do not replay",
                 json.miopen.unread_commands.len()
             )
         },
