@@ -129,6 +129,17 @@ fn inputs(path: &PathBuf) -> Result<Vec<(PathBuf, String)>, UserError> {
     Ok(counts)
 }
 
+/// Every file `logs` may read for `path` as given: itself, or for a folder each of its count
+/// files (an empty or absent one too: it belongs to the bundle read, never to an output), so
+/// an output is compared with what is read, not with the folder.
+pub fn read_through(path: &std::path::Path) -> Vec<PathBuf> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        COUNT_FILES.iter().map(|f| path.join(f)).collect()
+    } else {
+        vec![path.to_path_buf()]
+    }
+}
+
 /// A file's identity: its device and inode (stdin's through `/dev/stdin`).
 type Identity = (u64, u64);
 
