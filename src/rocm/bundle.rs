@@ -12,10 +12,10 @@
 //! [`from_cases`] makes the same summary of a run's cases (`run --export-rocm-bundle`).
 //!
 //! Must not: read logs.
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use std::collections::HashMap;
-
+use super::miopen::{add, MAX_COMMANDS};
 use super::summary::{FileRead, HipblasltJson, LogsJson, MiopenJson};
 use crate::report::Outcome;
 use crate::util::error::UserError;
@@ -212,17 +212,20 @@ fn readme(json: &LogsJson) -> String {
 
 /// The summary of what the cases' records hold: each case that logged MIOpen or hipBLASLt
 /// lines is one entry of `files` (`case ID`; `lines` and `rocm_lines` count its distinct
-/// problems and GEMMs), and their
-/// problems, solvers, kernels and GEMMs are summed as if one log held them all.
+/// problems and GEMMs), and their problems, solvers, kernels and GEMMs are summed as if one
+/// log held them all. A sum past 64 bits (a hostile record's counts) keeps the total it had
+/// and counts 1 in `dropped`; at most [`MAX_COMMANDS`] unread commands are kept, the rest
+/// counted in `dropped`.
 pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> LogsJson {
     let (mut m, mut h) = (MiopenJson::default(), HipblasltJson::default());
     let mut problem_at: HashMap<String, usize> = HashMap::new();
     let mut kernel_at: HashMap<String, usize> = HashMap::new();
+    let mut unread_at: HashMap<String, usize> = HashMap::new();
     let mut gemm_at: HashMap<String, usize> = HashMap::new();
     let mut files = Vec::new();
-    let add = |map: &mut std::collections::BTreeMap<String, u64>, from: &std::collections::BTreeMap<String, u64>| {
+    let merge = |map: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>, dropped: &mut u64| {
         for (k, v) in from {
-            *map.entry(k.clone()).or_default() += v;
+            add(map.entry(k.clone()).or_default(), *v, dropped);
         }
     };
     for (id, outcome) in cases {
@@ -240,15 +243,15 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
             }
             m.cold_db_evidence
                 .extend(log.cold_db.iter().take(8 - m.cold_db_evidence.len().min(8)).cloned());
-            add(&mut m.solvers, &log.solvers);
-            add(&mut m.evaluated_solvers, &log.evaluated_solvers);
+            merge(&mut m.solvers, &log.solvers, &mut m.dropped);
+            merge(&mut m.evaluated_solvers, &log.evaluated_solvers, &mut m.dropped);
             for p in &log.problems {
                 let key = crate::rocm::driver::key(p);
                 match problem_at.get(&key) {
                     Some(&i) => {
                         let q = &mut m.problems[i];
-                        q.count += p.count;
-                        add(&mut q.solvers, &p.solvers);
+                        add(&mut q.count, p.count, &mut m.dropped);
+                        merge(&mut q.solvers, &p.solvers, &mut m.dropped);
                     }
                     None => {
                         problem_at.insert(key, m.problems.len());
@@ -258,7 +261,7 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
             }
             for k in &log.kernels {
                 match kernel_at.get(&k.name) {
-                    Some(&i) => m.kernels[i].count += k.count,
+                    Some(&i) => add(&mut m.kernels[i].count, k.count, &mut m.dropped),
                     None => {
                         kernel_at.insert(k.name.clone(), m.kernels.len());
                         m.kernels.push(k.clone());
@@ -266,29 +269,30 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
                 }
             }
             for u in &log.unread_commands {
-                match m.unread_commands.iter_mut().find(|x| x.command == u.command) {
-                    Some(x) => match x.count.checked_add(u.count) {
-                        Some(c) => x.count = c,
-                        None => m.dropped += 1,
-                    },
-                    None => m.unread_commands.push(u.clone()),
+                match unread_at.get(&u.command) {
+                    Some(&i) => add(&mut m.unread_commands[i].count, u.count, &mut m.dropped),
+                    None if m.unread_commands.len() < MAX_COMMANDS => {
+                        unread_at.insert(u.command.clone(), m.unread_commands.len());
+                        m.unread_commands.push(u.clone());
+                    }
+                    None => m.dropped = m.dropped.saturating_add(1),
                 }
             }
-            m.counted_lines += log.counted_lines;
-            m.dropped += log.dropped;
+            m.counted_lines = m.counted_lines.saturating_add(log.counted_lines);
+            m.dropped = m.dropped.saturating_add(log.dropped);
             read += (log.problems.len() + log.unread_commands.len()) as u64;
         }
         if let Some(log) = &outcome.hipblaslt {
             for g in &log.gemms {
                 match gemm_at.get(&g.command) {
-                    Some(&i) => h.gemms[i].count += g.count,
+                    Some(&i) => add(&mut h.gemms[i].count, g.count, &mut h.dropped),
                     None => {
                         gemm_at.insert(g.command.clone(), h.gemms.len());
                         h.gemms.push(g.clone());
                     }
                 }
             }
-            h.dropped += log.dropped;
+            h.dropped = h.dropped.saturating_add(log.dropped);
             read += log.gemms.len() as u64;
         }
         if outcome.miopen.is_some() || outcome.hipblaslt.is_some() {

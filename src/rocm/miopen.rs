@@ -413,10 +413,10 @@ pub fn problem_order(a: &crate::report::ConvProblem, b: &crate::report::ConvProb
 }
 
 /// Add `n` to `total`; an overflow (counts of a hostile file) is counted in `dropped`.
-fn add(total: &mut u64, n: u64, dropped: &mut u64) {
+pub fn add(total: &mut u64, n: u64, dropped: &mut u64) {
     match total.checked_add(n) {
         Some(t) => *total = t,
-        None => *dropped += 1,
+        None => *dropped = dropped.saturating_add(1),
     }
 }
 
