@@ -3,8 +3,8 @@
 //! rocBLAS) bench lines and the unique `MIOpenDriver` commands, each sorted by count as
 //! `sort | uniq -c | sort -rn` would, the system context, the summary as JSON, and a README
 //! saying what is in it. DIR must be new or empty when the command starts, and each file is
-//! created without replacing one ([`create_new`]): a file that appeared in DIR meanwhile is
-//! never replaced. The count files read back through `logs DIR` to the same counts
+//! created without replacing one ([`crate::util::files::create_new`]): a file that appeared
+//! in DIR meanwhile is never replaced. The count files read back through `logs DIR` to the same counts
 //! ([`super::summary::COUNT_FILES`]); a log's control characters are escaped in them. Each
 //! command of the replay file is written as the driver runs it
 //! ([`super::driver::replayable`]), whatever form it was logged in.
@@ -117,7 +117,7 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     let mut made = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
-        if let Err(e) = create_new(&path, text.as_bytes()) {
+        if let Err(e) = crate::util::files::create_new(&path, text.as_bytes()) {
             for p in &made {
                 let _ = std::fs::remove_file(p);
             }
@@ -134,38 +134,6 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
         made.push(path);
     }
     Ok(())
-}
-
-/// Create `path` with `contents`, never replacing a file: written to a temp file beside it
-/// (created new), then linked to its name (a link never replaces), so no reader sees it half
-/// written; where links are not supported, created new and written in place.
-fn create_new(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut name = std::ffi::OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(name);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
-        // No hard links here (some network or FAT file systems).
-        Err(_) => std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(contents)),
-    }
 }
 
 fn readme(json: &LogsJson) -> String {

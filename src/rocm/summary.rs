@@ -143,20 +143,13 @@ pub fn read_through(path: &std::path::Path) -> Vec<PathBuf> {
 /// A file's identity: its device and inode (stdin's through `/dev/stdin`).
 type Identity = (u64, u64);
 
-#[cfg(unix)]
 fn identity(path: &std::path::Path) -> Option<Identity> {
-    use std::os::unix::fs::MetadataExt;
     let path = if path.as_os_str() == "-" {
         std::path::Path::new("/dev/stdin")
     } else {
         path
     };
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-#[cfg(not(unix))]
-fn identity(_path: &std::path::Path) -> Option<Identity> {
-    None
+    crate::util::files::identity(&std::fs::metadata(path).ok()?)
 }
 
 /// Read one input into `reader`; how many of its lines were ROCm's.

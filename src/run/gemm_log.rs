@@ -48,13 +48,7 @@ struct FileState {
 
 impl FileState {
     fn of(m: &std::fs::Metadata) -> FileState {
-        #[cfg(unix)]
-        let (dev, ino) = {
-            use std::os::unix::fs::MetadataExt;
-            (m.dev(), m.ino())
-        };
-        #[cfg(not(unix))]
-        let (dev, ino) = (0, 0);
+        let (dev, ino) = crate::util::files::identity(m).unwrap_or((0, 0));
         FileState {
             dev,
             ino,
