@@ -245,9 +245,15 @@ fn a_file_that_appears_in_the_bundle_folder_during_a_run_is_never_replaced() {
             "1",
             "--export-rocm-bundle",
             bundle.to_str().unwrap(),
+            "--json",
         ],
     );
-    assert_ne!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Second reading of issues 58/55, 1.4: the bundle's failure returned before the report
+    // reached stdout, with exit 2 ("unusable input, nothing ran"). The run measured: the
+    // report is printed, the failure is an error line, exit 1.
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(printed["cases"].as_array().map(Vec::len), Some(1), "{}", stdout(&out));
     assert!(stderr(&out).contains("miopen-commands.txt"), "{}", stderr(&out));
     assert_eq!(
         std::fs::read_to_string(bundle.join("miopen-commands.txt")).unwrap(),

@@ -2,7 +2,7 @@
 //! real logs of `tests/fixtures/rocm` (each naming its source): a `sort | uniq -c | sort -rn`
 //! file gives the log's own counts and order, `cat -n` and `grep -n`/`grep -rn` numbers are
 //! no counts, and a bundle folder reads back to the counts it was made from (its count
-//! files, not its summary.json as well).
+//! files, not its summary.json as well), each of its commands one the driver replays.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -75,8 +75,10 @@ fn table_rows(input: &Path) -> Vec<String> {
         .collect()
 }
 
-const LOGS: [&str; 5] = [
+const LOGS: [&str; 6] = [
     "rocm-libraries-6439-gfx1201-convfp16.log",
+    // `Problem="conv ..."` (the execution summary): a bare subcommand, no driver word.
+    "rocm-libraries-4346-execution-summary.log",
     "rocm-libraries-2734-long-flags.log",
     "amdmigraphx-763-rocblas-layer3.log",
     "miopen-2261-3d-conv-bwd-wrw.log",
@@ -190,4 +192,81 @@ fn a_bundle_folder_reads_back_to_the_counts_it_was_made_from() {
     let out = bench().arg("logs").arg(&empty).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+}
+
+/// The commands of a bundle's `miopen-commands.txt`, without their counts.
+fn bundle_commands(bundle: &Path) -> Vec<String> {
+    std::fs::read_to_string(bundle.join("miopen-commands.txt"))
+        .unwrap()
+        .lines()
+        .map(|l| l.trim_start().split_once(' ').unwrap().1.to_string())
+        .collect()
+}
+
+#[test]
+fn every_command_of_a_bundle_replays_and_reads_back_whatever_form_it_was_logged_in() {
+    // Second reading of issues 58/55, 1.1: the execution summary's `Problem="conv ..."` was
+    // written as a bare `conv -n 100 ...`, which no driver runs and `logs DIR` refused; an old
+    // MIOpen's `miopenConvolutionBackwardWeights: ./bin/MIOpenDriver conv ...` kept the API
+    // word, and without it the direction (no `-F`). The API lines are what MIOpen's
+    // `MIOPEN_DRIVER_CMD` printed from September 2017 to 2019 (ROCm/MIOpen
+    // src/convolution_api.cpp at 7297b3c75), as in `rocm::tests::pastes`: no published paste
+    // of that form was found.
+    let dir = scratch();
+    let summary = log_of(dir.path(), "rocm-libraries-4346-execution-summary.log");
+    let flags = "-n 16 -c 64 -H 32 -W 32 -k 256 -x 3 -y 3 -p 0 -q 0 -u 1 -v 1 -l 1 -j 1";
+    let api: String = [
+        "miopenFindConvolutionForwardAlgorithm",
+        "miopenFindConvolutionBackwardDataAlgorithm",
+        "miopenConvolutionBackwardWeights",
+    ]
+    .iter()
+    .map(|a| format!("{a}: ./bin/MIOpenDriver conv {flags}\n"))
+    .collect::<String>()
+        // An explicit -F wins over the name, and stays as it is.
+        + &format!("miopenConvolutionForward: ./bin/MIOpenDriver convfp16 {flags} -F 2\n");
+    let api = write(dir.path(), "api.log", &api);
+    for (name, log) in [("summary", &summary), ("api", &api)] {
+        let bundle = dir.path().join(format!("{name}-bundle"));
+        let out = bench()
+            .arg("logs")
+            .arg(log)
+            .arg("--bundle")
+            .arg(&bundle)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", stderr(&out));
+        let back = bench().arg("logs").arg(&bundle).args(["--json", "-"]).output().unwrap();
+        assert_eq!(back.status.code(), Some(0), "{name}: {}", stderr(&back));
+        let back: serde_json::Value = serde_json::from_slice(&back.stdout).unwrap();
+        assert_eq!(counts(&logs_json(&[log.as_path()])), counts(&back), "{name}");
+        for command in bundle_commands(&bundle) {
+            let words: Vec<&str> = command.split_whitespace().collect();
+            assert!(
+                words[0].ends_with("MIOpenDriver") && words[1].starts_with("conv"),
+                "{name}: not a driver command: {command}"
+            );
+            assert!(
+                !words.iter().any(|w| w.ends_with(':')),
+                "{name}: an API word: {command}"
+            );
+            assert_eq!(
+                words.iter().filter(|w| **w == "-F").count(),
+                1,
+                "{name}: the direction: {command}"
+            );
+        }
+    }
+    let commands = bundle_commands(&dir.path().join("api-bundle"));
+    for (want, dir_flag) in [("conv -n 16", "-F 1"), ("conv -n 16", "-F 2"), ("conv -n 16", "-F 4")] {
+        assert!(
+            commands
+                .iter()
+                .any(|c| c.starts_with(&format!("./bin/MIOpenDriver {want}")) && c.ends_with(dir_flag)),
+            "{dir_flag}: {commands:?}"
+        );
+    }
+    assert!(commands
+        .iter()
+        .any(|c| c.starts_with("./bin/MIOpenDriver convfp16") && c.ends_with("-F 2")));
 }

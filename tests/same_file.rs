@@ -247,3 +247,35 @@ fn no_output_lands_in_a_folder_filled_by_the_command_through_a_link_or_dotdot() 
     );
     assert_eq!(std::fs::read_dir(&bundle).unwrap().count(), 0);
 }
+
+#[test]
+fn logs_json_over_a_count_file_of_the_bundle_it_reads_is_refused() {
+    // Second reading of issues 58/55, 1.2: `logs DIR` reads DIR's count files, but `--json`
+    // was compared with DIR itself, so `--json DIR/miopen-commands.txt` replaced an input.
+    let dir = scratch();
+    let d = dir.path();
+    let log = copy_fixture(d, "rocm/rocm-libraries-6439-gfx1201-convfp16.log", "console.log");
+    let bundle = d.join("bun");
+    let out = bench()
+        .arg("logs")
+        .arg(&log)
+        .arg("--bundle")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let commands = bundle.join("miopen-commands.txt");
+    // The GEMM file is empty (no GEMM logged): still the bundle's, never an output.
+    let gemms = bundle.join("hipblaslt-gemms.txt");
+    let files = [(commands.as_path(), read(&commands)), (gemms.as_path(), read(&gemms))];
+    for target in [&commands, &gemms] {
+        let out = bench()
+            .arg("logs")
+            .arg(&bundle)
+            .arg("--json")
+            .arg(target)
+            .output()
+            .unwrap();
+        assert_refused(&out, ["--json", "log file"], target, &files);
+    }
+}

@@ -39,13 +39,15 @@ pub fn command(args: LogsArgs) -> anyhow::Result<i32> {
     // Outputs are checked before any input is read: nothing the user owns is overwritten.
     let json_file = args.json.as_ref().filter(|p| p.as_os_str() != "-");
     if let Some(path) = json_file {
-        // The same file however spelled (a link, `./`, an absolute path) is refused.
-        let inputs: Vec<crate::util::files::Named> = args
+        // The same file however spelled (a link, `./`, an absolute path) is refused; a
+        // bundle folder stands for the count files read in it.
+        let read: Vec<PathBuf> = args
             .files
             .iter()
             .filter(|f| f.as_os_str() != "-")
-            .map(|f| ("log file", Some(f.as_path())))
+            .flat_map(|f| crate::rocm::summary::read_through(f))
             .collect();
+        let inputs: Vec<crate::util::files::Named> = read.iter().map(|f| ("log file", Some(f.as_path()))).collect();
         crate::util::files::check_distinct(&inputs, &[("--json", Some(path.as_path()))])?;
         crate::util::files::check_output(path, "--json file")?;
     }

@@ -398,7 +398,12 @@ fn finish(
     } else {
         crate::out!("{text}");
     }
-    args.exports.manager().write_all(report)?;
+    // The run measured: an export or the bundle that cannot be written after it is a
+    // failure (exit 1), said after the report is printed, never unusable input (exit 2).
+    let mut write_failed = Vec::new();
+    if let Err(e) = args.exports.manager().write_all(report) {
+        write_failed.push(e);
+    }
     if let Some(dir) = &args.export_rocm_bundle {
         let logs = crate::rocm::bundle::from_cases(report.cases.iter().map(|c| (c.id.as_str(), &c.outcome)));
         if logs.files.is_empty() {
@@ -409,12 +414,17 @@ fn finish(
                 dir.display()
             );
         } else {
-            crate::rocm::bundle::write(dir, &logs)?;
-            crate::errln!("rocm bundle: {}", dir.display());
+            match crate::rocm::bundle::write(dir, &logs) {
+                Ok(()) => crate::errln!("rocm bundle: {}", dir.display()),
+                Err(e) => write_failed.push(e.context(format!("--export-rocm-bundle {}", dir.display()))),
+            }
         }
     }
     if args.json {
         crate::outln!("{}", serde_json::to_string_pretty(report)?);
+    }
+    for e in &write_failed {
+        crate::errln!("error: {e:#}; the report {} holds every case", output.display());
     }
     if let Some(sig) = ended.signal {
         crate::errln!(
@@ -429,9 +439,11 @@ fn finish(
         .cases
         .iter()
         .all(|c| c.outcome.status == CaseStatus::Ok || args.allow_status.contains(&c.outcome.status));
-    Ok(if all_ok && broken.is_empty() && final_save_failed.is_none() {
-        0
-    } else {
-        1
-    })
+    Ok(
+        if all_ok && broken.is_empty() && final_save_failed.is_none() && write_failed.is_empty() {
+            0
+        } else {
+            1
+        },
+    )
 }

@@ -37,24 +37,9 @@ pub const OUTPUT_LATENT: &str = "latent";
 /// Tensor name of the decoded video in an outputs file.
 pub const OUTPUT_DECODED: &str = "decoded";
 
-/// Prefixes of the variables a worker reports besides those its variant set.
-pub const REPORTED_ENV_PREFIXES: &[&str] = &[
-    "MIOPEN_",
-    "HSA_",
-    "HIP_",
-    "ROCM_",
-    "ROCBLAS_",
-    "HIPBLASLT_",
-    "PYTORCH_",
-    "TORCH_",
-    "CUDA_",
-    "CUBLAS_",
-    "CUDNN_",
-    "RAYON_",
-    "OMP_",
-    "CANDLE_",
-    "COMFYUI_",
-];
+/// Prefixes of the variables a worker reports besides those its variant set (kept with the
+/// report's reading of `env`, which tells from them what every worker recorded).
+pub use crate::report::env::REPORTED_ENV_PREFIXES;
 
 /// What the parent asks a worker to measure: one case, as a JSON file whose path the
 /// parent sends on the worker's stdin (`worker --session`).

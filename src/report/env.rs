@@ -21,6 +21,28 @@ pub const SCRATCH_PREFIX: &str = "wan-vae-bench-";
 /// The variables a `miopen_db = fresh` case points at its empty folder in the scratch.
 pub const FRESH_DB_VARS: [&str; 2] = ["MIOPEN_USER_DB_PATH", "MIOPEN_CUSTOM_CACHE_DIR"];
 
+/// Prefixes of the variables a worker reports besides those its variant set (and
+/// `WAN_VAE_BENCH_RECORD_ENV` names): every worker records each set variable they cover, so
+/// such a name's absence from a case's `env` means unset (`src/engine/python/wan_worker.py`
+/// holds a copy).
+pub const REPORTED_ENV_PREFIXES: &[&str] = &[
+    "MIOPEN_",
+    "HSA_",
+    "HIP_",
+    "ROCM_",
+    "ROCBLAS_",
+    "HIPBLASLT_",
+    "PYTORCH_",
+    "TORCH_",
+    "CUDA_",
+    "CUBLAS_",
+    "CUDNN_",
+    "RAYON_",
+    "OMP_",
+    "CANDLE_",
+    "COMFYUI_",
+];
+
 /// The variable a variant that logs hipBLASLt gets pointed into the scratch.
 pub const HIPBLASLT_FILE_VAR: &str = "HIPBLASLT_LOG_FILE";
 
@@ -50,6 +72,11 @@ pub fn is_own_path(name: &str, value: &str) -> bool {
 /// `env` without the tool's own scratch paths ([`is_own_path`]).
 pub fn user_env(env: &BTreeMap<String, String>) -> impl Iterator<Item = (&String, &String)> {
     env.iter().filter(|(k, v)| !is_own_path(k, v))
+}
+
+/// Whether every worker records `name` (set or not): it has a reported prefix.
+pub fn is_reported(name: &str) -> bool {
+    REPORTED_ENV_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 /// One variable whose value differs between the cases given to [`differences`].
@@ -91,6 +118,9 @@ pub fn shown(value: Option<&str>) -> String {
 /// value differs between cases of one engine: what the shell `run` ran in set differently.
 /// A run without `env_variants` (older reports) tells not which variables its variants set:
 /// its cases are then compared with the cases of their own variant only.
+/// A name no reported prefix covers ([`is_reported`]) is compared only between the cases that
+/// recorded it: one run without it in `WAN_VAE_BENCH_RECORD_ENV` did not record it, and its
+/// absence there is no "unset".
 pub fn differences<'a>(cases: impl IntoIterator<Item = (&'a CaseRecord, &'a RunSettings)>) -> Vec<Difference> {
     // (name, engine, variant when its variables are not known) -> value -> case positions.
     type Key<'a> = (&'a str, &'a str, Option<&'a str>);
@@ -115,6 +145,13 @@ pub fn differences<'a>(cases: impl IntoIterator<Item = (&'a CaseRecord, &'a RunS
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect();
         for &name in &names {
+            let value = env.get(name).copied();
+            // A name no reported prefix covers was recorded only by the parts asked to
+            // (`WAN_VAE_BENCH_RECORD_ENV`, a variant's names): absent, it was not recorded,
+            // which says nothing of its value.
+            if value.is_none() && !is_reported(name) {
+                continue;
+            }
             let own = name.starts_with("WAN_VAE_BENCH_") || (fresh && FRESH_DB_VARS.contains(&name));
             let variant_sets = match sets {
                 Some(set) => set.is_some_and(|s| s.iter().any(|n| n == name)),
@@ -124,11 +161,7 @@ pub fn differences<'a>(cases: impl IntoIterator<Item = (&'a CaseRecord, &'a RunS
                 continue;
             }
             let key = (name, c.settings.engine.name(), sets.is_none().then_some(variant));
-            seen.entry(key)
-                .or_default()
-                .entry(env.get(name).copied())
-                .or_default()
-                .push(i);
+            seen.entry(key).or_default().entry(value).or_default().push(i);
         }
     }
     let mut out: Vec<Difference> = Vec::new();
@@ -267,6 +300,27 @@ mod tests {
         assert_eq!(
             differences([(&cases[0], &run), (&unset, &run)])[0].text(),
             "RAYON_NUM_THREADS (unset; 1)"
+        );
+    }
+
+    #[test]
+    fn a_variable_one_part_did_not_record_is_not_called_unset_there() {
+        // Second reading of issues 58/55, 1.5: a part run with WAN_VAE_BENCH_RECORD_ENV=MY_VAR
+        // recorded MY_VAR, one run without did not: "unset" there was invented, and merge
+        // refused.
+        use crate::report::values::Engine::Candle;
+        let run = RunSettings {
+            env_variants: [("baseline".to_string(), vec![])].into(),
+            ..Default::default()
+        };
+        let with = case("baseline", Candle, &[("MY_VAR", "1"), ("RAYON_NUM_THREADS", "2")]);
+        let without = case("baseline", Candle, &[("RAYON_NUM_THREADS", "2")]);
+        assert!(differences([(&with, &run), (&without, &run)]).is_empty());
+        // A reported prefix's variable is recorded by every part: unset is a value there.
+        let unset = case("baseline", Candle, &[("MY_VAR", "1")]);
+        assert_eq!(
+            differences([(&with, &run), (&unset, &run)])[0].text(),
+            "RAYON_NUM_THREADS (unset; 2)"
         );
     }
 }

@@ -3,17 +3,19 @@
 //! rocBLAS) bench lines and the unique `MIOpenDriver` commands, each sorted by count as
 //! `sort | uniq -c | sort -rn` would, the system context, the summary as JSON, and a README
 //! saying what is in it. DIR must be new or empty when the command starts, and each file is
-//! created without replacing one ([`create_new`]): a file that appeared in DIR meanwhile is
-//! never replaced. The count files read back through `logs DIR` to the same counts
-//! ([`super::summary::COUNT_FILES`]); a log's control characters are escaped in them.
+//! created without replacing one ([`crate::util::files::create_new`]): a file that appeared
+//! in DIR meanwhile is never replaced. The count files read back through `logs DIR` to the same counts
+//! ([`super::summary::COUNT_FILES`]); a log's control characters are escaped in them. Each
+//! command of the replay file is written as the driver runs it
+//! ([`super::driver::replayable`]), whatever form it was logged in.
 //!
 //! [`from_cases`] makes the same summary of a run's cases (`run --export-rocm-bundle`).
 //!
 //! Must not: read logs.
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use std::collections::HashMap;
-
+use super::miopen::{add, MAX_COMMANDS};
 use super::summary::{FileRead, HipblasltJson, LogsJson, MiopenJson};
 use crate::report::Outcome;
 use crate::util::error::UserError;
@@ -95,10 +97,14 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     problems.sort_by(|a, b| crate::rocm::miopen::problem_order(a, b));
     let mut unread: Vec<_> = json.miopen.unread_commands.iter().collect();
     unread.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.command.cmp(&b.command)));
+    // Each as the driver runs it (`driver::replayable`): an old MIOpen's API call dropped
+    // (its direction given as `-F`), `MIOpenDriver` before the execution summary's bare
+    // `conv ...`; so it replays, and reads back to the same problem.
+    let replay = |text: &str| crate::rocm::driver::replayable(text);
     let commands: String = problems
         .iter()
-        .map(|p| line(p.count, &p.command))
-        .chain(unread.iter().map(|u| line(u.count, &u.command)))
+        .map(|p| line(p.count, &replay(&p.command)))
+        .chain(unread.iter().map(|u| line(u.count, &replay(&u.command))))
         .collect();
     let system = crate::machine::system::collect();
     let files = [
@@ -111,7 +117,7 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     let mut made = Vec::new();
     for (name, text) in files {
         let path = dir.join(name);
-        if let Err(e) = create_new(&path, text.as_bytes()) {
+        if let Err(e) = crate::util::files::create_new(&path, text.as_bytes()) {
             for p in &made {
                 let _ = std::fs::remove_file(p);
             }
@@ -130,38 +136,6 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Create `path` with `contents`, never replacing a file: written to a temp file beside it
-/// (created new), then linked to its name (a link never replaces), so no reader sees it half
-/// written; where links are not supported, created new and written in place.
-fn create_new(path: &Path, contents: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut name = std::ffi::OsString::from(".");
-    name.push(path.file_name().unwrap_or_default());
-    name.push(format!(".tmp{}", std::process::id()));
-    let tmp = path.with_file_name(name);
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
-    let linked = std::fs::hard_link(&tmp, path);
-    let _ = std::fs::remove_file(&tmp);
-    match linked {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
-        // No hard links here (some network or FAT file systems).
-        Err(_) => std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(contents)),
-    }
-}
-
 fn readme(json: &LogsJson) -> String {
     let files: Vec<String> = json
         .files
@@ -177,7 +151,9 @@ fn readme(json: &LogsJson) -> String {
          each with how many times it was logged, most frequent first ({bench} lines), as `sort | uniq -c | sort -rn` \
          writes them. Each line replays its GEMM with `hipblaslt-bench`.{}\n\
          - `miopen-commands.txt`: one `MIOpenDriver` command per distinct convolution problem, with how many \
-         command lines named it, most frequent first ({} problems{}). Each replays its convolution.\n\
+         command lines named it, most frequent first ({} problems{}). Each replays its convolution: it is \
+         written as the driver runs it, whatever form it was logged in (an old MIOpen's API call before it \
+         dropped and its direction given as `-F`; `MIOpenDriver` before a bare `conv ...`).\n\
          - `summary.json`: everything `logs --json` reports: MIOpen's version and find mode, whether its \
          database was cold, each problem with the solver MIOpen ran it with, the kernels, the GEMMs.\n\
          - `system.json`: the machine, GPU, driver and ROCm this summary was made on (the machine that \
@@ -195,7 +171,7 @@ fn readme(json: &LogsJson) -> String {
             String::new()
         } else {
             format!(
-                ", then {} commands as logged with a value the driver cannot take",
+                ", then {} commands with a value the driver cannot take, which do not replay",
                 json.miopen.unread_commands.len()
             )
         },
@@ -204,17 +180,20 @@ fn readme(json: &LogsJson) -> String {
 
 /// The summary of what the cases' records hold: each case that logged MIOpen or hipBLASLt
 /// lines is one entry of `files` (`case ID`; `lines` and `rocm_lines` count its distinct
-/// problems and GEMMs), and their
-/// problems, solvers, kernels and GEMMs are summed as if one log held them all.
+/// problems and GEMMs), and their problems, solvers, kernels and GEMMs are summed as if one
+/// log held them all. A sum past 64 bits (a hostile record's counts) keeps the total it had
+/// and counts 1 in `dropped`; at most [`MAX_COMMANDS`] unread commands are kept, the rest
+/// counted in `dropped`.
 pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> LogsJson {
     let (mut m, mut h) = (MiopenJson::default(), HipblasltJson::default());
     let mut problem_at: HashMap<String, usize> = HashMap::new();
     let mut kernel_at: HashMap<String, usize> = HashMap::new();
+    let mut unread_at: HashMap<String, usize> = HashMap::new();
     let mut gemm_at: HashMap<String, usize> = HashMap::new();
     let mut files = Vec::new();
-    let add = |map: &mut std::collections::BTreeMap<String, u64>, from: &std::collections::BTreeMap<String, u64>| {
+    let merge = |map: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>, dropped: &mut u64| {
         for (k, v) in from {
-            *map.entry(k.clone()).or_default() += v;
+            add(map.entry(k.clone()).or_default(), *v, dropped);
         }
     };
     for (id, outcome) in cases {
@@ -232,15 +211,15 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
             }
             m.cold_db_evidence
                 .extend(log.cold_db.iter().take(8 - m.cold_db_evidence.len().min(8)).cloned());
-            add(&mut m.solvers, &log.solvers);
-            add(&mut m.evaluated_solvers, &log.evaluated_solvers);
+            merge(&mut m.solvers, &log.solvers, &mut m.dropped);
+            merge(&mut m.evaluated_solvers, &log.evaluated_solvers, &mut m.dropped);
             for p in &log.problems {
                 let key = crate::rocm::driver::key(p);
                 match problem_at.get(&key) {
                     Some(&i) => {
                         let q = &mut m.problems[i];
-                        q.count += p.count;
-                        add(&mut q.solvers, &p.solvers);
+                        add(&mut q.count, p.count, &mut m.dropped);
+                        merge(&mut q.solvers, &p.solvers, &mut m.dropped);
                     }
                     None => {
                         problem_at.insert(key, m.problems.len());
@@ -250,7 +229,7 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
             }
             for k in &log.kernels {
                 match kernel_at.get(&k.name) {
-                    Some(&i) => m.kernels[i].count += k.count,
+                    Some(&i) => add(&mut m.kernels[i].count, k.count, &mut m.dropped),
                     None => {
                         kernel_at.insert(k.name.clone(), m.kernels.len());
                         m.kernels.push(k.clone());
@@ -258,29 +237,30 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
                 }
             }
             for u in &log.unread_commands {
-                match m.unread_commands.iter_mut().find(|x| x.command == u.command) {
-                    Some(x) => match x.count.checked_add(u.count) {
-                        Some(c) => x.count = c,
-                        None => m.dropped += 1,
-                    },
-                    None => m.unread_commands.push(u.clone()),
+                match unread_at.get(&u.command) {
+                    Some(&i) => add(&mut m.unread_commands[i].count, u.count, &mut m.dropped),
+                    None if m.unread_commands.len() < MAX_COMMANDS => {
+                        unread_at.insert(u.command.clone(), m.unread_commands.len());
+                        m.unread_commands.push(u.clone());
+                    }
+                    None => m.dropped = m.dropped.saturating_add(1),
                 }
             }
-            m.counted_lines += log.counted_lines;
-            m.dropped += log.dropped;
+            m.counted_lines = m.counted_lines.saturating_add(log.counted_lines);
+            m.dropped = m.dropped.saturating_add(log.dropped);
             read += (log.problems.len() + log.unread_commands.len()) as u64;
         }
         if let Some(log) = &outcome.hipblaslt {
             for g in &log.gemms {
                 match gemm_at.get(&g.command) {
-                    Some(&i) => h.gemms[i].count += g.count,
+                    Some(&i) => add(&mut h.gemms[i].count, g.count, &mut h.dropped),
                     None => {
                         gemm_at.insert(g.command.clone(), h.gemms.len());
                         h.gemms.push(g.clone());
                     }
                 }
             }
-            h.dropped += log.dropped;
+            h.dropped = h.dropped.saturating_add(log.dropped);
             read += log.gemms.len() as u64;
         }
         if outcome.miopen.is_some() || outcome.hipblaslt.is_some() {

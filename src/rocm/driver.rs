@@ -8,7 +8,8 @@
 //! logged each command behind the API call that made it and without `-F`
 //! (`miopenFindConvolutionBackwardWeightsAlgorithm: ./bin/MIOpenDriver conv -n ...`, from
 //! `src/convolution_api.cpp`'s `MIOPEN_DRIVER_CMD`, 2017): the call's name gives the
-//! direction ([`api_direction`]) and stays in the command's text.
+//! direction ([`api_direction`]) and stays in the command's text; [`replayable`] writes a
+//! command as the driver runs it (what a bundle's replay file holds).
 //!
 //! A value the driver cannot take (`-n -1`, `-F 9`, `--spatial_dim 7`, a number past 64 bits)
 //! makes no problem: [`problem`] says which flag and value, nothing is made up.
@@ -53,13 +54,18 @@ const SUBCOMMANDS: &[(&str, &str)] = &[
 ];
 
 /// Where a driver command starts in `line`: at the `MIOpenDriver` word (any path or `.exe`
-/// with it) followed by a convolution subcommand, or at `Problem="conv ...`. Returns the
-/// command's text, from the driver word (or the subcommand) to its end, quotes trimmed.
+/// with it) followed by a convolution subcommand, at `Problem="conv ...`, or at the line's
+/// start when its first word is a convolution subcommand followed by a flag (`conv -n 100
+/// ...`, as a bundle written before its commands were made replayable held them). Returns
+/// the command's text, from the driver word (or the subcommand) to its end, quotes trimmed.
 pub fn find(line: &str) -> Option<std::borrow::Cow<'_, str>> {
     if let Some(at) = line.find("Problem=\"") {
         let rest = &line[at + "Problem=\"".len()..];
         let text = &rest[..rest.find('"').unwrap_or(rest.len())];
         return subcommand(text.split_whitespace().next()?).map(|_| text.trim().into());
+    }
+    if bare(line) {
+        return Some(line.trim().into());
     }
     let mut from = 0;
     while let Some(at) = line[from..].find("MIOpenDriver") {
@@ -111,6 +117,49 @@ pub fn find(line: &str) -> Option<std::borrow::Cow<'_, str>> {
 /// A quoted path and the words after its closing quote, as one command.
 fn format_command(path: &str, rest: &str) -> std::borrow::Cow<'static, str> {
     format!("{path} {}", rest.trim()).into()
+}
+
+/// Whether `line` is a command without the driver word: its first word a convolution
+/// subcommand, its second a flag (`-n`, `--in_d`).
+fn bare(line: &str) -> bool {
+    let mut words = line.split_whitespace();
+    words.next().and_then(subcommand).is_some() && words.next().is_some_and(is_flag)
+}
+
+/// `-n`, `--in_channels`: a dash, then a letter (not a negative number).
+fn is_flag(word: &str) -> bool {
+    let name = word.strip_prefix("--").or_else(|| word.strip_prefix('-'));
+    name.is_some_and(|n| n.starts_with(|c: char| c.is_ascii_alphabetic() || "_!@#$^".contains(c)))
+}
+
+/// `command` (as [`find`] returns it) as the driver runs it: an old MIOpen's API call before
+/// it dropped and the `-F` its name implies added at the end (`miopenConvolutionBackwardWeights:
+/// ./bin/MIOpenDriver conv ...` -> `./bin/MIOpenDriver conv ... -F 4`; a `-F` the command
+/// gives wins and stays as it is), and `MIOpenDriver` put before a bare subcommand (the
+/// execution summary's `Problem="conv ..."`). Anything else is returned as it is; the result
+/// reads back ([`problem`]) to the same problem.
+pub fn replayable(command: &str) -> String {
+    let text = command.trim();
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let (api, text) = match api_direction(first) {
+        Some(dir) => (Some(dir), text[first.len()..].trim_start()),
+        None => (None, text),
+    };
+    let mut out = if bare(text) {
+        format!("MIOpenDriver {text}")
+    } else {
+        text.to_string()
+    };
+    let forw_given = text.split_whitespace().any(|w| w == "-F" || w == "--forw");
+    if let (Some(dir), false) = (api, forw_given) {
+        let flag = match dir {
+            "wrw" => 4,
+            "bwd" => 2,
+            _ => 1,
+        };
+        out.push_str(&format!(" -F {flag}"));
+    }
+    out
 }
 
 fn subcommand(word: &str) -> Option<&'static str> {

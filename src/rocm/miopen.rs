@@ -41,6 +41,17 @@ pub const MAX_COMMAND_BYTES: usize = 4096;
 /// The longest solver or kernel name kept.
 pub const MAX_NAME_BYTES: usize = 256;
 
+/// A command a shell line continues with `\` on the next lines.
+#[derive(Debug, Default)]
+struct Continued {
+    text: String,
+    /// The `uniq -c` count of its first line.
+    count: Option<u64>,
+    /// It grew past [`MAX_COMMAND_BYTES`]: its lines are still taken (they are its flags),
+    /// then it is counted in `dropped`, never read with the driver's defaults for the rest.
+    overlong: bool,
+}
+
 /// Collects what MIOpen logged, one line at a time.
 #[derive(Debug, Default)]
 pub struct MiopenParser {
@@ -51,8 +62,8 @@ pub struct MiopenParser {
     kernels: BTreeMap<String, u64>,
     /// The last command logged and not yet tied to a solver line, and its problem.
     last_command: Option<(String, Option<usize>)>,
-    /// A command a shell line continues with `\` on the next lines, and its line's count.
-    continued: Option<(String, Option<u64>)>,
+    /// A command a shell line continues with `\` on the next lines.
+    continued: Option<Continued>,
     /// Version lines read (not consumed: they stay in a worker's stderr tail).
     version_lines: u64,
     /// The `uniq -c` count of the line being read; `None` for a line logged once.
@@ -69,23 +80,27 @@ impl MiopenParser {
     /// Take one record, logged `count` times when a `uniq -c` count stood before it (see
     /// [`super::paste`]); true when it was read.
     pub fn record(&mut self, line: &str, count: Option<u64>) -> bool {
-        if let Some((mut text, n)) = self.continued.take() {
+        if let Some(mut c) = self.continued.take() {
             // A shell continues a command with flags; anything else (a line of another tool,
-            // a counted line, a MIOpen line, a long run of lines) ends it and is read as itself.
-            let flags = count.is_none() && is_flags(line) && text.len() + line.len() <= MAX_COMMAND_BYTES;
-            if flags {
-                text.push(' ');
-                text.push_str(line.trim().trim_end_matches('\\').trim());
-                if line.trim_end().ends_with('\\') {
-                    self.continued = Some((text, n));
+            // a counted line, a MIOpen line) ends it and is read as itself. Past
+            // MAX_COMMAND_BYTES its flags are still taken, not kept: it is dropped whole.
+            if count.is_none() && is_flags(line) {
+                let flags = line.trim().trim_end_matches('\\').trim();
+                if c.overlong || c.text.len() + 1 + flags.len() > MAX_COMMAND_BYTES {
+                    c.overlong = true;
+                    c.text = String::new();
                 } else {
-                    self.counted = n;
-                    self.command(&text);
+                    c.text.push(' ');
+                    c.text.push_str(flags);
+                }
+                if line.trim_end().ends_with('\\') {
+                    self.continued = Some(c);
+                } else {
+                    self.end_command(c);
                 }
                 return true;
             }
-            self.counted = n;
-            self.command(&text);
+            self.end_command(c);
         }
         self.counted = count;
         let read = self.read(line);
@@ -113,7 +128,12 @@ impl MiopenParser {
             // record (`KEY-F=Solver:time,workspace,algo;...`).
             if let Some(cmd) = driver::find(line) {
                 if cmd.ends_with('\\') && self.counted.is_none() {
-                    self.continued = Some((cmd.trim_end_matches('\\').trim_end().to_string(), None));
+                    let text = cmd.trim_end_matches('\\').trim_end().to_string();
+                    self.continued = Some(Continued {
+                        overlong: text.len() > MAX_COMMAND_BYTES,
+                        text,
+                        count: None,
+                    });
                 } else {
                     self.command(&cmd);
                 }
@@ -190,11 +210,21 @@ impl MiopenParser {
 
     /// A file ended: a command of one file is never tied to a solver line of the next.
     pub fn end_of_input(&mut self) {
-        if let Some((text, n)) = self.continued.take() {
-            self.counted = n;
-            self.command(&text);
+        if let Some(c) = self.continued.take() {
+            self.end_command(c);
         }
         self.last_command = None;
+    }
+
+    /// A continued command ended: read, or counted in `dropped` when it grew too long.
+    fn end_command(&mut self, c: Continued) {
+        if c.overlong {
+            self.log.dropped += 1;
+            self.last_command = None;
+        } else {
+            self.counted = c.count;
+            self.command(&c.text);
+        }
     }
 
     /// A command line: kept once (to replay), its problem counted (or, when the driver could
@@ -316,9 +346,8 @@ impl MiopenParser {
 
     /// What was seen; `None` when no line of MIOpen's came.
     pub fn finish(mut self) -> Option<MiopenLog> {
-        if let Some((text, n)) = self.continued.take() {
-            self.counted = n;
-            self.command(&text);
+        if let Some(c) = self.continued.take() {
+            self.end_command(c);
         }
         settle(&mut self.log.problems, &mut []);
         let mut kernels: Vec<KernelCount> = self
@@ -384,10 +413,10 @@ pub fn problem_order(a: &crate::report::ConvProblem, b: &crate::report::ConvProb
 }
 
 /// Add `n` to `total`; an overflow (counts of a hostile file) is counted in `dropped`.
-fn add(total: &mut u64, n: u64, dropped: &mut u64) {
+pub fn add(total: &mut u64, n: u64, dropped: &mut u64) {
     match total.checked_add(n) {
         Some(t) => *total = t,
-        None => *dropped += 1,
+        None => *dropped = dropped.saturating_add(1),
     }
 }
 

@@ -49,7 +49,7 @@ pub fn text(j: &LogsJson) -> String {
         );
     }
     if !m.problems.is_empty() {
-        let lines: u64 = m.problems.iter().map(|p| p.count).sum();
+        let lines = total(m.problems.iter().map(|p| p.count));
         let _ = writeln!(
             out,
             "\nconvolution problems: {} distinct, {} command lines",
@@ -105,13 +105,16 @@ pub fn text(j: &LogsJson) -> String {
         );
     }
     if !m.unread_commands.is_empty() {
-        let lines: u64 = m.unread_commands.iter().map(|u| u.count).sum();
+        let lines = total(m.unread_commands.iter().map(|u| u.count));
         let _ = writeln!(
             out,
             "\n{} driver commands ({lines} lines) could not be read, kept as logged:",
             m.unread_commands.len()
         );
-        for u in &m.unread_commands {
+        // As the bundle writes them: the most logged first, ties by text.
+        let mut unread: Vec<_> = m.unread_commands.iter().collect();
+        unread.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.command.cmp(&b.command)));
+        for u in unread {
             let _ = writeln!(
                 out,
                 "  {:>7} {}  ({})",
@@ -153,7 +156,7 @@ pub fn text(j: &LogsJson) -> String {
     }
     let g = &j.hipblaslt.gemms;
     if !g.is_empty() {
-        let lines: u64 = g.iter().map(|g| g.count).sum();
+        let lines = total(g.iter().map(|g| g.count));
         let _ = writeln!(
             out,
             "\nGEMMs (hipBLASLt/rocBLAS bench, trace and result lines): {} distinct, {lines} lines, most frequent first",
@@ -212,14 +215,20 @@ pub fn text(j: &LogsJson) -> String {
             );
         }
     }
-    if m.dropped + j.hipblaslt.dropped > 0 {
+    let dropped = total([m.dropped, j.hipblaslt.dropped]);
+    if dropped > 0 {
         let _ = writeln!(
             out,
-            "\n{} names or commands past the caps were counted, not kept",
-            m.dropped + j.hipblaslt.dropped
+            "\n{dropped} names or commands past the caps were counted, not kept"
         );
     }
     out
+}
+
+/// The sum of `counts`, exact: a hostile file's `uniq -c` counts may pass 64 bits in total
+/// (at most 2^64 of them fit in 128 bits, far more than the caps keep).
+fn total(counts: impl IntoIterator<Item = u64>) -> u128 {
+    counts.into_iter().map(u128::from).sum()
 }
 
 /// Left-aligned columns, two spaces apart, the first row a header ([`crate::util::format::columns`]).

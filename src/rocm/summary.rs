@@ -129,23 +129,27 @@ fn inputs(path: &PathBuf) -> Result<Vec<(PathBuf, String)>, UserError> {
     Ok(counts)
 }
 
+/// Every file `logs` may read for `path` as given: itself, or for a folder each of its count
+/// files (an empty or absent one too: it belongs to the bundle read, never to an output), so
+/// an output is compared with what is read, not with the folder.
+pub fn read_through(path: &std::path::Path) -> Vec<PathBuf> {
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        COUNT_FILES.iter().map(|f| path.join(f)).collect()
+    } else {
+        vec![path.to_path_buf()]
+    }
+}
+
 /// A file's identity: its device and inode (stdin's through `/dev/stdin`).
 type Identity = (u64, u64);
 
-#[cfg(unix)]
 fn identity(path: &std::path::Path) -> Option<Identity> {
-    use std::os::unix::fs::MetadataExt;
     let path = if path.as_os_str() == "-" {
         std::path::Path::new("/dev/stdin")
     } else {
         path
     };
-    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
-}
-
-#[cfg(not(unix))]
-fn identity(_path: &std::path::Path) -> Option<Identity> {
-    None
+    crate::util::files::identity(&std::fs::metadata(path).ok()?)
 }
 
 /// Read one input into `reader`; how many of its lines were ROCm's.

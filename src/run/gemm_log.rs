@@ -8,7 +8,9 @@
 //! - what a case reads is tied to the worker that ran it ([`WorkerId`]: its pid and start),
 //!   not to the file's length: a worker's first case reads the file from its start (the
 //!   worker truncated it, whatever an earlier process left there, however long), each later
-//!   case from where the worker's previous case stopped ([`GemmReads`]);
+//!   case from where the worker's previous case stopped ([`GemmReads`]); a case reads whole
+//!   lines only (to the file's last `\n`): a line half flushed when it ended is the next
+//!   case's, read whole;
 //! - a file that did not change while the case ran (the same inode, length and modification
 //!   time as when it started) is not the case's: nothing is read;
 //! - only a regular file is read, opened without waiting (`O_NONBLOCK`): a FIFO, a device
@@ -46,13 +48,7 @@ struct FileState {
 
 impl FileState {
     fn of(m: &std::fs::Metadata) -> FileState {
-        #[cfg(unix)]
-        let (dev, ino) = {
-            use std::os::unix::fs::MetadataExt;
-            (m.dev(), m.ino())
-        };
-        #[cfg(not(unix))]
-        let (dev, ino) = (0, 0);
+        let (dev, ino) = crate::util::files::identity(m).unwrap_or((0, 0));
         FileState {
             dev,
             ino,
@@ -131,12 +127,34 @@ impl GemmLog {
             // The worker's first case, or a file replaced or cut since: all of it.
             _ => 0,
         };
-        reads.0.insert(key, (now.dev, now.ino, now.len));
+        // Whole lines only: a line the worker had not finished writing (no `\n` yet) is left
+        // for the next case, which reads it whole from here.
+        let end = last_line_end(&mut file, offset, now.len).ok()?;
+        reads.0.insert(key, (now.dev, now.ino, end));
         file.seek(SeekFrom::Start(offset)).ok()?;
         let mut reader = crate::rocm::LogReader::default();
-        crate::rocm::read_stream(file.take(now.len - offset), &mut reader).ok()?;
+        crate::rocm::read_stream(file.take(end - offset), &mut reader).ok()?;
         reader.finish().hipblaslt
     }
+}
+
+/// Where the last whole line of `file` between `from` and `to` ends (just after its `\n`);
+/// `from` when none ends there. Read backwards from `to`, a piece at a time.
+fn last_line_end(file: &mut std::fs::File, from: u64, to: u64) -> std::io::Result<u64> {
+    const PIECE: u64 = 64 * 1024;
+    let mut buf = vec![0; PIECE as usize];
+    let mut end = to;
+    while end > from {
+        let start = end.saturating_sub(PIECE).max(from);
+        let piece = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(piece)?;
+        if let Some(at) = piece.iter().rposition(|&b| b == b'\n') {
+            return Ok(start + at as u64 + 1);
+        }
+        end = start;
+    }
+    Ok(from)
 }
 
 /// `path` opened for reading if it is a regular file (links followed), never waiting: a
@@ -240,6 +258,32 @@ mod tests {
             started: Instant::now(),
         };
         assert_eq!(count(log.read(Some(other), &mut reads)), 0);
+    }
+
+    #[test]
+    fn a_line_half_flushed_when_a_case_ends_is_read_whole_by_the_next() {
+        // Second reading of issues 58/55, 1.6: the case read to the file's length, the cut
+        // line's first half was its GEMM (marked incomplete), its second half the next's.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("mine.log");
+        let worker = WorkerId {
+            pid: 4242,
+            started: Instant::now(),
+        };
+        let mut reads = GemmReads::default();
+        let log = start(&file);
+        let cut = GEMM.find("--transA").unwrap();
+        std::fs::write(&file, format!("{}{}", lines(1), &GEMM[..cut])).unwrap();
+        let first = log.read(Some(worker), &mut reads).unwrap();
+        assert_eq!(first.gemms.len(), 1);
+        assert_eq!(first.gemms[0].count, 1);
+        assert!(!first.gemms[0].incomplete, "{first:?}");
+        let log = start(&file);
+        std::fs::write(&file, format!("{}{GEMM}\n", lines(1))).unwrap();
+        let second = log.read(Some(worker), &mut reads).unwrap();
+        assert_eq!(count(Some(second.clone())), 1, "{second:?}");
+        assert!(!second.gemms[0].incomplete, "{second:?}");
+        assert_eq!(second.gemms[0].solution_index, Some(2010));
     }
 
     #[cfg(unix)]

@@ -2,7 +2,9 @@
 //! all?), [`write_new`] (create the parent folder, then write) for exports, and
 //! [`write_atomic`] / [`write_atomic_with`] (temp file beside the target, then rename) for
 //! anything another process may read while we write it (reports, worker results, worker
-//! outputs). Errors name the file.
+//! outputs); [`create_new`] (never replacing a file, never seen half written) for a folder's
+//! files that must not replace one that appeared meanwhile (a ROCm bundle). Errors name the
+//! file. [`identity`] is the one "same file" test (device and inode).
 //!
 //! The rule for an output path that already exists (see also the README):
 //! - a symbolic link is followed: the file it points to is checked and written, the link
@@ -203,7 +205,7 @@ impl FileId {
         match std::fs::metadata(path) {
             Ok(m) => FileId {
                 canonical: std::fs::canonicalize(path).ok(),
-                inode: inode(&m),
+                inode: identity(&m),
                 symlink,
             },
             Err(_) => FileId {
@@ -231,15 +233,57 @@ impl FileId {
     }
 }
 
+/// What makes a file the same file however it is reached (a link, another spelling): its
+/// device and inode; `None` where the platform has none. The one such identity the crate
+/// uses (outputs and inputs here, `logs`' inputs, `history`'s reports, hipBLASLt's log).
 #[cfg(unix)]
-fn inode(m: &std::fs::Metadata) -> Option<(u64, u64)> {
+pub fn identity(m: &std::fs::Metadata) -> Option<(u64, u64)> {
     use std::os::unix::fs::MetadataExt;
     Some((m.dev(), m.ino()))
 }
 
 #[cfg(not(unix))]
-fn inode(_: &std::fs::Metadata) -> Option<(u64, u64)> {
+pub fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
     None
+}
+
+/// Create `path` with `contents`, never replacing a file: written to a temp file beside it
+/// (created new), then linked to its name (a link never replaces), so no reader sees it half
+/// written; where links are not supported, created new and written in place (removed again
+/// when the write fails: no half-written file is left). An existing `path` is
+/// `AlreadyExists`.
+pub fn create_new(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut name = std::ffi::OsString::from(".");
+    name.push(path.file_name().unwrap_or_default());
+    name.push(format!(".tmp{}", std::process::id()));
+    let tmp = path.with_file_name(name);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(contents).and_then(|()| f.sync_all()));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    let linked = std::fs::hard_link(&tmp, path);
+    let _ = std::fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(e),
+        // No hard links here (some network or FAT file systems).
+        Err(_) => {
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+            let written = f.write_all(contents).and_then(|()| f.sync_all());
+            if written.is_err() {
+                drop(f);
+                // Created by this call just now: ours to remove.
+                let _ = std::fs::remove_file(path);
+            }
+            written
+        }
+    }
 }
 
 /// Where `path` is as the file system resolves it, whether or not it exists: each existing

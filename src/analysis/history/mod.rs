@@ -168,12 +168,9 @@ pub fn report_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, UserError> {
     // One file given twice (`history results/ results/*.json`, or through a link) is one run:
     // counted twice it would weigh double in the fit and could flip a verdict.
     let mut seen = std::collections::BTreeSet::new();
-    files.retain(|p| {
-        use std::os::unix::fs::MetadataExt;
-        match std::fs::metadata(p) {
-            Ok(m) => seen.insert((m.dev(), m.ino())),
-            Err(_) => true, // read (and refused, naming it) with the others
-        }
+    files.retain(|p| match std::fs::metadata(p) {
+        Ok(m) => crate::util::files::identity(&m).is_none_or(|id| seen.insert(id)),
+        Err(_) => true, // read (and refused, naming it) with the others
     });
     if files.is_empty() {
         return Err(UserError::Other(format!(

@@ -68,3 +68,137 @@ fn a_miopen_line_cut_by_a_piece_of_a_long_progress_line_is_read_whole() {
     let log = r.finish().miopen.unwrap();
     assert_eq!(log.solvers, [("ConvBinWinogradRxSf2x3g1".to_string(), 1)].into());
 }
+
+#[test]
+fn an_overlong_continued_command_is_dropped_never_flushed_with_defaults() {
+    // Second reading of issues 58/55, 1.7: past MAX_COMMAND_BYTES the continuation stopped,
+    // and the command's first part was read with the driver's defaults for the rest.
+    let mut r = LogReader::default();
+    r.line("./bin/MIOpenDriver conv -n 7 \\");
+    for _ in 0..(crate::rocm::miopen::MAX_COMMAND_BYTES / 8) {
+        r.line("  -c 3 -k 9 \\");
+    }
+    r.line("  -H 64 -W 64");
+    r.line("./bin/MIOpenDriver conv -n 1 -c 2 -k 4 -F 1");
+    let log = r.finish().miopen.unwrap();
+    let got: Vec<_> = log.problems.iter().map(|p| (p.n, p.c, p.k)).collect();
+    assert_eq!(got, [(1, 2, 4)], "only the command that was read whole");
+    assert_eq!(log.dropped, 1);
+    assert!(
+        log.driver_commands.iter().all(|c| !c.contains("-n 7")),
+        "{:?}",
+        log.driver_commands
+    );
+    // The same at the end of the input, and at the end of the log.
+    for end_of_input in [true, false] {
+        let mut r = LogReader::default();
+        r.line("./bin/MIOpenDriver conv -n 7 \\");
+        for _ in 0..(crate::rocm::miopen::MAX_COMMAND_BYTES / 8) {
+            r.line("  -c 3 -k 9 \\");
+        }
+        if end_of_input {
+            r.end_of_input();
+        }
+        let log = r.finish().miopen;
+        assert!(log.as_ref().is_none_or(|l| l.problems.is_empty()), "{log:?}");
+    }
+}
+
+#[test]
+fn unread_commands_print_most_logged_first_as_the_bundle_writes_them() {
+    // Second reading of issues 58/55, 1.8: the table printed them in the order first seen.
+    let mut r = LogReader::default();
+    r.line("MIOpenDriver conv -n -1 -F 1");
+    r.line("      5 MIOpenDriver conv -n -2 -F 1");
+    r.line("      5 MIOpenDriver conv -n -3 -F 1");
+    let json = crate::rocm::summary::summary(Vec::new(), r.finish());
+    let text = crate::rocm::render::text(&json);
+    let at = |s: &str| text.find(s).unwrap_or_else(|| panic!("{s}: {text}"));
+    assert!(
+        at("conv -n -2") < at("conv -n -3") && at("conv -n -3") < at("conv -n -1"),
+        "{text}"
+    );
+}
+
+#[test]
+fn counts_past_64_bits_in_total_are_summed_exactly() {
+    // Second reading of issues 58/55, 1.3: the table's totals wrapped (release) or panicked.
+    let mut r = LogReader::default();
+    let max = u64::MAX;
+    for n in 1..=2 {
+        r.line(&format!("{max} MIOpenDriver conv -n {n} -F 1"));
+        r.line(&format!("{max} MIOpenDriver conv -n -{n} -F 1"));
+        r.line(&format!(
+            "{max} hipblaslt-bench --api_method c -m {n} -n 2 -k 3 --transA N --transB N --batch_count 1 \
+             --a_type f16_r --b_type f16_r --c_type f16_r --d_type f16_r --compute_type f32_r"
+        ));
+    }
+    let text = crate::rocm::render::text(&crate::rocm::summary::summary(Vec::new(), r.finish()));
+    let total = (2 * u128::from(max)).to_string();
+    assert!(text.contains(&format!("2 distinct, {total} command lines")), "{text}");
+    assert!(text.contains(&format!("2 driver commands ({total} lines)")), "{text}");
+    assert!(text.contains(&format!("2 distinct, {total} lines")), "{text}");
+}
+
+/// A case's outcome with `miopen` and `hipblaslt` records.
+fn outcome(miopen: MiopenLog, hipblaslt: HipblasltLog) -> crate::report::Outcome {
+    let mut o = crate::report::Outcome::new(crate::report::CaseStatus::Ok, None, Default::default());
+    o.miopen = Some(miopen);
+    o.hipblaslt = Some(hipblaslt);
+    o
+}
+
+#[test]
+fn a_runs_bundle_sums_counts_without_overflow_and_keeps_at_most_the_caps() {
+    // Second reading of issues 58/55, 1.3: `from_cases` added the cases' counts unchecked
+    // (wrapping in release), and merged their unread commands by a linear search, uncapped.
+    let mut r = LogReader::default();
+    r.line(&format!("{} MIOpenDriver conv -n 1 -F 1", u64::MAX));
+    r.line(&format!("{} MIOpenDriver conv -n -1 -F 1", u64::MAX));
+    r.line(&format!(
+        "{} MIOpen(HIP): Info [ConvolutionForwardImmediate] solver_id = GemmFwdRest, workspace = 0",
+        u64::MAX
+    ));
+    r.line(&format!(
+        "{} hipblaslt-bench --api_method c -m 1 -n 2 -k 3 --transA N --transB N --batch_count 1 --a_type f16_r \
+         --b_type f16_r --c_type f16_r --d_type f16_r --compute_type f32_r",
+        u64::MAX
+    ));
+    r.line(&format!(
+        "{} MIOpen(HIP): Info [run] kernel_name = naive_conv_fwd, global_work_dim = 1",
+        u64::MAX
+    ));
+    let logs = r.finish();
+    let (m, h) = (logs.miopen.unwrap(), logs.hipblaslt.unwrap());
+    assert_eq!(m.kernels.len(), 1, "{m:?}");
+    let o = outcome(m, h);
+    let json = crate::rocm::bundle::from_cases([("a", &o), ("b", &o)].into_iter());
+    let max = u64::MAX;
+    assert_eq!(json.miopen.problems[0].count, max);
+    assert_eq!(json.miopen.unread_commands[0].count, max);
+    assert_eq!(json.miopen.solvers["GemmFwdRest"], max);
+    assert_eq!(json.miopen.kernels[0].count, max);
+    assert_eq!(json.hipblaslt.gemms[0].count, max);
+    assert_eq!(json.miopen.dropped, 4, "each sum that overflowed is counted");
+    assert_eq!(json.hipblaslt.dropped, 1);
+    // Many cases' distinct unread commands: at most MAX_COMMANDS kept, the rest counted.
+    let cap = crate::rocm::miopen::MAX_COMMANDS;
+    let cases: Vec<crate::report::Outcome> = (0..20)
+        .map(|case| {
+            let m = MiopenLog {
+                unread_commands: (0..cap)
+                    .map(|i| crate::report::UnreadCommand {
+                        command: format!("MIOpenDriver conv -n -{case}{i:04}"),
+                        count: 1,
+                        reason: "-n: not a size of 0 or more".into(),
+                    })
+                    .collect(),
+                ..Default::default()
+            };
+            outcome(m, HipblasltLog::default())
+        })
+        .collect();
+    let json = crate::rocm::bundle::from_cases(cases.iter().map(|o| ("c", o)));
+    assert_eq!(json.miopen.unread_commands.len(), cap);
+    assert_eq!(json.miopen.dropped, 19 * cap as u64);
+}
