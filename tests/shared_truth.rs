@@ -37,7 +37,7 @@ fn peak(c: &serde_json::Value) -> f64 {
     c["peak_rss_bytes"].as_f64().unwrap_or_else(|| panic!("no peak: {c}"))
 }
 
-/// A small case after a large one in the same worker records its own peak, within 5% of the
+/// A small case after a large one in the same worker records its own peak, within 10% of the
 /// same case in a process of its own (it recorded what the large case's freed memory and the
 /// convolutions' kept buffers left resident: the large case's figure, or near it).
 fn peak_is_its_own(engine_args: &[&str]) {
@@ -45,7 +45,7 @@ fn peak_is_its_own(engine_args: &[&str]) {
     let common = ["--weights", "synthetic", "--precision", "fp32", "--frames", "5"];
     let shared_args: Vec<&str> = common
         .iter()
-        .chain(&["--size", "64x64,16x16", "--order", "as-written"])
+        .chain(&["--size", "128x128,16x16", "--order", "as-written"])
         .chain(engine_args)
         .copied()
         .collect();
@@ -59,16 +59,23 @@ fn peak_is_its_own(engine_args: &[&str]) {
         .collect();
     let (code, err, alone) = run(dir.path(), "alone.json", &alone_args, &[]);
     assert_eq!(code, 0, "{err}");
-    let (large, small) = (case(&shared, "5x64x64"), case(&shared, "5x16x16"));
+    let (large, small) = (case(&shared, "5x128x128"), case(&shared, "5x16x16"));
     assert_eq!(small["worker"]["process"], "reused", "{small}");
     assert_eq!(small["worker"]["pid"], large["worker"]["pid"], "{shared}");
     let own = peak(case(&alone, "5x16x16"));
-    assert!(peak(large) > own * 1.05, "the large case should need more: {large}");
+    assert!(peak(large) > own * 1.2, "the large case should need more: {large}");
+    // Within 10% of its own process's peak, and nearer it than the large case's by far (a
+    // quarter of the gap at most): the defect recorded the large case's figure, or near it.
+    // torch keeps some memory of a larger case that malloc_trim cannot give back (72 MB, 6%,
+    // after this 128x128 case on the 2-core VM; 70 MB in a full suite after a 64x64 one,
+    // whose own excess over the small case is only 12%: hence the larger case here).
     let ratio = peak(small) / own;
+    let (excess, large_excess) = (peak(small) - own, peak(large) - own);
     assert!(
-        (0.95..=1.05).contains(&ratio),
-        "{} bytes after the large case against {own} in its own process ({ratio:.3})",
-        peak(small)
+        (0.95..=1.10).contains(&ratio) && excess < 0.25 * large_excess,
+        "{} bytes after the large case ({}) against {own} in its own process ({ratio:.3})",
+        peak(small),
+        peak(large)
     );
 }
 
