@@ -15,12 +15,12 @@
 //! `rho` is Huber's ([`HUBER`]: squares up to 2 standard deviations, a line beyond), each
 //! segment at one Huber step from its weighted median. For normal run levels the squares are
 //! the likelihood, and L1 counts a run far below a level as one just below it: on the seeded
-//! histories of `tests/history_score.rs` (3,000 of the tuned mix) L1 located 88.9% of the
+//! histories of `tests/analysis/history_score.rs` (3,000 of the tuned mix) L1 located 88.9% of the
 //! clear steps with 93 false ones, Huber 90.1% with 90. Beyond 2 standard deviations the
 //! line keeps a run far off from pulling a level, and no run costs more than three quarters
 //! of a step's penalty: runs far off between others (a hiccup, a reboot, two bad nights in a
 //! row) pay for the two steps around them only when three or more agree to, however far off
-//! each is. Uncapped, 120 random series of `tests/history_asv.rs` (a fifth of the runs
+//! each is. Uncapped, 120 random series of `tests/analysis/history_asv.rs` (a fifth of the runs
 //! with a hiccup of 30% to 100%; single-sample runs take it whole) got 162 false steps, 24
 //! capped. A level held by one run between two others is thus taken for a run far off; a
 //! run far off at either end pays for no step either, and is judged on its own

@@ -1,7 +1,7 @@
 //! The advice, table-driven: every engine x setting the answer can name, each checked
 //! against what the case recorded (its settings, passes, `compute_dtype` and its engine's
 //! record). Reports are built in memory: the real engines' records are checked by the
-//! integration tests (`tests/answer_advice.rs`, `tests/engine_comfyui.rs`).
+//! integration tests (`tests/analysis/answer_advice.rs`, `tests/engine/engine_comfyui.rs`).
 //!
 //! Must not: be built outside `cargo test`.
 use serde_json::json;

@@ -1,7 +1,7 @@
 //! `history` scored against the truth of seeded histories (issue 56; the generator and the
 //! definitions are [`crate::util::histories`]'s), on the mix it was tuned on and on a
 //! held-out one, and asv 0.6.6's `step_detect` scored on the same histories (with the
-//! tool's weights, as `tests/history_asv.rs` runs it). `WAN_VAE_BENCH_SCORE_MISSES=1`
+//! tool's weights, as `tests/analysis/history_asv.rs` runs it). `WAN_VAE_BENCH_SCORE_MISSES=1`
 //! prints every miss.
 //!
 //! The bar (issue 56's "Done when"): at least 90% of clear steps located within one run, no

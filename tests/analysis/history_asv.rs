@@ -291,7 +291,7 @@ fn random_series_agree_with_asv_wherever_asv_is_right() {
     // 12 and 227 runs are levels (91, 112); the newest 9 runs of a series of 5% noise and
     // hiccups measured 5.3% slower, a false step (37); a newest level measured 5.07% above
     // the best earlier where the truth is 5.0%, not more (97). The tool's score against the
-    // truth of a family of such histories is tests/history_score.rs's.
+    // truth of a family of such histories is tests/analysis/history_score.rs's.
     assert!(tool_only.len() > asv_only.len(), "{tool_only:#?}\n{asv_only:#?}");
     assert!(asv_only.len() <= 7, "asv right, the tool wrong: {asv_only:#?}");
     assert!(agree >= 80, "{agree} of {} agree", gens.len());

@@ -12,7 +12,7 @@ use crate::util::procs::{fake_python, result_json, run_bounded};
 use crate::util::reports::{case, report, save};
 use wan_vae_bench::report::Report;
 
-/// A hipBLASLt bench line from a real log (ROCm/TheRock #5314, as in `tests/engines.rs`).
+/// A hipBLASLt bench line from a real log (ROCm/TheRock #5314, as in `tests/engine/engines.rs`).
 const GEMM: &str = "hipblaslt-bench --api_method c -m 4096 -n 4096 -k 4096 --lda 4096 --ldb 4096 --ldc 4096 \
                     --ldd 4096  --transA T --transB T --batch_count 1 --a_type f16_r --b_type f16_r --c_type f16_r \
                     --d_type f16_r --compute_type f32_r --algo_method index --solution_index 2010";
