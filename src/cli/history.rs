@@ -3,7 +3,7 @@
 //! is slower now, 2 on unusable input.
 use std::path::PathBuf;
 
-use crate::analysis::history::{analyse, newest_per_machine, render, report_files, svg, time};
+use crate::analysis::history::{analyse, keep_what_history_reads, newest_per_machine, render, report_files, svg, time};
 use crate::report::Report;
 use crate::util::error::UserError;
 
@@ -64,7 +64,8 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
     crate::util::files::check_distinct(&inputs, &outputs)?;
     let mut loaded = Vec::with_capacity(files.len());
     for path in files {
-        let report = crate::analysis::compare::compat::load(&path)?;
+        let mut report = crate::analysis::compare::compat::load(&path)?;
+        keep_what_history_reads(&mut report);
         let t = time::parse(&report.created_at).ok_or_else(|| {
             UserError::file(
                 &path,

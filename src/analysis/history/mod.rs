@@ -146,6 +146,18 @@ pub struct Step {
     pub near_changes: Vec<Change>,
 }
 
+/// What of a report a history reads and its dashboard exports write: the cases' timings,
+/// samples, settings, env and system, never the answer (`summary`, tens of KB a report),
+/// a case's per-layer profile or its telemetry readings. Dropped as each report is read, so
+/// a history of 10,000 reports holds their timings, not their files.
+pub fn keep_what_history_reads(report: &mut Report) {
+    report.summary = None;
+    for case in &mut report.cases {
+        case.profile = None;
+        case.outcome.telemetry = None;
+    }
+}
+
 /// The report files: each file given, and each folder's `*.json` files (not its sub-folders),
 /// sorted, each file once however often it is named (by path, folder or link); none at all
 /// is unusable input.
