@@ -7,8 +7,10 @@
 //!
 //! 1. [`cli`]: the command line, one room per subcommand (its arguments and entry
 //!    function); each parses and calls the rooms below, and none imports another.
-//! 2. [`model`], [`weights`]: the Wan VAEs on candle, and the checkpoints they load
-//!    (layouts, `.safetensors`/`.pth`, synthetic weights, Hub and ComfyUI references).
+//! 2. [`model`], [`weights`]: the Wan VAEs on candle (on a GPU, its vendor's convolution
+//!    library: cuDNN and the crate's own kernels in `--features cudnn` builds), and the
+//!    checkpoints they load (layouts, `.safetensors`/`.pth`, synthetic weights, Hub and
+//!    ComfyUI references).
 //! 3. [`plan`]: the flags and the matrix file become a checked list of cases (the axes,
 //!    options, matrix, references, shard, budgets), before anything runs.
 //! 4. [`run`], [`engine`]: the run measures the plan (scheduler, worker processes,

@@ -1,6 +1,7 @@
 //! The command line: the clap command enum, and one room per subcommand holding its typed
 //! arguments and its entry function (`run`, `validate`, `inspect`, `system`, `logs`,
-//! `compare`, `merge`, `history`, `plot`, `completions`, and the hidden `worker`). A command
+//! `compare`, `merge`, `history`, `plot`, `completions`, and the hidden `worker` and
+//! `conv-bench`). A command
 //! room parses and calls the library's rooms; no command room imports another, and no
 //! library room imports this one.
 //!

@@ -48,8 +48,8 @@ pub struct ValidateArgs {
     pub conv: ConvImpl,
     /// TF32 for fp32 convolutions and matmuls on NVIDIA GPUs (Python engines): off (default:
     /// true fp32, judged against the 1e-4 rule), on or auto (as torch leaves it: TF32
-    /// convolutions), judged against the TF32 rule when TF32 is in force. candle computes
-    /// true fp32 and takes off only.
+    /// convolutions), judged against the TF32 rule when TF32 is in force. candle: off (true
+    /// fp32), or on on cuda:N of a CUDA build (judged against the TF32 rule).
     #[arg(long, default_value = "off", value_parser = values::tf32_flag)]
     pub tf32: crate::report::values::Switch,
     #[command(flatten)]

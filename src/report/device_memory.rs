@@ -3,7 +3,7 @@
 //! memory: the CUDA context, the allocator's pools, cuDNN's and cuBLAS's workspaces), sampled
 //! by the parent while the worker runs its encode and decode passes (warmups included), so
 //! candle (whose allocator returns memory) and torch (whose caching allocator keeps it) are
-//! measured alike. `telemetry::process_memory` samples it.
+//! measured alike. `run::telemetry::process_memory` samples it.
 //!
 //! Must not: sample (the parent's telemetry does).
 use serde::{Deserialize, Serialize};
