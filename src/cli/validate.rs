@@ -107,7 +107,7 @@ pub fn command(mut args: ValidateArgs) -> anyhow::Result<i32> {
     }
     args.levers.check(args.engine)?;
     // candle: true fp32, or TF32 where it acts (`on`: cuDNN and cuBLAS on a CUDA build's GPU).
-    let on_cuda = cfg!(feature = "cuda") && args.device.trim().to_ascii_lowercase().starts_with("cuda");
+    let on_cuda = cfg!(feature = "cuda") && crate::engine::device_kind(&args.device) == "cuda";
     if !engine.runs_python() && args.tf32 != Switch::Off && !(on_cuda && args.tf32 == Switch::On) {
         let valid = format!(
             "off with --engine {} (true fp32), on only on cuda:N of a CUDA build",

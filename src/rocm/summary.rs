@@ -109,9 +109,8 @@ fn inputs(path: &PathBuf) -> Result<Vec<(PathBuf, String)>, UserError> {
     if !std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
         return Ok(vec![(path.clone(), path.display().to_string())]);
     }
-    let counts: Vec<(PathBuf, String)> = COUNT_FILES
-        .iter()
-        .map(|f| path.join(f))
+    let counts: Vec<(PathBuf, String)> = read_through(path)
+        .into_iter()
         // An empty one (no GEMM, or no command, was logged) holds nothing to read.
         .filter(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.len() > 0))
         .map(|p| {

@@ -186,19 +186,17 @@ fn holder_pid(path: &Path) -> Option<u32> {
     None
 }
 
-/// Whether `path` names the file `file` has open (same device and inode).
-#[cfg(unix)]
+/// Whether `path` names the file `file` has open (the same [`super::files::identity`]:
+/// device and inode); where the platform has no such identity, whether `path` is a file.
 fn is_same_file(file: &File, path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (file.metadata(), std::fs::symlink_metadata(path)) {
-        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-        _ => false,
+    use super::files::identity;
+    let (Ok(a), Ok(b)) = (file.metadata(), std::fs::symlink_metadata(path)) else {
+        return cfg!(not(unix)) && path.is_file();
+    };
+    match (identity(&a), identity(&b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => path.is_file(),
     }
-}
-
-#[cfg(not(unix))]
-fn is_same_file(_file: &File, path: &Path) -> bool {
-    path.is_file()
 }
 
 #[cfg(test)]
