@@ -74,6 +74,8 @@ mod history_asv;
 mod history_cli;
 #[path = "analysis/history_levels.rs"]
 mod history_levels;
+#[path = "analysis/history_oracle.rs"]
+mod history_oracle;
 #[path = "analysis/history_score.rs"]
 mod history_score;
 #[path = "analysis/merge_plot_cli.rs"]

@@ -1,6 +1,6 @@
 //! `history` scored against the truth of seeded histories (issue 56; the generator and the
-//! definitions are [`crate::util::histories`]'s), on the mix it was tuned on and on a
-//! held-out one, and asv 0.6.6's `step_detect` scored on the same histories (with the
+//! definitions are [`crate::util::histories`]'s), on the mix it was tuned on and on three
+//! held-out ones, and asv 0.6.6's `step_detect` scored on the same histories (with the
 //! tool's weights, as `tests/analysis/history_asv.rs` runs it). `WAN_VAE_BENCH_SCORE_MISSES=1`
 //! prints every miss.
 //!
@@ -10,18 +10,25 @@
 //! newest reports fails the gate too (which a history must then do as well). d0048e9's
 //! false steps: 11 in the tuned mix's first 300 histories and 5 in the held-out mix's 300,
 //! measured before any change; 35 in the tuned mix's first 1,000 and 4 in the second
-//! held-out mix's 300, measured with d0048e9's fit and verdict when that mix was drawn up.
+//! held-out mix's 300, measured with d0048e9's fit and verdict when that mix was drawn up;
+//! the third's, the same way, when it was scored.
 //!
 //! Where the bar is not met, it is asserted as measured (so that it gets no worse unseen)
-//! and said here and in docs/ci.md: the tuned mix locates 89.6% of its clear steps and flags
-//! 94.97% of its detectable regressions (the bar: 90% and 95%); the first held-out mix
-//! (scored once with an earlier design, which missed there: the design changed after, and
-//! a second held-out mix was drawn up before it did) has 83.8% located, 93.0% flagged and 10
-//! false steps against d0048e9's 5; the second meets the bar but on false steps, 8 against 4.
+//! and said here and in docs/ci.md. The first held-out mix cannot meet it at all:
+//! `tests/analysis/history_oracle.rs` fits its histories exactly with the *true* noise
+//! (which the tool must estimate), and no penalty locates 90% of their clear steps with no
+//! more false steps than d0048e9 (41 in 3,000; d0048e9 located 57%). The tool, on the 1,000
+//! of the tuned mix: 89.8% located (882 of 982), 21 false steps (d0048e9: 35), 95.4% flagged;
+//! held-out: 83.2%, 10 false (5), 93.0%; held-out 2: 91.6%, 10 (4), 96.4%; held-out 3
+//! (drawn up before this design was kept, scored once when it was settled): 90.2%, 10 (6),
+//! 97.3%. On 3,000 histories of each (`ten_times_as_many_histories_of_each_mix`), where a
+//! count of false steps is no longer a matter of a few histories, the false-step half holds
+//! on the tuned mix and the second and third held-out ones, located falls short by 0.4 to
+//! 1.0 points on the held-out ones, and flagged holds everywhere.
 use std::process::Command;
 
 use crate::need;
-use crate::util::histories::{generate, Generated, Mix, Said, Score, HELD_OUT, HELD_OUT_2, TUNED};
+use crate::util::histories::{generate, Generated, Mix, Said, Score, HELD_OUT, HELD_OUT_2, HELD_OUT_3, TUNED};
 use crate::util::reports::pass;
 use wan_vae_bench::analysis::compare::verdict::{compare_pass, Rules, Verdict as Call};
 use wan_vae_bench::analysis::history::{analyse, Series};
@@ -33,11 +40,12 @@ const TUNED_COUNT: usize = 1000;
 const TUNED_SEED: u64 = 5656;
 const HELD_OUT_SEED: u64 = 0x5eed_0f56;
 const HELD_OUT_2_SEED: u64 = 0x0b5e_7e57_0056;
+const HELD_OUT_3_SEED: u64 = 0x00c0_ffee_0056;
 
 /// False steps at d0048e9 on the same histories (the tuned and first held-out mixes measured
-/// before any change; the second held-out mix with d0048e9's fit and verdict when it was
-/// drawn up).
-const BEFORE_FALSE: [usize; 3] = [35, 5, 4];
+/// before any change; the second and third held-out mixes with d0048e9's fit and verdict
+/// when each was drawn up, or scored).
+const BEFORE_FALSE: [usize; 4] = [35, 5, 4, 6];
 
 fn tool(g: &Generated) -> Series {
     let (paths, reports) = g.reports();
@@ -114,28 +122,39 @@ fn flagged(s: &Score, percent: usize) {
 #[test]
 fn tool_on_the_tuned_mix() {
     let s = tool_score(&TUNED, TUNED_SEED, TUNED_COUNT, "tool, tuned mix");
-    // 880 of 982 clear steps located (89.6%, the bar 90%), 28 false steps (d0048e9: 35),
-    // 434 of 457 detectable regressions flagged (94.97%, the bar 95%), no false alarm.
+    // 882 of 982 clear steps located (89.8%, the bar 90%), 21 false steps (d0048e9: 35),
+    // 436 of 457 detectable regressions flagged (95.4%), no false alarm.
     located(&s, 89);
-    assert!(s.false_steps <= BEFORE_FALSE[0], "{s:?}");
-    flagged(&s, 94);
+    assert!(s.false_steps <= 21, "{s:?} (d0048e9: {})", BEFORE_FALSE[0]);
+    flagged(&s, 95);
     assert_eq!(s.false_alarms, 0, "{s:?}");
 }
 
 #[test]
 fn tool_on_the_held_out_mixes() {
-    // As measured (module docs), the bar where it holds: 279 of 333 located (83.8%), 10
-    // false steps (d0048e9: 5), 133 of 143 flagged (93.0%); 269 of 296 (90.9%), 8 (4), 134 of
-    // 140 (95.7%).
+    // As measured (module docs): 277 of 333 located (83.2%), 10 false steps (d0048e9: 5),
+    // 133 of 143 flagged (93.0%); 271 of 296 (91.6%), 10 (4), 135 of 140 (96.4%).
     let s = tool_score(&HELD_OUT, HELD_OUT_SEED, COUNT, "tool, held-out mix");
     located(&s, 83);
     flagged(&s, 93);
     assert!(s.false_steps <= 10, "{s:?} (d0048e9: {})", BEFORE_FALSE[1]);
     assert_eq!(s.false_alarms, 0, "{s:?}");
     let s = tool_score(&HELD_OUT_2, HELD_OUT_2_SEED, COUNT, "tool, held-out mix 2");
+    located(&s, 91);
+    flagged(&s, 96);
+    assert!(s.false_steps <= 10, "{s:?} (d0048e9: {})", BEFORE_FALSE[2]);
+    assert_eq!(s.false_alarms, 0, "{s:?}");
+}
+
+#[test]
+fn tool_on_the_third_held_out_mix() {
+    // Drawn up before this design was kept and scored once, when it was settled: 312 of 346
+    // located (90.2%), 10 false steps (d0048e9: 6; afcddc9, the design before: 300 of 346
+    // with 6), 143 of 147 flagged (97.3%), no false alarm.
+    let s = tool_score(&HELD_OUT_3, HELD_OUT_3_SEED, COUNT, "tool, held-out mix 3");
     located(&s, 90);
-    flagged(&s, 95);
-    assert!(s.false_steps <= 8, "{s:?} (d0048e9: {})", BEFORE_FALSE[2]);
+    flagged(&s, 97);
+    assert!(s.false_steps <= 10, "{s:?} (d0048e9: {})", BEFORE_FALSE[3]);
     assert_eq!(s.false_alarms, 0, "{s:?}");
 }
 
@@ -243,6 +262,7 @@ fn asv_on_the_same_histories() {
         (&TUNED, TUNED_SEED, "tuned mix"),
         (&HELD_OUT, HELD_OUT_SEED, "held-out mix"),
         (&HELD_OUT_2, HELD_OUT_2_SEED, "held-out mix 2"),
+        (&HELD_OUT_3, HELD_OUT_3_SEED, "held-out mix 3"),
     ] {
         let (tool, asv) = need!(asv_score(mix, seed, who));
         assert!(tool.located > asv.located, "{tool:?}\n{asv:?}");
@@ -252,20 +272,26 @@ fn asv_on_the_same_histories() {
 }
 
 #[test]
-#[ignore = "3,000 histories of each mix: 15 s in release"]
 fn ten_times_as_many_histories_of_each_mix() {
-    // The same scores on 3,000 histories of each mix (seeds 1001-1010, 2001-2010, 3001-3010
-    // of 300 each), where a count of false steps is no longer a matter of a few histories.
-    // d0048e9 on the same histories (its fit and verdict, measured when the second held-out
-    // mix was drawn up): 2951 clear steps, 1824 located, 93 false, 1091 of 1352 flagged; 3408,
-    // 1950, 41, 1225 of 1506; 2904, 1791, 101, 1090 of 1290. Now: 2642 located (89.5%), 89,
-    // 1298 (96.0%); 2959 (86.8%), 78, 1429 (94.9%); 2571 (88.5%), 97, 1237 (95.9%).
-    let mut tuned = Score::default();
-    for (mix, base, who) in [
-        (&TUNED, 1000, "tuned"),
-        (&HELD_OUT, 2000, "held-out"),
-        (&HELD_OUT_2, 3000, "held-out 2"),
-    ] {
+    // The same scores on 3,000 histories of each mix (seeds 1001-1010, 2001-2010, 3001-3010,
+    // 4001-4010 of 300 each), where a count of false steps is no longer a matter of a few
+    // histories. d0048e9 on the same histories (its fit and verdict, measured when the
+    // second held-out mix was drawn up, and the third scored): clear steps, located, false,
+    // flagged: 2951, 1824, 93, 1091 of 1352; 3408, 1950, 41, 1225 of 1506; 2904, 1791, 101,
+    // 1090 of 1290; 3545, 2233, 80, 1301 of 1528. afcddc9 (the design before): 2642 (89.5%),
+    // 89, 1298; 2959 (86.8%), 78, 1429; 2571 (88.5%), 97, 1237; 3156 (89.0%), 66, 1475.
+    // Now, asserted below: 2658 (90.1%), 80, 1304 (96.4%); 2996 (87.9%), 73, 1437 (95.4%);
+    // 2585 (89.0%), 89, 1235 (95.7%); 3175 (89.6%), 79, 1477 (96.7%). False alarms: 1, 0,
+    // 6, 0 (and 8, 0, 3, 2 where compare of the two newest reports fails too): short
+    // series judged on their samples, and drifts at alpha / 2.
+    // (mix, seed base, who, located %, false steps, flagged %)
+    let expected = [
+        (&TUNED, 1000, "tuned", 90, 80, 96),
+        (&HELD_OUT, 2000, "held-out", 87, 73, 95),
+        (&HELD_OUT_2, 3000, "held-out 2", 89, 89, 95),
+        (&HELD_OUT_3, 4000, "held-out 3", 89, 79, 96),
+    ];
+    for (mix, base, who, at_least, false_steps, flag) in expected {
         let mut s = Score::default();
         for seed in 1..=10 {
             for g in generate(mix, base + seed, 300) {
@@ -273,11 +299,8 @@ fn ten_times_as_many_histories_of_each_mix() {
             }
         }
         eprintln!("{}", s.table(&format!("tool, 3,000 of the {who} mix")));
-        if base == 1000 {
-            tuned = s;
-        }
+        located(&s, at_least);
+        flagged(&s, flag);
+        assert!(s.false_steps <= false_steps, "{who}: {s:?}");
     }
-    located(&tuned, 89);
-    flagged(&tuned, 95);
-    assert!(tuned.false_steps <= 93, "{tuned:?}");
 }

@@ -118,6 +118,17 @@ pub const HELD_OUT_2: Mix = Mix {
     tie: 0.08,
 };
 
+/// A third held-out mix, drawn up at the start of the session that replaced the fit (before
+/// any change was kept) and scored once, when the design was settled.
+pub const HELD_OUT_3: Mix = Mix {
+    lengths: &[(2, 6, 0.1), (7, 25, 0.3), (26, 100, 0.35), (101, 300, 0.25)],
+    steps: [0.22, 0.33, 0.28, 0.17],
+    samples: &[1, 2, 3, 5, 6, 9, 10],
+    varying_samples: 0.12,
+    log_within: true,
+    tie: 0.06,
+};
+
 /// A generated history of one case's decode pass, with its truth.
 pub struct Generated {
     /// What it is, for messages.
@@ -130,6 +141,10 @@ pub struct Generated {
     pub steps: Vec<usize>,
     /// Each run's time (minutes after a fixed start; ties share one).
     pub minutes: Vec<usize>,
+    /// The run-to-run noise (relative standard deviation of a run's level).
+    pub between: f64,
+    /// The within-run noise (relative standard deviation of a sample about its run).
+    pub within: f64,
 }
 
 /// `count` histories of `mix` from `seed`.
@@ -186,24 +201,37 @@ fn one(rng: &mut Rng, mix: &Mix, index: usize) -> Generated {
         levels,
         steps,
         minutes,
+        between,
+        within,
     }
 }
 
 impl Generated {
+    /// The runs' indices in the order `history` reads their reports (by time, then by file
+    /// name: [`Self::reports`]).
+    pub fn order(&self) -> Vec<usize> {
+        let mut named: Vec<(usize, String, usize)> = (0..self.runs.len())
+            .map(|i| (self.minutes[i], Self::file_name(i), i))
+            .collect();
+        named.sort();
+        named.into_iter().map(|n| n.2).collect()
+    }
+
+    /// Run `i`'s report's file name: a scrambled prefix, so that tied runs are read in an
+    /// order that does not follow the truth.
+    fn file_name(i: usize) -> String {
+        let scramble = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+        format!("{scramble:06x}-{i}.json")
+    }
+
     /// The reports of this history (one decode pass, encode flat), and their files' names, in
     /// the order `history` reads them (by time, then by file name: tied runs in the order
     /// of names that do not follow the truth).
     pub fn reports(&self) -> (Vec<PathBuf>, Vec<Report>) {
-        let mut named: Vec<(usize, String, usize)> = (0..self.runs.len())
-            .map(|i| {
-                let scramble = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
-                (self.minutes[i], format!("{scramble:06x}-{i}.json"), i)
-            })
-            .collect();
-        named.sort();
-        named
+        self.order()
             .into_iter()
-            .map(|(m, name, i)| {
+            .map(|i| {
+                let (m, name) = (self.minutes[i], Self::file_name(i));
                 let mut r = report("box", vec![case("c", &[1.0], &self.runs[i])]);
                 r.created_at = format!("2026-01-{:02}T{:02}:{:02}:00Z", 1 + m / 1440, (m / 60) % 24, m % 60);
                 (PathBuf::from(name), r)

@@ -5,9 +5,11 @@
 //!   The fit ([`super::steps`]) is run in the model's units, `tau²` estimated again from
 //!   the differences within its segments, and the fit run again. A run at either end, when
 //!   the fit kept it in a longer segment, is split off when it alone is off the rest of that
-//!   segment at p < [`NEWEST_ALPHA`] (one test of one run, not a search over every place: a
-//!   newest run far off is what a nightly job must not miss; a first run far off is a step
-//!   after a single run). Below [`SMALL`] runs, where a third of the differences may be
+//!   segment at p < [`NEWEST_ALPHA`] (one test of one run, not a search over every place,
+//!   which allows for the uncertainty of `tau²`: a newest run far off is what a nightly job
+//!   must not miss, and one run alone must not fail it on a chance estimate; a first run far
+//!   off is a step after a single run). The fit sets aside a newest run that would be a
+//!   level of its own ([`super::steps`]): this test decides. Below [`SMALL`] runs, where a third of the differences may be
 //!   steps and the first estimate of `tau²` with them, `compare`'s reading is weighed too
 //!   (a step wherever neighbouring segments' samples differ beyond the threshold): the one
 //!   that makes the run levels more likely ([`super::model::Model::profile`]), less
@@ -30,7 +32,10 @@
 //!   ([`crate::analysis::compare::verdict::timing_rule`]: Welch's test on the samples less their
 //!   outliers, or with fewer than two samples a side, no overlap beyond the threshold). A
 //!   step stays between two neighbouring segments only where that rule calls one slower or
-//!   faster (the weakest merged first); the newest segment is judged against the best
+//!   faster beyond [`SHORT_STEP_FACTOR`] times the threshold (the weakest merged first:
+//!   the samples cannot see the run-to-run variation, a few percent on many machines, so a
+//!   step elsewhere needs more than `compare`'s own margin; on the seeded histories of 2 to
+//!   4 runs this halves the false steps); the newest segment is judged against the best
 //!   earlier one by the same rule; and the two newest runs are judged as `compare` would
 //!   judge their reports (`last_two`): where it calls the newest slower, so does the
 //!   history (a step is put before the newest run, so that the update is named).
@@ -62,6 +67,11 @@ pub const SMALL: usize = 13;
 
 /// What one more step costs in `-2 log L` when [`weigh`] weighs two readings.
 pub const STEP_PENALTY: f64 = 5.0;
+
+/// In a short series, neighbouring segments' samples must differ by this many times the
+/// threshold for a step between them (module docs); the step before the newest run that
+/// `compare` calls slower is kept at the threshold itself.
+pub const SHORT_STEP_FACTOR: f64 = 1.5;
 
 /// The two-sided level at which the newest run alone is split off the rest of its segment.
 pub const NEWEST_ALPHA: f64 = 0.001;
@@ -227,10 +237,10 @@ pub fn series(points: &[Point], threshold: f64, alpha: f64) -> Judged {
 /// segment (module docs).
 fn long_steps(model: &mut Model) -> Vec<usize> {
     let n = model.y.len();
-    let gamma = steps::penalty(n);
-    let right = steps::detect(&model.y, &model.weights(), gamma);
+    let pen = steps::penalty(n);
+    let right = steps::detect(&model.y, &model.weights(), pen);
     model.refine(&right);
-    let mut right = steps::detect(&model.y, &model.weights(), gamma);
+    let mut right = steps::detect(&model.y, &model.weights(), pen);
     model.refine(&right);
     let mut split = false;
     // The newest run, then the first (each against the rest of its segment).
@@ -334,8 +344,8 @@ fn staircase(mut right: Vec<usize>, model: &Model, threshold: f64) -> Vec<usize>
     let line: f64 = (start..n)
         .map(|i| (model.y[i] - at0 - slope * i as f64).powi(2) / v[i - start])
         .sum();
-    // The fit's penalty is in half squared standard deviations; the misfits in squares.
-    let gamma = 2.0 * steps::penalty(n);
+    // The fit's penalty and the misfits are both in squared standard deviations.
+    let gamma = steps::penalty(n);
     if line + gamma <= stairs + gamma * steps as f64 {
         right.drain(first..right.len() - 1);
     }
@@ -390,7 +400,14 @@ fn short_steps(points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) 
         let mut weakest: Option<(f64, usize)> = None;
         for j in 0..right.len() - 1 {
             let l = if j == 0 { 0 } else { right[j - 1] };
-            let (_, p, call, _) = rule(points, kept, l..right[j], right[j]..right[j + 1], threshold, alpha);
+            let (_, p, call, _) = rule(
+                points,
+                kept,
+                l..right[j],
+                right[j]..right[j + 1],
+                threshold * SHORT_STEP_FACTOR,
+                alpha,
+            );
             let weak = p.unwrap_or(1.0);
             if call == Call::NoChange && weakest.is_none_or(|(q, _)| weak > q) {
                 weakest = Some((weak, j));
