@@ -282,7 +282,7 @@ fn random_series_agree_with_asv_wherever_asv_is_right() {
     );
     // Seed 4949, the exact fit (run-to-run variation in the weights, the penalty from the
     // noise model, hiccups set aside: super::steps): 83 of 120 agree; the tool right and asv
-    // wrong: 11 (asv cuts every run of 5-run series apart, finds none of the steps of series
+    // wrong: 13 (asv cuts every run of 5-run series apart, finds none of the steps of series
     // of single-sample runs, misses the regressions the tool flags); asv right and the tool
     // wrong: 7, all among the series whose runs have a hiccup sample a fifth of the time,
     // where a single-sample run takes it whole: a hiccup as the first run is a step after a

@@ -9,9 +9,10 @@
 //!   which allows for the uncertainty of `tau²`: a newest run far off is what a nightly job
 //!   must not miss, and one run alone must not fail it on a chance estimate; a first run far
 //!   off is a step after a single run). The fit sets aside a newest run that would be a
-//!   level of its own ([`super::steps`]): this test decides. Below [`SMALL`] runs, where a third of the differences may be
-//!   steps and the first estimate of `tau²` with them, `compare`'s reading is weighed too
-//!   (a step wherever neighbouring segments' samples differ beyond the threshold): the one
+//!   level of its own ([`super::steps`]): this test decides. Below [`SMALL`] runs, where
+//!   a third of the differences may be steps and the first estimate of `tau²` with them,
+//!   `compare`'s reading is weighed too (a step wherever neighbouring segments' samples
+//!   differ beyond [`SHORT_STEP_FACTOR`] times the threshold, as in a short series): the one
 //!   that makes the run levels more likely ([`super::model::Model::profile`]), less
 //!   [`STEP_PENALTY`] `ln n` per step, is kept. Two or more steps in a row up to the newest
 //!   segment, the same way and each within the threshold, that a line fits as well, are
@@ -34,8 +35,9 @@
 //!   step stays between two neighbouring segments only where that rule calls one slower or
 //!   faster beyond [`SHORT_STEP_FACTOR`] times the threshold (the weakest merged first:
 //!   the samples cannot see the run-to-run variation, a few percent on many machines, so a
-//!   step elsewhere needs more than `compare`'s own margin; on the seeded histories of 2 to
-//!   4 runs this halves the false steps); the newest segment is judged against the best
+//!   step elsewhere needs more than `compare`'s own margin: in the 2- to 4-run histories of
+//!   3,000 of `tests/analysis/history_score.rs`'s tuned mix, 17 false steps, 32 at the
+//!   threshold itself); the newest segment is judged against the best
 //!   earlier one by the same rule; and the two newest runs are judged as `compare` would
 //!   judge their reports (`last_two`): where it calls the newest slower, so does the
 //!   history (a step is put before the newest run, so that the update is named).
@@ -68,10 +70,18 @@ pub const SMALL: usize = 13;
 /// What one more step costs in `-2 log L` when [`weigh`] weighs two readings.
 pub const STEP_PENALTY: f64 = 5.0;
 
-/// In a short series, neighbouring segments' samples must differ by this many times the
-/// threshold for a step between them (module docs); the step before the newest run that
-/// `compare` calls slower is kept at the threshold itself.
+/// In a short series (and in `compare`'s reading of a series below [`SMALL`] runs),
+/// neighbouring segments' samples must differ by this many times the threshold for a step
+/// between them (module docs); the step before the newest run that `compare` calls slower is
+/// kept at the threshold itself.
 pub const SHORT_STEP_FACTOR: f64 = 1.5;
+
+/// The threshold a step of a short series (or `compare`'s reading of a series below
+/// [`SMALL`] runs) must clear: [`SHORT_STEP_FACTOR`] times `--threshold`, kept below the
+/// point where nothing could be that much faster (a threshold of 2/3 or more).
+fn short_step_threshold(threshold: f64) -> f64 {
+    (threshold * SHORT_STEP_FACTOR).min(threshold + (1.0 - threshold) / 2.0)
+}
 
 /// The two-sided level at which the newest run alone is split off the rest of its segment.
 pub const NEWEST_ALPHA: f64 = 0.001;
@@ -266,8 +276,9 @@ fn far_off(model: &Model, i: usize, rest: std::ops::Range<usize>) -> bool {
 }
 
 /// The model's steps ([`long_steps`]), and for a series of fewer than [`SMALL`] runs
-/// `compare`'s too (a step wherever neighbouring segments' samples differ beyond the
-/// threshold, [`short_steps`]): the reading that makes the run levels more likely,
+/// `compare`'s too (a step wherever neighbouring segments' samples differ beyond
+/// [`SHORT_STEP_FACTOR`] times the threshold, [`short_steps`]): the reading that makes the
+/// run levels more likely,
 /// [`STEP_PENALTY`] `ln n` per step, is kept (module docs).
 fn weigh(model: &mut Model, points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) -> Vec<usize> {
     let n = points.len();
@@ -405,7 +416,7 @@ fn short_steps(points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) 
                 kept,
                 l..right[j],
                 right[j]..right[j + 1],
-                threshold * SHORT_STEP_FACTOR,
+                short_step_threshold(threshold),
                 alpha,
             );
             let weak = p.unwrap_or(1.0);

@@ -4,10 +4,10 @@
 //! One series per case id, pass (encode, decode) and machine (host, CPU and GPUs as the
 //! system context records them), its runs ordered by the reports' `created_at`. Each run's
 //! level varies by its samples and by the run-to-run variation a series estimates
-//! ([`model`]); the series' run medians are fitted with asv's penalized piecewise-constant
-//! model in those units ([`steps`]); at each step the components of the software stack that
-//! differ between the last run before it and the first after it are named ([`stack`]), or
-//! the step says that none did.
+//! ([`model`]); the series' run medians are fitted with a penalized piecewise-constant
+//! model in those units, its likelihood's exact optimum ([`steps`]); at each step the
+//! components of the software stack that differ between the last run before it and the
+//! first after it are named ([`stack`]), or the step says that none did.
 //!
 //! The command exits 0: no case is slower now; 1: the newest segment of some series is slower than its
 //! best earlier segment by more than `--threshold` and not noise (at `--alpha`, allowing for

@@ -203,7 +203,7 @@ impl Model {
     pub fn level(&self, l: usize, r: usize) -> Level {
         let inv: Vec<f64> = (l..r).map(|i| 1.0 / self.var(i).max(1e-300)).collect();
         let sd: Vec<f64> = inv.iter().map(|w| w.sqrt()).collect();
-        let center = super::steps::weighted_median(&self.y[l..r], &sd);
+        let center = weighted_median(&self.y[l..r], &sd);
         let kept: Vec<(usize, f64)> = (l..r)
             .zip(inv)
             .filter(|(i, w)| (self.y[*i] - center).abs() * w.sqrt() <= CUT)
@@ -375,6 +375,24 @@ fn bisect(mut lo: f64, mut hi: f64, above: impl Fn(f64) -> bool) -> f64 {
     hi
 }
 
+/// The weighted median (the mean of the two middle values when the weight splits evenly).
+pub fn weighted_median(y: &[f64], w: &[f64]) -> f64 {
+    let mut items: Vec<(f64, f64)> = y.iter().copied().zip(w.iter().copied()).collect();
+    items.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let half = w.iter().sum::<f64>() / 2.0;
+    let mut acc = 0.0;
+    for (i, (v, wv)) in items.iter().enumerate() {
+        acc += wv;
+        if acc > half {
+            return *v;
+        }
+        if acc == half {
+            return items.get(i + 1).map_or(*v, |n| (v + n.0) / 2.0);
+        }
+    }
+    items.last().map_or(0.0, |x| x.0)
+}
+
 /// The median, by selection (the mean of the two middle values for an even count).
 fn median(v: &mut [f64]) -> f64 {
     if v.is_empty() {
@@ -528,5 +546,12 @@ mod tests {
         let m = shifted(1.1);
         let (p, t) = m.test(&m.level(12, 24), &m.level(0, 12));
         assert!(p < 1e-4 && t > 0.0, "{p} {t}");
+    }
+
+    #[test]
+    fn weighted_median_splits_evenly_between_the_middle_values() {
+        assert_eq!(weighted_median(&[3.0, 1.0, 2.0], &[1.0, 1.0, 1.0]), 2.0);
+        assert_eq!(weighted_median(&[1.0, 2.0], &[1.0, 1.0]), 1.5);
+        assert_eq!(weighted_median(&[1.0, 2.0, 10.0], &[1.0, 1.0, 5.0]), 10.0);
     }
 }
