@@ -7,11 +7,12 @@
 //! inverse-variance weighted mean `m`: `-2 log L` of normal run levels. The fit minimizes
 //! that summed over the segments plus [`penalty`] per step, over every segmentation, by
 //! optimal partitioning (Jackson et al. 2005, "An algorithm for optimal partitioning of data
-//! on an interval") with PELT's pruning (Killick, Fearnhead and Eckley 2012): a segment's
-//! cost from prefix sums in O(1), a start that can no longer begin the last segment of a
-//! best fit dropped, so the fit is exact: about linear in the runs where steps keep coming,
-//! quadratic over a long flat stretch (nothing there can be dropped; 20,000 flat runs of one
-//! case take 3.5 s in all).
+//! on an interval"), a segment's cost from prefix sums in O(1), with two exact prunings of
+//! the starts a last segment may have: PELT's (Killick, Fearnhead and Eckley 2012: a start
+//! whose cost to here already exceeds the best), and the levels' intervals of functional
+//! pruning (after Maidstone et al. 2017: a start is dropped once, at every level, some later
+//! start makes a cheaper last segment). PELT alone drops nothing over a long flat stretch:
+//! 80,000 flat runs took 29 s, 0.17 s with the intervals.
 //!
 //! It replaced asv's approximate fit (`solve_potts_approx`: exact only over segments of at
 //! most 20 runs, then merges and boundary moves) with Huber's cost capped at three quarters
@@ -199,7 +200,7 @@ impl Sums {
     }
 }
 
-/// The exact best segmentation at `pen` per step: optimal partitioning with PELT's pruning
+/// The exact best segmentation at `pen` per step: optimal partitioning with its two prunings
 /// (module docs). Exclusive right bounds, the last the number of points.
 fn optimal(sums: &Sums, pen: f64) -> Vec<usize> {
     let n = sums.len();
@@ -210,13 +211,15 @@ fn optimal(sums: &Sums, pen: f64) -> Vec<usize> {
     let mut best = vec![0.0; n + 1];
     let mut left = vec![0; n + 1];
     best[0] = -pen;
-    let mut starts: Vec<usize> = vec![0];
+    // The starts still in play, each with the levels `m` (an interval) at which a last
+    // segment from it could still be the best one.
+    let mut starts: Vec<(usize, f64, f64)> = vec![(0, f64::NEG_INFINITY, f64::INFINITY)];
     let mut with: Vec<f64> = Vec::new();
     for r in 1..=n {
         with.clear();
-        with.extend(starts.iter().map(|&l| best[l] + sums.cost(l, r)));
+        with.extend(starts.iter().map(|&(l, ..)| best[l] + sums.cost(l, r)));
         let (mut b, mut at) = (f64::INFINITY, 0);
-        for (&l, &c) in starts.iter().zip(&with) {
+        for (&(l, ..), &c) in starts.iter().zip(&with) {
             if c + pen <= b {
                 b = c + pen;
                 at = l;
@@ -224,17 +227,31 @@ fn optimal(sums: &Sums, pen: f64) -> Vec<usize> {
         }
         best[r] = b;
         left[r] = at;
-        // A start whose cost to here already exceeds the best is never the last segment's
-        // start of a best fit further on (a segment never costs less than its parts).
+        // A start `l` can be the last segment's of a best fit further on, at level `m`, only
+        // where its cost to here at that level, `best[l] + sum w (y - m)²`, is at most
+        // `best[r]`: past `r`, a segment from `r` adds the same to both. That is an interval
+        // of `m` (empty where the cost at the best level already exceeds `best[r]`: PELT's
+        // test); a start whose intervals from every later point no longer meet is dropped,
+        // which PELT alone never does over a long flat stretch.
         let mut k = 0;
         for i in 0..starts.len() {
-            if with[i] <= b {
-                starts[k] = starts[i];
-                k += 1;
+            let (l, lo, hi) = starts[i];
+            let [w, wy, wyy] = sums.part(l, r);
+            let disc = wy * wy - w * (wyy + best[l] - b);
+            if disc < 0.0 || w <= 0.0 {
+                continue;
             }
+            let half = disc.sqrt() / w;
+            let (lo, hi) = (lo.max(wy / w - half), hi.min(wy / w + half));
+            // A hair of slack for rounding: a start kept too long costs time, not the optimum.
+            if lo > hi + 1e-12 * (1.0 + lo.abs().max(hi.abs())) {
+                continue;
+            }
+            starts[k] = (l, lo, hi);
+            k += 1;
         }
         starts.truncate(k);
-        starts.push(r);
+        starts.push((r, f64::NEG_INFINITY, f64::INFINITY));
     }
     let mut right = Vec::new();
     let mut r = n;
@@ -286,7 +303,7 @@ mod tests {
 
     #[test]
     fn the_fit_is_the_exact_optimum_however_pruned() {
-        // Random short series with uneven variances: optimal partitioning with PELT's
+        // Random short series with uneven variances: optimal partitioning with its
         // pruning reaches the least cost that trying every segmentation finds.
         for seed in 0..200usize {
             let n = 2 + seed % 11;
@@ -309,6 +326,46 @@ mod tests {
             assert!(
                 (total - least).abs() < 1e-9 * (1.0 + least),
                 "seed {seed}: {total} vs {least}"
+            );
+        }
+    }
+
+    /// The penalized cost of a segmentation.
+    fn total(y: &[f64], v: &[f64], pen: f64, right: &[usize]) -> f64 {
+        let mut l = 0;
+        let mut c = pen * (right.len() - 1) as f64;
+        for &r in right {
+            let a: f64 = (l..r).map(|i| 1.0 / v[i]).sum();
+            let m = (l..r).map(|i| y[i] / v[i]).sum::<f64>() / a;
+            c += (l..r).map(|i| (y[i] - m).powi(2) / v[i]).sum::<f64>();
+            l = r;
+        }
+        c
+    }
+
+    #[test]
+    fn the_pruned_fit_is_the_unpruned_one_on_long_series() {
+        // Optimal partitioning without pruning (every start tried, O(n²)) against the fit on
+        // long series, flat stretches and steps, uneven variances: the same least cost.
+        for seed in 0..40usize {
+            let n = 50 + 17 * seed;
+            let y: Vec<f64> = (0..n)
+                .map(|i| 0.3 * noise(seed * 1000 + i) + 0.5 * ((i * (seed % 4 + 1)) / 97) as f64)
+                .collect();
+            let v: Vec<f64> = (0..n).map(|i| 0.02 + 0.05 * noise(seed * 7 + i + 5000).abs()).collect();
+            let pen = penalty(n);
+            let sums = Sums::new(&y, &v);
+            let mut best = vec![-pen; n + 1];
+            for r in 1..=n {
+                best[r] = (0..r)
+                    .map(|l| best[l] + sums.cost(l, r) + pen)
+                    .fold(f64::INFINITY, f64::min);
+            }
+            let fit = total(&y, &v, pen, &optimal(&sums, pen));
+            assert!(
+                (fit - best[n]).abs() < 1e-9 * (1.0 + best[n].abs()),
+                "seed {seed}: {fit} vs {}",
+                best[n]
             );
         }
     }
