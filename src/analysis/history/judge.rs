@@ -278,8 +278,7 @@ fn far_off(model: &Model, i: usize, rest: std::ops::Range<usize>) -> bool {
 /// The model's steps ([`long_steps`]), and for a series of fewer than [`SMALL`] runs
 /// `compare`'s too (a step wherever neighbouring segments' samples differ beyond
 /// [`SHORT_STEP_FACTOR`] times the threshold, [`short_steps`]): the reading that makes the
-/// run levels more likely,
-/// [`STEP_PENALTY`] `ln n` per step, is kept (module docs).
+/// run levels more likely, [`STEP_PENALTY`] `ln n` per step, is kept (module docs).
 fn weigh(model: &mut Model, points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) -> Vec<usize> {
     let n = points.len();
     let base = model.clone();

@@ -376,7 +376,7 @@ fn bisect(mut lo: f64, mut hi: f64, above: impl Fn(f64) -> bool) -> f64 {
 }
 
 /// The weighted median (the mean of the two middle values when the weight splits evenly).
-pub fn weighted_median(y: &[f64], w: &[f64]) -> f64 {
+fn weighted_median(y: &[f64], w: &[f64]) -> f64 {
     let mut items: Vec<(f64, f64)> = y.iter().copied().zip(w.iter().copied()).collect();
     items.sort_by(|a, b| a.0.total_cmp(&b.0));
     let half = w.iter().sum::<f64>() / 2.0;

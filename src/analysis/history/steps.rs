@@ -110,25 +110,26 @@ pub fn detect(y: &[f64], w: &[f64], pen: f64) -> Vec<usize> {
                 if r - l == 1 && j > 0 {
                     aside[kept[l]] = true;
                     more = true;
-                    hiccups = true;
                 }
                 l = r;
             }
+            let singles = more;
+            hiccups |= singles;
             // Two runs between others whose neighbours agree, once the series has shown a
             // hiccup: judged in a round without single runs, so that neither neighbour is one.
             let mut l = 0;
             for (j, &r) in right.iter().enumerate() {
                 let middle = j > 0 && j + 1 < right.len();
-                if hiccups && !more && middle && r - l == 2 {
+                if hiccups && !singles && middle && r - l == 2 {
                     let before = if j >= 2 { right[j - 2] } else { 0 };
                     if sums.agree(before..l, r..right[j + 1], pen) {
                         aside[kept[l]] = true;
                         aside[kept[l + 1]] = true;
+                        more = true;
                     }
                 }
                 l = r;
             }
-            more |= aside.iter().filter(|a| **a).count() > n - kept.len();
         }
         if !more {
             let mut out: Vec<usize> = right[..right.len() - 1].iter().map(|&j| kept[j]).collect();
@@ -187,10 +188,6 @@ impl Sums {
         }
     }
 
-    fn cost(&self, l: usize, r: usize) -> f64 {
-        Self::misfit(self.part(l, r))
-    }
-
     /// Whether points `a` and `b` (two ranges) are one level at `pen` per step: their misfit
     /// as one segment is within a step's penalty of theirs apart.
     fn agree(&self, a: std::ops::Range<usize>, b: std::ops::Range<usize>, pen: f64) -> bool {
@@ -214,12 +211,16 @@ fn optimal(sums: &Sums, pen: f64) -> Vec<usize> {
     // The starts still in play, each with the levels `m` (an interval) at which a last
     // segment from it could still be the best one.
     let mut starts: Vec<(usize, f64, f64)> = vec![(0, f64::NEG_INFINITY, f64::INFINITY)];
-    let mut with: Vec<f64> = Vec::new();
+    // Each start's sums over `l..r` and its cost to here, `best[l]` plus that segment's.
+    let mut with: Vec<([f64; 3], f64)> = Vec::new();
     for r in 1..=n {
         with.clear();
-        with.extend(starts.iter().map(|&(l, ..)| best[l] + sums.cost(l, r)));
+        with.extend(starts.iter().map(|&(l, ..)| {
+            let part = sums.part(l, r);
+            (part, best[l] + Sums::misfit(part))
+        }));
         let (mut b, mut at) = (f64::INFINITY, 0);
-        for (&(l, ..), &c) in starts.iter().zip(&with) {
+        for (&(l, ..), &(_, c)) in starts.iter().zip(&with) {
             if c + pen <= b {
                 b = c + pen;
                 at = l;
@@ -236,7 +237,7 @@ fn optimal(sums: &Sums, pen: f64) -> Vec<usize> {
         let mut k = 0;
         for i in 0..starts.len() {
             let (l, lo, hi) = starts[i];
-            let [w, wy, wyy] = sums.part(l, r);
+            let ([w, wy, wyy], _) = with[i];
             let disc = wy * wy - w * (wyy + best[l] - b);
             if disc < 0.0 || w <= 0.0 {
                 continue;
@@ -358,7 +359,7 @@ mod tests {
             let mut best = vec![-pen; n + 1];
             for r in 1..=n {
                 best[r] = (0..r)
-                    .map(|l| best[l] + sums.cost(l, r) + pen)
+                    .map(|l| best[l] + Sums::misfit(sums.part(l, r)) + pen)
                     .fold(f64::INFINITY, f64::min);
             }
             let fit = total(&y, &v, pen, &optimal(&sums, pen));
