@@ -12,13 +12,15 @@ use serde::{Deserialize, Serialize};
 use crate::machine::system::SystemInfo;
 pub use crate::machine::tool::ToolInfo;
 use crate::report::settings::CaseSettings;
-pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Summary, Verdict};
+pub use summary::{Answer, AnswerCase, Apply, ComfyuiApply, ComfyuiNode, Drift, Summary, Verdict};
 
 mod device_memory;
 pub mod env;
+pub mod load;
 mod miopen_log;
 pub mod profile;
 pub mod quality;
+pub mod rounds;
 pub mod settings;
 pub mod shard;
 mod summary;
@@ -186,6 +188,14 @@ pub struct RunSettings {
     /// ([`env::differences`]). Absent in older reports.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env_variants: BTreeMap<String, Vec<String>>,
+    /// How the cases were timed: `rounds` (the cases of a workload interleaved, a few runs
+    /// per visit, each round in a fresh random order) or `blocks` (each case's runs one after
+    /// another, as before issue 63); absent in older reports (blocks).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub schedule: String,
+    /// With `rounds`: the timed runs of a case per visit (`--round-runs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round_runs: Option<usize>,
 }
 
 /// The input file a run decoded or encoded (`run.input`).
@@ -252,6 +262,11 @@ pub struct CaseRecord {
     /// True when the case was not in the matrix but added as a quality reference.
     #[serde(default)]
     pub added_as_reference: bool,
+    /// True for the A/A control: a second measurement of the default of its workload and
+    /// engine, in a worker process of its own (`run --control`), against which the answer
+    /// measures the machine's drift. Never recommended. Absent (false) otherwise.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub added_as_control: bool,
     /// The case's settings, flattened into the record's JSON as `engine` (`candle`, `torch`,
     /// `diffusers`), `precision` (`fp32`, `bf16` or `fp16`), `chunk` (latent frames per
     /// decoder call), `tile_px`/`overlap_px` (null when untiled), `frames`, `width`, `height`,
@@ -360,6 +375,15 @@ pub struct Outcome {
     /// parent, with the throttle verdict ([`telemetry::CaseTelemetry`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<telemetry::CaseTelemetry>,
+    /// What the machine was doing during the timed passes: other processes' CPU, steal,
+    /// load average, the CPU clock, and whether it was busy ([`load::CaseLoad`]); measured
+    /// by the parent. Absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<load::CaseLoad>,
+    /// In a run of interleaved rounds: the round of each timed run and how many rounds the
+    /// case had ([`rounds::CaseRounds`]). Absent in a run of blocks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<rounds::CaseRounds>,
 }
 
 /// The memory of a case's device when it ran out of it (`memory_at_failure`).
@@ -426,6 +450,8 @@ impl Outcome {
             memory_at_failure: None,
             worker: None,
             telemetry: None,
+            load: None,
+            rounds: None,
         }
     }
 }

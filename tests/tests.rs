@@ -66,6 +66,10 @@ mod answer_advice;
 mod answer_cli;
 #[path = "analysis/bench_quality.rs"]
 mod bench_quality;
+#[path = "analysis/busy_compare.rs"]
+mod busy_compare;
+#[path = "analysis/busy_machine.rs"]
+mod busy_machine;
 #[path = "analysis/compare_cli.rs"]
 mod compare_cli;
 #[path = "analysis/history_asv.rs"]

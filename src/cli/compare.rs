@@ -2,7 +2,7 @@
 //! quality drops ([`crate::analysis::compare`]); exit 1 on a regression, 2 on unusable input.
 use std::path::PathBuf;
 
-use crate::analysis::compare::{compat, layers, machine_differences, render, verdict};
+use crate::analysis::compare::{compat, layers, load, machine_differences, render, verdict};
 use crate::util::error::UserError;
 
 #[derive(Debug, clap::Args)]
@@ -89,6 +89,11 @@ pub fn command(args: CompareArgs) -> anyhow::Result<i32> {
         ))
         .into());
     }
+    for w in load::busy_warnings(&baseline, &current) {
+        crate::errln!("warning: {w}");
+        cmp.warnings.push(w);
+    }
+    load::attribute(&mut cmp, &current);
     for m in machine {
         crate::errln!("warning: {m}: timings may differ for that reason alone");
         cmp.warnings

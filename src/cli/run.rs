@@ -12,7 +12,7 @@ use crate::plan::ready::{self, Checked, Plan, Request};
 use crate::plan::{budgets, check, config, env_sweep, flags, run_files, weights_choice};
 use crate::report::{CaseStatus, Report};
 use crate::run::scheduler::{self, Scheduler};
-use crate::run::{measured, new_report, progress, scratch, start_workers, telemetry, tool_env, WorkerFlags};
+use crate::run::{measured, new_report, scratch, start_workers, telemetry, tool_env, WorkerFlags};
 use crate::util::error::UserError;
 use crate::util::interrupt;
 
@@ -219,12 +219,14 @@ pub fn command(mut args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     args.isolate = isolate;
-    // A shuffled order is grouped by worker; an order as written stays as written (a worker
-    // then ends wherever the next case needs another).
-    if args.isolate == crate::report::values::Isolate::Worker
+    // In blocks, a shuffled order is grouped by worker (an order as written stays as written:
+    // a worker then ends wherever the next case needs another); in rounds, each round has an
+    // order of its own (`run::rounds`).
+    if plan.opts.schedule == crate::report::values::Schedule::Blocks
+        && args.isolate == crate::report::values::Isolate::Worker
         && plan.opts.order == crate::report::values::Order::Shuffled
     {
-        scheduler::group_by_worker(&mut plan.cases);
+        crate::run::rounds::order_blocks(&mut plan.cases);
     }
     let kind = plan.model.cfg.kind();
     let mut report = new_report(&plan, system, args.fault_hooks);
@@ -243,10 +245,14 @@ pub fn command(mut args: RunArgs) -> anyhow::Result<i32> {
     // The report is first written once a case has finished: a failed set-up, or a signal
     // before the first case ends, leaves an existing report as it was (the scheduler checks
     // for a signal that came during set-up before it starts a case).
-    let progress = progress::Progress::new(cases.len(), opts.quiet);
     let total = cases.len();
     let added = cases.iter().filter(|c| c.added_as_reference).count();
-    let mut scheduler = Scheduler::new(cases, run_wide, executor, progress);
+    let timing = scheduler::Timing {
+        schedule: opts.schedule,
+        round_runs: opts.round_runs,
+        seed: report.run.shuffle_seed,
+    };
+    let mut scheduler = Scheduler::new(cases, run_wide, executor, timing, opts.quiet);
     scheduler.old_report = old_report;
     scheduler.pacing = scheduler::Pacing {
         telemetry_ms: args.flags.telemetry_ms.unwrap_or(telemetry::DEFAULT_INTERVAL_MS),
@@ -385,6 +391,9 @@ fn finish(
     text.push_str(&format!("{}\n", measured::line(report, ended.model)));
     text.push_str(&TextTable.render(report)?);
     text.push_str(&budgets::render(&report.cases));
+    if let Some(line) = crate::report::load::busy_line(report, "this run") {
+        text.push_str(&format!("warning: {line}\n"));
+    }
     let broken = budgets::broken(&report.cases);
     for line in &broken {
         text.push_str(&format!("budget broken: {line}\n"));

@@ -4,7 +4,9 @@
 //! its outputs are cross-checked against. Also owns what every worker shares: the parent <->
 //! worker wire format ([`protocol`], `docs/worker-protocol.md`), the input clip ([`clip`])
 //! and the files the parent writes once for every engine ([`shared_files`]); and the two
-//! workers: this binary's ([`candle`]) and the shipped Python worker ([`python`]).
+//! workers: this binary's ([`candle`]) and the shipped Python worker ([`python`]); which
+//! case of a workload is the default ([`defaults`]), and which environment variables can act
+//! on an engine's case ([`env_reach`]).
 //!
 //! Adding an engine is one entry in [`ENGINES`] (and its name in `values::Engine`); a
 //! Python engine also adds its `.py` module(s) to `python/`, listed in its entry with the
@@ -22,6 +24,8 @@ use crate::util::error::UserError;
 pub mod candle;
 pub mod clip;
 pub mod comfyui_nodes;
+pub mod defaults;
+pub mod env_reach;
 pub mod preparer;
 pub mod protocol;
 pub mod python;

@@ -158,12 +158,17 @@ pub fn list(
     matrix::add_references(&mut cases);
     matrix::check_unique(&cases)?;
     let part = super::shard::apply(&mut cases, shard, opts, cfg);
+    if opts.control {
+        super::control::add_controls(&mut cases);
+    }
     let passes = (opts.warmup + opts.runs) as f64;
     let ids: Vec<String> = cases
         .iter()
         .map(|c| {
             if c.added_as_reference {
                 format!("{} (added)", c.id)
+            } else if c.added_as_control {
+                format!("{} (A/A control)", c.id)
             } else {
                 c.id.clone()
             }
@@ -204,10 +209,17 @@ pub fn list(
     }
     let _ = writeln!(
         out,
-        "{} case(s), {} warmup + {} timed pass(es) of each, {grand:.2} GFLOP in total{config_note}",
+        "{} case(s), {} warmup + {} timed pass(es) of each, {grand:.2} GFLOP in total; timed in {}{config_note}",
         cases.len(),
         opts.warmup,
-        opts.runs
+        opts.runs,
+        match opts.schedule {
+            crate::report::values::Schedule::Rounds => format!(
+                "interleaved rounds of {} run(s) a visit, each workload's settings in workers alive side by side",
+                opts.round_runs
+            ),
+            crate::report::values::Schedule::Blocks => "blocks, one worker at a time".to_string(),
+        }
     );
     Ok(out)
 }

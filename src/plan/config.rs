@@ -95,6 +95,9 @@ struct RunSection {
     timeout_s: Option<f64>,
     order: Option<String>,
     seed: Option<u64>,
+    schedule: Option<String>,
+    round_runs: Option<usize>,
+    control: Option<bool>,
     /// Relative to the matrix file's folder.
     input: Option<String>,
     input_tensor: Option<String>,
@@ -187,6 +190,12 @@ pub fn parse(text: &str) -> anyhow::Result<BenchOptions> {
         timeout_s: file.run.timeout_s.unwrap_or(900.0),
         order,
         seed: file.run.seed,
+        schedule: match &file.run.schedule {
+            Some(s) => crate::report::values::Schedule::parse("run.schedule", s)?,
+            None => Default::default(),
+        },
+        round_runs: file.run.round_runs.unwrap_or(1),
+        control: file.run.control.unwrap_or(true),
         output: None,
         quiet: false,
         config_path: None,

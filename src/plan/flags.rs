@@ -30,6 +30,14 @@ pub fn allow_status_flag(value: &str) -> Result<crate::report::CaseStatus, Strin
 }
 
 /// `--cooldown`: seconds from 0 to 3600.
+fn control_flag(s: &str) -> Result<values::Switch, String> {
+    match s.trim() {
+        "on" => Ok(values::Switch::On),
+        "off" => Ok(values::Switch::Off),
+        _ => Err(format!("`{s}`: expected `on` or `off`")),
+    }
+}
+
 fn cooldown_flag(s: &str) -> Result<f64, String> {
     number_in(s, 0.0..=3600.0, "a number of seconds from 0 to 3600")
 }
@@ -111,9 +119,23 @@ pub struct MatrixFlags {
     /// Case order: `shuffled` (default, seed recorded) or `as-written`.
     #[arg(long, value_parser = values::order_flag)]
     pub order: Option<Order>,
-    /// Seed of the case shuffle.
+    /// Seed of the case shuffle (and of each round's order).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// How the cases are timed: `rounds` (default: the cases of a workload interleaved, a
+    /// few runs per visit, each round in a fresh random order, every setting in a worker of
+    /// its own, alive side by side) or `blocks` (each case's runs in one go, one worker at a
+    /// time: less memory, but load that changes between cases reads as a difference).
+    #[arg(long, value_enum)]
+    pub schedule: Option<values::Schedule>,
+    /// With `--schedule rounds`: timed runs per visit [default: 1].
+    #[arg(long = "round-runs", value_name = "N", value_parser = clap::value_parser!(usize))]
+    pub round_runs: Option<usize>,
+    /// `on` (default): measure each compared workload's default twice, the second time in a
+    /// worker of its own (the A/A control): no setting is called faster or slower by less
+    /// than the two differ. `off`: no control (no drift floor).
+    #[arg(long, value_name = "on|off", value_parser = control_flag)]
+    pub control: Option<values::Switch>,
     /// Run part K of N of the planned cases (e.g. `2/4`, one per CI job or machine): a case
     /// stays with its quality reference, the parts are balanced by GFLOP and do not depend on
     /// the seed; the report records the part and the plan's fingerprint, and `merge` of the N

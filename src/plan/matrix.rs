@@ -22,6 +22,8 @@ pub struct Case {
     pub env_unset: Vec<String>,
     /// Not in the matrix: added by [`add_references`] as another case's quality reference.
     pub added_as_reference: bool,
+    /// Not in the matrix: the A/A control of its workload's default (`plan::control`).
+    pub added_as_control: bool,
 }
 
 impl Case {
@@ -33,6 +35,7 @@ impl Case {
             env_vars,
             env_unset: Vec::new(),
             added_as_reference: false,
+            added_as_control: false,
         }
     }
 

@@ -4,7 +4,8 @@
 //! `--env-var` sweeps; [`config`] the TOML matrix file; [`user_input`] the user's `--input`
 //! file; [`weights_choice`] which weights the run loads; [`budgets`] the `[budgets]` limits
 //! (and, after the run, their verdicts); [`levers`] which engines take which lever values;
-//! [`matrix`] case expansion and the references; [`check`] the size limit, the one-per-run
+//! [`matrix`] case expansion and the references; [`control`] the A/A control of each compared
+//! workload's default; [`check`] the size limit, the one-per-run
 //! notes and `run --list`; [`shard`] the part a `--shard K/N` run measures; [`run_files`]
 //! the run's input and output files, checked against each other; [`ready`] the checked
 //! [`ready::Plan`], built in one step, which is all `crate::run` takes.
@@ -15,6 +16,7 @@ pub mod axes;
 pub mod budgets;
 pub mod check;
 pub mod config;
+pub mod control;
 pub mod env_sweep;
 pub mod flags;
 pub mod levers;

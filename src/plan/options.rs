@@ -146,6 +146,12 @@ pub struct BenchOptions {
     pub order: Order,
     /// Shuffle seed; drawn at random when `None`.
     pub seed: Option<u64>,
+    /// How the cases are timed: interleaved rounds or blocks (`run::rounds`).
+    pub schedule: values::Schedule,
+    /// With rounds: timed runs per visit.
+    pub round_runs: usize,
+    /// Add the A/A control of each compared workload's default (`plan::control`).
+    pub control: bool,
     /// Report path; `results/<UTC time>-<host>.json` when `None`.
     pub output: Option<PathBuf>,
     /// No progress bar, no per-case lines.
@@ -216,6 +222,11 @@ impl BenchOptions {
         }
         self.order = o.order.unwrap_or(self.order);
         self.seed = o.seed.or(self.seed);
+        self.schedule = o.schedule.unwrap_or(self.schedule);
+        self.round_runs = o.round_runs.unwrap_or(self.round_runs);
+        if let Some(c) = o.control {
+            self.control = c == values::Switch::On;
+        }
         if o.output.is_some() {
             self.output = o.output.clone();
         }
@@ -254,6 +265,14 @@ impl BenchOptions {
         values::check_device("device", &self.device)?;
         if self.runs == 0 {
             return Err(UserError::invalid("runs", "0", "at least 1 timed run").into());
+        }
+        if self.round_runs == 0 {
+            return Err(UserError::invalid(
+                "round_runs (--round-runs, [run] round_runs)",
+                "0",
+                "at least 1 timed run per visit",
+            )
+            .into());
         }
         for (what, n) in [
             ("runs (--runs, [run] runs)", self.runs),

@@ -101,6 +101,11 @@ impl Plan {
         matrix::add_references(&mut cases);
         matrix::check_unique(&cases)?;
         let shard = shard::apply(&mut cases, req.shard, &opts, &model.cfg);
+        // After the shard: a default and its control run in one part, on one machine.
+        if opts.control {
+            super::control::add_controls(&mut cases);
+            matrix::check_unique(&cases)?;
+        }
         let seed = order(&mut cases, opts.order, opts.seed);
         if let Some(dir) = req.export_trace {
             check_traces(&cases, dir)?;

@@ -195,3 +195,142 @@ pub struct BenchResult {
 fn is_false(b: &bool) -> bool {
     !*b
 }
+
+/// Add `b`'s counts to `a`'s, key by key.
+fn add_counts(a: &mut BTreeMap<String, u64>, b: BTreeMap<String, u64>) {
+    for (k, n) in b {
+        let e = a.entry(k).or_default();
+        *e = e.saturating_add(n);
+    }
+}
+
+/// Append the items of `b` that `a` lacks, in their order.
+fn union(a: &mut Vec<String>, b: Vec<String>) {
+    for x in b {
+        if !a.contains(&x) {
+            a.push(x);
+        }
+    }
+}
+
+/// Add `b`'s items to `a`'s: an item with the same key adds its count, a new one is appended.
+fn add_keyed<T>(a: &mut Vec<T>, b: Vec<T>, key: impl Fn(&T) -> &str, count: impl Fn(&mut T) -> &mut u64) {
+    for mut x in b {
+        match a.iter_mut().find(|y| key(y) == key(&x)) {
+            Some(y) => {
+                let n = *count(&mut x);
+                let c = count(y);
+                *c = c.saturating_add(n);
+            }
+            None => a.push(x),
+        }
+    }
+}
+
+impl MiopenLog {
+    /// Add what another stretch of the same case's log read (a later visit of the case, in
+    /// a run of interleaved rounds): counts add up, lists gain what they lacked.
+    pub fn absorb(&mut self, b: MiopenLog) {
+        add_counts(&mut self.solvers, b.solvers);
+        add_counts(&mut self.evaluated_solvers, b.evaluated_solvers);
+        union(&mut self.find_modes, b.find_modes);
+        union(&mut self.versions, b.versions);
+        for (cmd, solvers) in b.solver_by_command {
+            add_counts(self.solver_by_command.entry(cmd).or_default(), solvers);
+        }
+        union(&mut self.driver_commands, b.driver_commands);
+        for p in b.problems {
+            match self.problems.iter_mut().find(|q| q.command == p.command) {
+                Some(q) => {
+                    q.count = q.count.saturating_add(p.count);
+                    add_counts(&mut q.solvers, p.solvers);
+                    q.solver = q.solver.take().or(p.solver);
+                    q.solver_family = q.solver_family.take().or(p.solver_family);
+                }
+                None => self.problems.push(p),
+            }
+        }
+        add_keyed(&mut self.kernels, b.kernels, |k| &k.name, |k| &mut k.count);
+        union(&mut self.cold_db, b.cold_db);
+        add_keyed(
+            &mut self.unread_commands,
+            b.unread_commands,
+            |u| &u.command,
+            |u| &mut u.count,
+        );
+        self.counted_lines = self.counted_lines.saturating_add(b.counted_lines);
+        self.dropped = self.dropped.saturating_add(b.dropped);
+    }
+}
+
+impl HipblasltLog {
+    /// Add another stretch of the same case's GEMMs (a later visit): a GEMM logged again
+    /// adds its count and result rows.
+    pub fn absorb(&mut self, b: HipblasltLog) {
+        for g in b.gemms {
+            match self
+                .gemms
+                .iter_mut()
+                .find(|x| x.command == g.command && x.form == g.form)
+            {
+                Some(x) => {
+                    x.count = x.count.saturating_add(g.count);
+                    x.results.extend(g.results);
+                }
+                None => self.gemms.push(g),
+            }
+        }
+        self.dropped = self.dropped.saturating_add(b.dropped);
+    }
+}
+
+#[cfg(test)]
+mod absorb_tests {
+    use super::*;
+
+    #[test]
+    fn a_later_stretch_adds_its_counts() {
+        let mut a = MiopenLog {
+            solvers: [("ConvDirectNaiveConvFwd".to_string(), 3)].into(),
+            driver_commands: vec!["conv -n 1".into()],
+            kernels: vec![KernelCount {
+                name: "k".into(),
+                count: 2,
+                family: "f".into(),
+            }],
+            counted_lines: 5,
+            ..Default::default()
+        };
+        let b = MiopenLog {
+            solvers: [("ConvDirectNaiveConvFwd".to_string(), 2), ("GemmFwd1x1".to_string(), 1)].into(),
+            driver_commands: vec!["conv -n 1".into(), "conv -n 2".into()],
+            kernels: vec![KernelCount {
+                name: "k".into(),
+                count: 1,
+                family: "f".into(),
+            }],
+            counted_lines: 4,
+            ..Default::default()
+        };
+        a.absorb(b);
+        assert_eq!(a.solvers["ConvDirectNaiveConvFwd"], 5);
+        assert_eq!(a.solvers["GemmFwd1x1"], 1);
+        assert_eq!(a.driver_commands.len(), 2);
+        assert_eq!((a.kernels.len(), a.kernels[0].count, a.counted_lines), (1, 3, 9));
+        let g = |n| Gemm {
+            command: "hipblaslt-bench -m 1".into(),
+            count: n,
+            form: "bench".into(),
+            ..Default::default()
+        };
+        let mut h = HipblasltLog {
+            gemms: vec![g(2)],
+            dropped: 0,
+        };
+        h.absorb(HipblasltLog {
+            gemms: vec![g(3)],
+            dropped: 1,
+        });
+        assert_eq!((h.gemms.len(), h.gemms[0].count, h.dropped), (1, 5, 1));
+    }
+}

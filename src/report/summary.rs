@@ -73,6 +73,41 @@ pub struct Answer {
     /// with `--weights FILE`, which measures it on the user's VAE. Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rerun_with_weights: Option<String>,
+    /// How the speed-up interval was drawn: `rounds` (runs paired by the round they were
+    /// taken in: a run of interleaved rounds) or `independent` (each side's runs resampled
+    /// apart: a run of blocks, or an older report). Absent without an interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_method: Option<String>,
+    /// What the A/A control measured: the default timed twice, in two worker processes
+    /// ([`Drift`]). Absent when the run had no control for this workload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
+    /// Variables of this workload's cases that are never advised, with why: a library the
+    /// engine never loads on the device reads them, or the tool does not know them and no
+    /// case changed them alone (`docs/answer.md`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_advised: BTreeMap<String, String>,
+    /// The cases of this workload and engine whose timed passes ran on a busy machine
+    /// (`outcome.load.busy`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy_cases: Vec<String>,
+}
+
+/// The A/A control's reading: two measurements of one setting differ only by the machine.
+/// No case is called faster or slower unless its interval clears `floor_ratio`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Drift {
+    /// The control's case id.
+    pub control_id: String,
+    /// Median time of the default over that of its control.
+    pub ratio: f64,
+    /// The 95% interval of that ratio (null with fewer than 2 runs a side).
+    pub ratio_low: Option<f64>,
+    pub ratio_high: Option<f64>,
+    /// How far apart two measurements of one setting came in this run, as a ratio at least
+    /// 1: the interval's farther end from 1 (its inverse when below 1), or the ratio itself
+    /// without an interval.
+    pub floor_ratio: f64,
 }
 
 /// The conclusion of an [`Answer`]. [`Verdict::name`] is its JSON spelling.
@@ -107,6 +142,9 @@ pub enum Verdict {
     /// (parts run from differently set shells, merged with `--force`,
     /// [`super::env::differences`]): no winner is called across them.
     Environments,
+    /// The fastest case's interval excludes 1 but not the A/A control's drift (two
+    /// measurements of the default differed as much): no winner is called.
+    WithinDrift,
 }
 
 impl Verdict {
@@ -124,6 +162,7 @@ impl Verdict {
             Verdict::Throttled => "throttled",
             Verdict::Machines => "machines",
             Verdict::Environments => "environments",
+            Verdict::WithinDrift => "within_drift",
         }
     }
 }
@@ -166,6 +205,10 @@ pub struct Apply {
     pub env_set: BTreeMap<String, String>,
     /// Variables the `baseline` variant had and its variant did not: unset them.
     pub env_unset: Vec<String>,
+    /// Variables its env variant set or removed that are not advised, with why (a library
+    /// the engine never loads on the device reads them): measured, never to apply.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_not_advised: BTreeMap<String, String>,
     /// For the `comfyui` engine: the node, its parameters and the launch switch.
     pub comfyui: Option<ComfyuiApply>,
     /// Every setting as a concrete step (precision, tiling, chunk, knobs), in words.

@@ -10,6 +10,7 @@ pub fn case(settings: CaseSettings, outcome: Outcome) -> CaseRecord {
     CaseRecord {
         id: settings.id(),
         added_as_reference: false,
+        added_as_control: false,
         frames_used: crate::model::frames_used(settings.frames).ok(),
         settings,
         outcome,

@@ -506,6 +506,35 @@ impl Isolate {
     }
 }
 
+/// How the cases are timed (`run --schedule`, `[run] schedule`; `run::rounds`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Schedule {
+    /// The cases of a workload in interleaved rounds, a few runs per visit (the default).
+    #[default]
+    Rounds,
+    /// Each case's runs in one block, cases grouped by worker (the order before issue 63).
+    Blocks,
+}
+
+impl Schedule {
+    /// `rounds` or `blocks` (the report's `run.schedule`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Rounds => "rounds",
+            Schedule::Blocks => "blocks",
+        }
+    }
+
+    /// `rounds` or `blocks`, for the matrix file's `[run] schedule`.
+    pub fn parse(what: &str, s: &str) -> Result<Schedule, UserError> {
+        match s.trim() {
+            "rounds" => Ok(Schedule::Rounds),
+            "blocks" => Ok(Schedule::Blocks),
+            _ => Err(UserError::invalid(what, s, "`rounds` or `blocks`")),
+        }
+    }
+}
+
 /// `--shard K/N`: part `index` (1-based) of `count`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShardSpec {

@@ -127,11 +127,11 @@ impl Executor {
     pub fn run(
         &mut self,
         spec: &WorkerSpec,
-        given: &BTreeMap<String, String>,
-        unset: &[String],
+        place: &Placement<'_>,
         purpose: Purpose,
         on_event: &mut dyn FnMut(WorkerEvent<'_>),
     ) -> WorkerResult {
+        let (given, unset) = (place.vars, place.unset);
         if let Some(outputs) = &spec.outputs {
             let _ = std::fs::remove_file(outputs);
         }
@@ -152,7 +152,14 @@ impl Executor {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         let shared = !self.isolate_cases && fresh_db.is_none();
-        let (mut result, worker) = self.run_in_worker(spec, &vars, unset, purpose, shared, on_event);
+        let timeout = place.timeout.unwrap_or(self.timeout);
+        let how = How {
+            purpose,
+            shared,
+            lane: place.lane,
+            timeout,
+        };
+        let (mut result, worker) = self.run_in_worker(spec, &vars, unset, &how, on_event);
         drop(fresh_db);
         result.outcome.hipblaslt = gemm_log.and_then(|log| log.read(worker, &mut self.gemm_reads));
         result.outcome.env.retain(|k, v| own.get(k) != Some(v));
@@ -166,12 +173,12 @@ impl Executor {
         spec: &WorkerSpec,
         vars: &BTreeMap<String, String>,
         unset: &[String],
-        purpose: Purpose,
-        shared: bool,
+        how: &How<'_>,
         on_event: &mut dyn FnMut(WorkerEvent<'_>),
     ) -> (WorkerResult, Option<WorkerId>) {
+        let (purpose, shared, timeout) = (how.purpose, how.shared, how.timeout);
         let result_path = protocol::result_path(&self.scratch, &spec.id);
-        let key = worker_key(spec.settings.engine, vars, unset);
+        let key = worker_key(spec.settings.engine, vars, unset, how.lane);
         let spec_path = protocol::spec_path(&self.scratch, &spec.id);
         let written = serde_json::to_string(spec)
             .map_err(anyhow::Error::from)
@@ -203,8 +210,8 @@ impl Executor {
             // it then tells how it ended.
             let _ = lease.worker.send(&spec_path, &result_path);
             on_event(WorkerEvent::Started(lease.worker.pid()));
-            let ack_by = reused.then(|| Instant::now() + self.ack_wait.min(self.timeout));
-            let deadline = Instant::now() + self.timeout;
+            let ack_by = reused.then(|| Instant::now() + self.ack_wait.min(timeout));
+            let deadline = Instant::now() + timeout;
             let watched = lease
                 .worker
                 .watch_case(&spec.id, deadline, ack_by, self.show_output, on_event);
@@ -226,7 +233,7 @@ impl Executor {
             pid: lease.worker.pid(),
             started: lease.worker.spawned(),
         };
-        let result = self.finish(spec, lease, watched, &result_path, vars, shared, replaced);
+        let result = self.finish(spec, lease, watched, &result_path, vars, how, replaced);
         (result, Some(worker))
     }
 
@@ -240,9 +247,10 @@ impl Executor {
         mut watched: Watched,
         result_path: &Path,
         vars: &BTreeMap<String, String>,
-        shared: bool,
+        how: &How<'_>,
         replaced: Option<String>,
     ) -> WorkerResult {
+        let shared = how.shared;
         let cases_before = lease.cases_before;
         let mut used = WorkerUse {
             process: if cases_before == 0 { "fresh" } else { "reused" }.to_string(),
@@ -285,7 +293,7 @@ impl Executor {
             }
         };
         let tail_text = watched.tail.join("\n");
-        let mut result = super::blame::outcome(self.timeout, timed_out, status, result_path, &tail_text, vars);
+        let mut result = super::blame::outcome(how.timeout, timed_out, status, result_path, &tail_text, vars);
         if let Err(why) = result.check(spec) {
             let msg = format!(
                 "the worker's result is not valid: {why}{}",
@@ -346,9 +354,15 @@ impl Executor {
         }
     }
 
-    /// End the kept worker, if any (the run is over).
+    /// End the kept workers (the run is over).
     pub fn end_worker(&mut self) {
         self.pool.end();
+    }
+
+    /// Keep up to `n` workers alive between cases (one per setting of a workload in a run
+    /// of rounds; 1 in blocks).
+    pub fn keep_workers(&mut self, n: usize) {
+        self.pool.capacity = n.max(1);
     }
 
     /// With `miopen_db = fresh`, the case's empty MIOpen database folder, with the variables
@@ -417,6 +431,24 @@ fn never_started(lease: &Lease, watched: &Watched, ack_wait: Duration) -> Option
         )),
         _ => None,
     }
+}
+
+/// Where a case runs: the variables its env variant sets and removes, its lane (what else
+/// keeps it from sharing a worker: `super::rounds::lane`), and its time limit when not the
+/// run's (a case's later visits in a run of rounds get what its earlier ones left).
+pub struct Placement<'a> {
+    pub vars: &'a BTreeMap<String, String>,
+    pub unset: &'a [String],
+    pub lane: &'a str,
+    pub timeout: Option<Duration>,
+}
+
+/// How one lease is run: its purpose, whether its worker may be shared, its lane and limit.
+struct How<'a> {
+    purpose: Purpose,
+    shared: bool,
+    lane: &'a str,
+    timeout: Duration,
 }
 
 /// How a case's worker starts: its command, and what a failure to start it says and is

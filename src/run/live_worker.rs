@@ -34,6 +34,8 @@ pub enum WorkerEvent<'a> {
     Phase(&'a str),
     /// A line of its stderr, with `Executor::show_output`.
     Output(&'a str),
+    /// The worker said the case is done (its result file is written; it is still alive).
+    Done,
 }
 
 /// How long the parent waits, once a worker is gone, for its stderr to close (a process
@@ -246,7 +248,10 @@ impl LiveWorker {
                 self.spawn_to_ready_s
                     .get_or_insert(self.spawned.elapsed().as_secs_f64());
             }
-            Line::Done => return true,
+            Line::Done => {
+                on_event(WorkerEvent::Done);
+                return true;
+            }
             Line::Start(id) => self.started = Some(id),
             Line::Phase(p) => on_event(WorkerEvent::Phase(&p)),
             Line::Text(t) => {

@@ -1,6 +1,8 @@
 //! How a run runs: the `run` command ([`crate::cli::run`]) takes its flags and matrix file
 //! to a checked plan ([`crate::plan`]), then this room measures it and writes the report.
-//! The data flow, in order: the plan's cases -> [`scheduler`] (order, the run loop, pacing)
+//! The data flow, in order: the plan's cases -> [`rounds`] (the visits: interleaved rounds
+//! or blocks) -> [`scheduler`] (the run loop over the visits, pacing, [`visits`] adding a
+//! case's visits up)
 //! -> [`executor`] (a case in a worker process: [`pool`] of [`live_worker`]s, leased per
 //! engine and env variant; [`blame`] says whose a death is; [`scratch`] the run's folder;
 //! MIOpen's lines read by `crate::rocm`; [`gemm_log`] hipBLASLt's log file) -> [`outputs`]
@@ -36,11 +38,13 @@ pub mod outputs;
 pub mod pool;
 pub mod profile_pass;
 pub mod progress;
+pub mod rounds;
 pub mod scheduler;
 pub mod scratch;
 pub mod telemetry;
 pub mod tool_env;
 pub mod validate;
+pub mod visits;
 
 use scheduler::RunWide;
 pub use scheduler::RECORD_ENV_VAR;
@@ -97,6 +101,8 @@ pub fn new_report(plan: &Plan, system: crate::machine::system::SystemInfo, fault
             fault_hooks,
             command: command_words(),
             env_variants: plan.env_variants(),
+            schedule: opts.schedule.name().to_string(),
+            round_runs: (opts.schedule == crate::report::values::Schedule::Rounds).then_some(opts.round_runs),
             ..Default::default()
         },
         cases: Vec::new(),

@@ -1,10 +1,13 @@
 //! Which worker process a case runs in (issue 37): the pool hands out **leases**, each for a
-//! [`Purpose`]. Only a measured lease may take the worker kept by the last measured case, and
+//! [`Purpose`]. Only a measured lease may take a worker kept by an earlier measured case, and
 //! only a measured lease that ended `ok` (in a worker still alive) passes its worker on to
 //! the next measured case of the same group ([`worker_key`]). A preparation (the untimed
 //! encode that makes a decode-only case's latent) always gets a worker of its own, ended
 //! with its lease: no measured case inherits its imports, model, allocator or peak, and the
-//! kept worker of the group in flight is left alone.
+//! kept workers are left alone. The pool keeps up to [`Pool::capacity`] workers, one per
+//! group: 1 in a run of blocks (a kept worker of another group is ended before a new one
+//! starts), one per setting of a workload in a run of interleaved rounds (issue 63: they
+//! stay alive side by side; the least recently used is ended past the capacity).
 //!
 //! Must not: start processes (the executor does, through the closure it passes), read
 //! results, or decide who a worker's death is blamed on ([`super::blame`]).
@@ -42,16 +45,28 @@ impl Lease {
     }
 }
 
-/// The run's workers: at most one kept between measured cases.
-#[derive(Default)]
+/// The run's workers: at most [`Pool::capacity`] kept between measured cases, the most
+/// recently used last.
 pub struct Pool {
-    kept: Option<LiveWorker>,
+    kept: Vec<LiveWorker>,
+    /// How many workers may be kept at once (at least 1).
+    pub capacity: usize,
+}
+
+impl Default for Pool {
+    fn default() -> Pool {
+        Pool {
+            kept: Vec::new(),
+            capacity: 1,
+        }
+    }
 }
 
 impl Pool {
-    /// A worker for a case of group `key`: the kept one when `purpose` is measured,
-    /// `may_share` and it belongs to that group and is alive; else one from `start` (a kept
-    /// worker of another group is ended first; a preparation leaves it kept).
+    /// A worker for a case of group `key`: the kept one of that group when `purpose` is
+    /// measured, `may_share` and it is alive; else one from `start` (with the pool at its
+    /// capacity, the least recently used kept worker is ended first, so no more than
+    /// `capacity` run at once; a preparation leaves the kept ones alone).
     pub fn lease<E>(
         &mut self,
         key: &str,
@@ -61,9 +76,9 @@ impl Pool {
     ) -> Result<Lease, E> {
         let mut replaced = None;
         if purpose != Purpose::Prepare {
-            if let Some(mut w) = self.kept.take() {
-                let same = may_share && w.key == key;
-                if same && w.alive() {
+            if let Some(at) = self.kept.iter().position(|w| w.key == key) {
+                let mut w = self.kept.remove(at);
+                if may_share && w.alive() {
                     let cases_before = w.cases_run;
                     return Ok(Lease {
                         worker: w,
@@ -72,7 +87,7 @@ impl Pool {
                         replaced: None,
                     });
                 }
-                if same {
+                if may_share {
                     replaced = Some(format!(
                         "the kept worker (pid {}) had ended between cases{}; the case ran in a fresh worker",
                         w.pid(),
@@ -80,6 +95,9 @@ impl Pool {
                     ));
                 }
                 w.end();
+            }
+            while !self.kept.is_empty() && self.kept.len() >= self.capacity.max(1) {
+                self.kept.remove(0).end();
             }
         }
         Ok(Lease {
@@ -95,17 +113,21 @@ impl Pool {
     /// is alive; otherwise it is ended.
     pub fn give_back(&mut self, mut lease: Lease, may_share: bool, ok: bool) {
         if lease.purpose != Purpose::Prepare && may_share && ok && lease.worker.alive() {
-            if let Some(old) = self.kept.replace(lease.worker) {
-                old.end();
+            if let Some(at) = self.kept.iter().position(|w| w.key == lease.worker.key) {
+                self.kept.remove(at).end();
             }
+            while self.kept.len() >= self.capacity.max(1) {
+                self.kept.remove(0).end();
+            }
+            self.kept.push(lease.worker);
         } else {
             lease.worker.end();
         }
     }
 
-    /// End the kept worker, if any.
+    /// End every kept worker.
     pub fn end(&mut self) {
-        if let Some(w) = self.kept.take() {
+        for w in self.kept.drain(..) {
             w.end();
         }
     }
@@ -117,7 +139,13 @@ impl Pool {
 /// variables once per process, so an env variant never shares a process with another.
 /// Precision, tiling, chunk, knobs, size, frames and passes are set per case. (A `miopen_db
 /// = fresh` case never shares: the executor gives it a worker of its own.) The scheduler
-/// groups its cases by the same key ([`super::scheduler::group_by_worker`]).
-pub fn worker_key(engine: crate::report::values::Engine, vars: &BTreeMap<String, String>, unset: &[String]) -> String {
-    serde_json::json!([engine.name(), vars, unset]).to_string()
+/// groups its cases by the same key ([`super::rounds::order_blocks`]). `lane` sets apart what
+/// else must not share ([`super::rounds::lane`]: the A/A control; in rounds, the precision).
+pub fn worker_key(
+    engine: crate::report::values::Engine,
+    vars: &BTreeMap<String, String>,
+    unset: &[String],
+    lane: &str,
+) -> String {
+    serde_json::json!([engine.name(), vars, unset, lane]).to_string()
 }

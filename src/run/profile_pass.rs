@@ -6,9 +6,7 @@
 //! completed by [`crate::report::profile::complete::finish`].
 //!
 //! Must not: render, or touch the case's timings.
-use std::collections::BTreeMap;
-
-use super::executor::{Executor, Purpose, WorkerEvent};
+use super::executor::{Executor, Placement, Purpose, WorkerEvent};
 use super::progress::Progress;
 use crate::engine::protocol::{ProfileRequest, WorkerSpec};
 use crate::report::profile::options::{file_name, Profiling};
@@ -20,8 +18,7 @@ pub fn run(
     executor: &mut Executor,
     spec: &WorkerSpec,
     measured: &Outcome,
-    vars: &BTreeMap<String, String>,
-    unset: &[String],
+    place: &Placement<'_>,
     profiling: &Profiling,
     progress: &Progress,
 ) -> CaseProfile {
@@ -32,10 +29,10 @@ pub fn run(
     p.profile = Some(ProfileRequest {
         trace: profiling.trace_dir.as_ref().map(|d| d.join(file_name(&spec.id))),
     });
-    let result = executor.run(&p, vars, unset, Purpose::Profile, &mut |e| match e {
-        WorkerEvent::Started(_) => {}
-        WorkerEvent::Phase(ph) => progress.phase(&format!("profile {ph}")),
+    let result = executor.run(&p, place, Purpose::Profile, &mut |e| match e {
+        WorkerEvent::Phase(ph) => progress.note(&format!("profile {ph}")),
         WorkerEvent::Output(line) => progress.output(line),
+        WorkerEvent::Started(_) | WorkerEvent::Done => {}
     });
     if result.outcome.status != CaseStatus::Ok {
         let why = result.outcome.error_line().unwrap_or("no message").to_string();

@@ -1,43 +1,32 @@
-//! The scheduler: the plan's order (`crate::plan::ready::order`: shuffled with a recorded
-//! seed, the default, so slow drift of the machine does not line up with one axis of the
-//! matrix, or as written) grouped by worker, [`group_by_worker`], which puts engine, env
-//! variant and precision in blocks and keeps the rest shuffled, and [`Scheduler::run`], which paces the
-//! cases ([`Pacing`]: `--cooldown`, `--wait-temp`), runs each through the executor with the
-//! parent's telemetry sampler beside it (a case its engine cannot run,
-//! [`crate::engine::EngineSpec::unsupported`], is recorded without starting a worker), records
-//! it in the report, fills quality as references finish, and rewrites the report after every
-//! case.
+//! The scheduler: walks the run's visits ([`super::rounds`]: the cases of each workload in
+//! interleaved rounds, the default, or each case in one block), runs each through the
+//! executor with the parent's telemetry sampler and load meter beside it, adds it to its
+//! case ([`super::visits`]), and rewrites the report after every visit: a case still in
+//! rounds is recorded with the runs it has so far (nothing measured is lost to a crash or a
+//! signal); a case is recorded for good, with its quality and its profile, once its last
+//! round ran or a visit did not end `ok` (it then takes no further visit). [`Pacing`]
+//! (`--cooldown`, `--wait-temp`) runs before each visit. A case its engine cannot run
+//! ([`crate::engine::EngineSpec::unsupported`]) is recorded without starting a worker.
+//! The inputs of decode-only cases are [`latents`]'; one visit is [`visit`]'s.
 //!
 //! Must not: parse options, spawn processes itself (the executor does) or render tables.
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::executor::{Executor, Purpose, WorkerEvent};
+use super::executor::Executor;
 use super::outputs::QualityBook;
 use super::progress::Progress;
-use crate::engine::protocol::{InputKind, RunSpec, WorkerInput, WorkerResult, WorkerSpec};
-use crate::engine::{EngineDirs, WorkerKind};
+use super::rounds::{Schedule, Visit};
+use super::telemetry::load::LoadMeter;
+use super::visits::CaseVisits;
+use crate::engine::protocol::{RunSpec, WorkerInput, WorkerResult, WorkerSpec};
+use crate::engine::EngineDirs;
 use crate::plan::matrix::Case;
 use crate::report::settings::CaseSettings;
-use crate::report::values::{MiopenDb, Passes, Switch};
 use crate::report::{CaseRecord, CaseStatus, Report};
-use crate::run::telemetry::process_memory::ProcessMemory;
 
-/// Put the cases that may share a worker process next to each other, so that each group's
-/// worker starts once: groups in the order of their first case, cases within a group in
-/// their order, except that those of one precision follow each other, so the worker builds
-/// the model once per precision (a shuffled order stays shuffled within and between groups).
-/// The grouping is the pool's (`pool::worker_key`): engine and environment.
-pub fn group_by_worker(cases: &mut [Case]) {
-    let key = |c: &Case| super::pool::worker_key(c.settings.engine, &c.env_vars, &c.env_unset);
-    let model = |c: &Case| format!("{}{:?}", key(c), c.settings.precision);
-    let (mut first, mut first_model) = (BTreeMap::new(), BTreeMap::new());
-    for (i, c) in cases.iter().enumerate() {
-        first.entry(key(c)).or_insert(i);
-        first_model.entry(model(c)).or_insert(i);
-    }
-    cases.sort_by_key(|c| (first[&key(c)], first_model[&model(c)]));
-}
+mod latents;
+mod visit;
 
 /// Names extra variables for the workers to record in each case's `env`
 /// (comma-separated); the variables `--env-var` sweeps are recorded anyway.
@@ -68,10 +57,25 @@ impl RunWide {
     }
 }
 
-/// Runs the cases of a report, in the order given, one worker process each.
+/// How the cases are timed (`run --schedule`, `--round-runs`, the seed of each round's order).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timing {
+    pub schedule: Schedule,
+    /// Timed runs per visit in rounds.
+    pub round_runs: usize,
+    /// Seeds each round's order (none: the cases' order, every round).
+    pub seed: Option<u64>,
+}
+
+/// Runs the cases of a report, visit by visit ([`super::rounds`]).
 pub struct Scheduler {
     cases: Vec<Case>,
     run_wide: RunWide,
+    timing: Timing,
+    visits: Vec<Visit>,
+    /// Each case's GFLOP per encode and decode pass (the progress's forecast).
+    gflop: Vec<(f64, f64)>,
+    meter: LoadMeter,
     /// The worker processes and the run's scratch directory.
     pub executor: Executor,
     progress: Progress,
@@ -104,153 +108,58 @@ pub struct Pacing {
 const MAX_TEMP_WAIT: std::time::Duration = std::time::Duration::from_secs(600);
 
 impl Scheduler {
-    /// A scheduler over `cases` (already ordered, references included).
-    pub fn new(cases: Vec<Case>, run_wide: RunWide, executor: Executor, progress: Progress) -> Scheduler {
+    /// A scheduler over `cases` (already ordered, references and controls included), timed
+    /// as `timing` says; `quiet` hides the progress display.
+    pub fn new(cases: Vec<Case>, run_wide: RunWide, mut executor: Executor, timing: Timing, quiet: bool) -> Scheduler {
         let book = QualityBook::new(&cases, &run_wide.spec.device);
+        let spec = &run_wide.spec;
+        let visits = super::rounds::visits(
+            &cases,
+            timing.schedule,
+            spec.warmup,
+            spec.runs,
+            timing.round_runs,
+            timing.seed,
+        );
+        let cfg = spec.model.unwrap_or(crate::model::ModelKind::Wan21).config();
+        let gflop: Vec<(f64, f64)> = cases
+            .iter()
+            .map(|c| {
+                let s = &c.settings;
+                crate::model::flops::passes_gflop(
+                    &cfg,
+                    s.passes.encodes(),
+                    s.passes.decodes(),
+                    s.frames,
+                    s.width,
+                    s.height,
+                )
+            })
+            .collect();
+        let (mut passes, mut total) = (0u64, 0.0);
+        for v in &visits {
+            let (e, d) = gflop[v.case];
+            let s = &cases[v.case].settings;
+            let per: u64 = u64::from(s.passes.encodes()) + u64::from(s.passes.decodes());
+            passes += per * v.runs as u64;
+            total += (e + d) * v.runs as f64;
+        }
+        executor.keep_workers(workers_needed(&cases, timing.schedule));
+        let meter = LoadMeter::new(crate::engine::device_kind(&spec.device) == "cpu");
         Scheduler {
+            progress: Progress::new(passes, total, quiet),
             cases,
             run_wide,
+            timing,
+            visits,
+            gflop,
+            meter,
             executor,
-            progress,
             book,
             prepared: BTreeMap::new(),
             latents_by: None,
             old_report: false,
             pacing: Pacing::default(),
-        }
-    }
-
-    /// The input of a case's worker: a decode-only case decodes the user's latent or, when
-    /// there is none, the latent of an untimed fp32 encode of the video (the user's or the
-    /// built-in clip), computed once per frames and size in a worker of its own and never
-    /// reported; a case that encodes gets the user's video (or none: the clip).
-    fn input_for(&mut self, s: &CaseSettings) -> Result<Option<WorkerInput>, String> {
-        let user = self.run_wide.input.clone();
-        if s.passes.encodes() {
-            return Ok(user.filter(|i| i.kind == InputKind::Video));
-        }
-        if let Some(i) = user.as_ref().filter(|i| i.kind == InputKind::Latent) {
-            return Ok(Some(i.clone()));
-        }
-        let key = (s.frames, s.width, s.height);
-        if let Some(p) = self.prepared.get(&key) {
-            return p.clone().map(Some);
-        }
-        // One latent per frames x size, so every engine decodes the same bits: encoded by
-        // candle where this build has the device, else by the run's engine on the device.
-        let device = self.run_wide.spec.device.clone();
-        let has = crate::engine::preparer::this_build_has(&device, self.run_wide.spec.fault_hooks);
-        let in_run = crate::engine::preparer::engines_of(self.cases.iter().map(|c| &c.settings.engine));
-        let preparer = match crate::engine::preparer::latent_preparer(&device, &in_run, has) {
-            Ok(p) => p,
-            Err(why) => {
-                self.prepared.insert(key, Err(why.clone()));
-                return Err(why);
-            }
-        };
-        let mut prepared = self.prepare_with(preparer, s, user.clone());
-        // A failed encode of this binary's worker (its device path) must not cost the other
-        // engines their decode-only cases: the run's Python engine on the device tries once.
-        if let (Err(first), WorkerKind::ThisBinary) = (&prepared, preparer.worker) {
-            if let Ok(other) = crate::engine::preparer::latent_preparer(&device, &in_run, false) {
-                let first = first.clone();
-                prepared = self
-                    .prepare_with(other, s, user)
-                    .map_err(|second| format!("{first}; then {second}"));
-                if prepared.is_ok() {
-                    self.progress.println(&format!(
-                        "note: {first}; the latent to decode was encoded by {} instead",
-                        other.name()
-                    ));
-                }
-            }
-        }
-        self.prepared.insert(key, prepared.clone());
-        prepared.map(Some)
-    }
-
-    /// The untimed true-fp32 encode of `s`'s clip (or the user's video `user`) by
-    /// `preparer`, in a worker of its own: the latent's file, or why there is none.
-    fn prepare_with(
-        &mut self,
-        preparer: &'static crate::engine::EngineSpec,
-        s: &CaseSettings,
-        user: Option<WorkerInput>,
-    ) -> Result<WorkerInput, String> {
-        let device = self.run_wide.spec.device.clone();
-        // True fp32 with the knobs as the engine leaves them (`n/a` where they do not act).
-        let knobs = crate::report::settings::Knobs {
-            cudnn: Switch::Auto,
-            cudnn_benchmark: Switch::Auto,
-            miopen_db: MiopenDb::User,
-            tf32: Switch::Off,
-        };
-        let settings = preparer.run_as(
-            &CaseSettings {
-                passes: Passes::Encode,
-                env_variant: crate::report::settings::BASELINE.to_string(),
-                knobs,
-                ..s.reference()
-            },
-            &device,
-        );
-        self.latents_by = Some(crate::engine::preparer::describe(preparer.engine));
-        let id = format!("prepare-latent-{}x{}x{}", s.frames, s.width, s.height);
-        let path = self.executor.outputs_path(&id);
-        let spec = WorkerSpec {
-            id,
-            input_path: self.run_wide.input_path(&settings),
-            settings,
-            run: RunSpec {
-                warmup: 0,
-                runs: 1,
-                torch_precision: None,
-                ..self.run_wide.spec.clone()
-            },
-            variant_vars: Vec::new(),
-            outputs: Some(path.clone()),
-            input: user,
-            engine_dir: self.run_wide.engine_dirs.get(preparer.engine).cloned(),
-            python_module: preparer.python_module().map(String::from),
-            profile: None,
-        };
-        let progress = &self.progress;
-        // A worker of its own, ended afterwards: no measured case inherits what it did.
-        let prepare = super::executor::Purpose::Prepare;
-        let r = self
-            .executor
-            .run(&spec, &BTreeMap::new(), &[], prepare, &mut |e| match e {
-                WorkerEvent::Started(_) => {}
-                WorkerEvent::Phase(p) => progress.phase(&format!("prepare latent: {p}")),
-                WorkerEvent::Output(line) => progress.output(line),
-            });
-        match (r.outcome.status, r.outcome.error) {
-            (CaseStatus::Ok, _) if path.is_file() => Ok(WorkerInput {
-                path,
-                kind: InputKind::Latent,
-            }),
-            (status, error) => Err(format!(
-                "the untimed fp32 encode by {} that prepares the latent to decode ended {status}: {}",
-                preparer.name(),
-                error.or(r.outputs_error).unwrap_or_default()
-            )),
-        }
-    }
-
-    /// Prepare the latents of the decode-only cases before any measured case runs, each in a
-    /// worker of its own ([`Purpose::Prepare`]): a preparation then never runs beside a kept
-    /// worker (nor splits a group's worker in two), and no measured case inherits it.
-    fn prepare_latents(&mut self) {
-        for case in self.cases.clone() {
-            if crate::util::interrupt::received().is_some() {
-                return;
-            }
-            let s = &case.settings;
-            let device = &self.run_wide.spec.device;
-            let engine = crate::engine::spec(s.engine);
-            if !s.passes.encodes() && engine.unsupported(s.chunk, device, s.precision).is_none() {
-                let _ = self.input_for(s);
-            }
         }
     }
 
@@ -265,7 +174,7 @@ impl Scheduler {
         };
         if not_first && self.pacing.cooldown_s > 0.0 {
             self.progress
-                .phase(&format!("cooling down {} s", self.pacing.cooldown_s));
+                .note(&format!("cooling down {} s", self.pacing.cooldown_s));
             sleep_until(std::time::Instant::now() + std::time::Duration::from_secs_f64(self.pacing.cooldown_s));
         }
         let limit = self.pacing.wait_temp_c?;
@@ -287,7 +196,7 @@ impl Scheduler {
                     ))
                 }
                 Ok(t) => {
-                    self.progress.phase(&format!("waiting for {t:.0} °C < {limit} °C"));
+                    self.progress.note(&format!("waiting for {t:.0} °C < {limit} °C"));
                     sleep_until(std::time::Instant::now() + std::time::Duration::from_secs(1));
                     if crate::util::interrupt::received().is_some() {
                         return None;
@@ -302,13 +211,13 @@ impl Scheduler {
         self.progress.println(line);
     }
 
-    /// Run every case: spec it, run it in a worker, record it in `report` (the first case
-    /// that loaded the model also fills `report.model`), fill quality as references finish,
-    /// and rewrite the report at `output` after each case, so a crash loses at most the
-    /// case in flight. A SIGINT/SIGTERM (also one during set-up, seen before the first
-    /// case) stops the loop: the case in flight is dropped, the report says
-    /// `run.interrupted`, and the signal is returned; with no case finished, an existing
-    /// file at `output` ([`Scheduler::old_report`]) is not touched.
+    /// Run every visit: each case's visits in a worker of its group, added up as they come,
+    /// the report rewritten after every visit (a case still in rounds with the runs it has
+    /// so far; a finished one with its quality), so a crash loses at most the visit in
+    /// flight. A SIGINT/SIGTERM (also one during set-up, seen before the first visit) stops
+    /// the loop: the visit in flight is dropped, every case keeps the visits it finished, the
+    /// report says `run.interrupted`, and the signal is returned; with nothing measured, an
+    /// existing file at `output` ([`Scheduler::old_report`]) is not touched.
     pub fn run(&mut self, report: &mut Report, output: &Path) -> anyhow::Result<Option<i32>> {
         // Every variable any variant sets or removes is recorded in every case, so the
         // baseline shows what the parent's environment held (or that it lacked it).
@@ -320,137 +229,125 @@ impl Scheduler {
                 }
             }
         }
-        let total = self.cases.len();
         self.prepare_latents();
-        for (i, case) in self.cases.clone().into_iter().enumerate() {
+        let mut states: Vec<CaseVisits> = (0..self.cases.len()).map(|_| CaseVisits::new(1)).collect();
+        for v in &self.visits {
+            states[v.case] = CaseVisits::new(v.rounds);
+        }
+        let mut closed = vec![false; self.cases.len()];
+        let mut first = true;
+        for v in self.visits.clone() {
             if let Some(sig) = crate::util::interrupt::received() {
-                return self.interrupted(report, output, sig, total);
+                return self.interrupted(report, output, sig, &mut states, &closed);
             }
-            self.progress.start_case(&case.id);
-            let waited = self.pace(&case, i > 0);
+            if closed[v.case] {
+                continue;
+            }
+            let case = self.cases[v.case].clone();
+            let engine = crate::engine::spec(case.settings.engine);
+            let device = &self.run_wide.spec.device;
+            if let Some(why) = engine.unsupported(case.settings.chunk, device, case.settings.precision) {
+                closed[v.case] = true;
+                self.drop_passes(v.case, v.round);
+                let result = WorkerResult::empty(CaseStatus::Unsupported, Some(why), case.env_vars.clone());
+                let lines = self.record(report, &case, result, None);
+                report.save_atomic(output)?;
+                self.print(&lines);
+                continue;
+            }
+            let (e, d) = self.gflop[v.case];
+            self.progress.start_case(&case.id, v.round, v.rounds, (e, d));
+            let waited = self.pace(&case, !first);
+            first = false;
             if let Some(w) = &waited {
                 self.progress.println(&format!("  warning: {w}"));
             }
             if let Some(sig) = crate::util::interrupt::received() {
-                return self.interrupted(report, output, sig, total);
+                return self.interrupted(report, output, sig, &mut states, &closed);
             }
-            let (mut result, outputs) = self.run_case(&case, &recorded);
-            if let (Some(w), Some(t)) = (waited, result.outcome.telemetry.as_mut()) {
-                t.unavailable.insert("wait_temp".to_string(), w);
+            let limit = self.executor.timeout.saturating_sub(states[v.case].spent);
+            let out = self.visit(&case, &v, limit, &recorded);
+            let ok = out.result.outcome.status == CaseStatus::Ok;
+            let signal = crate::util::interrupt::received();
+            if signal.is_some() && !ok {
+                // The signal stopped this visit: it is not the case's failure.
+                return self.interrupted(report, output, signal.unwrap_or(2), &mut states, &closed);
             }
-            if let Some(sig) = crate::util::interrupt::received() {
-                // A case whose timed passes ended `ok` before the signal is a measurement:
-                // kept, with its profile (an extra) marked as the signal left it.
-                if result.outcome.status == CaseStatus::Ok {
-                    if let Some(p) = result.profile.as_mut().filter(|p| p.error.is_some()) {
-                        let why = p.error.take().unwrap_or_default();
-                        p.error = Some(format!("interrupted by {}: {why}", crate::util::interrupt::name(sig)));
+            let state = &mut states[v.case];
+            state.absorb(v.round, out.wall, out.result, out.telemetry, &out.load);
+            if let Some(w) = waited {
+                state.note_wait(w);
+            }
+            if state.failed() || v.last {
+                closed[v.case] = true;
+                if state.failed() {
+                    self.drop_passes(v.case, v.round + 1);
+                }
+                let mut result = self.case_result(&case, &mut states[v.case]);
+                if signal.is_none() {
+                    if let Some(p) = self.profile(&case, &out.spec, &result) {
+                        result.profile = Some(p);
                     }
-                    self.record(report, &case, result, outputs);
-                    report.save_atomic(output)?;
                 }
-                return self.interrupted(report, output, sig, total);
+                let lines = self.record(report, &case, result, out.outputs);
+                report.run.prepared_latents.clone_from(&self.latents_by);
+                report.save_atomic(output)?;
+                self.print(&lines);
+            } else {
+                self.provisional(report, &case, &states[v.case]);
+                report.save_atomic(output)?;
             }
-            // Saved before its lines are printed: a reader that went away (`| head`) or a full
-            // terminal log never costs the case just measured.
-            let lines = self.record(report, &case, result, outputs);
-            report.run.prepared_latents.clone_from(&self.latents_by);
-            report.save_atomic(output)?;
-            for (i, line) in lines.iter().enumerate() {
-                match i {
-                    0 if line.is_empty() => {}
-                    1 => self.progress.finish_case(line),
-                    _ => self.progress.println(line),
-                }
+            if let Some(sig) = signal {
+                return self.interrupted(report, output, sig, &mut states, &closed);
             }
         }
         self.progress.finish();
         Ok(None)
     }
 
-    /// The case's result and where its worker saved its outputs: `unsupported` without a
-    /// worker when its engine cannot run it, `failed` when its input could not be prepared.
-    fn run_case(&mut self, case: &Case, recorded: &[String]) -> (WorkerResult, Option<PathBuf>) {
-        let engine = crate::engine::spec(case.settings.engine);
-        if let Some(why) = engine.unsupported(case.settings.chunk, &self.run_wide.spec.device, case.settings.precision)
-        {
-            let env = case.env_vars.clone();
-            return (WorkerResult::empty(CaseStatus::Unsupported, Some(why), env), None);
-        }
-        let input = self.input_for(&case.settings);
-        let spec = self.spec_for(case, input.clone().unwrap_or_default(), recorded);
-        let progress = &self.progress;
-        let mut last_phase = None;
-        let interval = self.pacing.telemetry_ms;
-        let env = crate::run::telemetry::WorkerEnv::of(&case.env_vars, &case.env_unset);
-        let sampler = (interval > 0 && input.is_ok())
-            .then(|| crate::run::telemetry::Sampler::start(&self.run_wide.spec.device, &env, interval));
-        // The worker's own device memory (NVML), on NVIDIA GPUs: started once its pid is known.
-        let sample_memory =
-            interval > 0 && self.run_wide.spec.device.starts_with("cuda") && !crate::machine::system::amd_gpus_only();
-        let mut memory: Option<Result<ProcessMemory, String>> = None;
-        let mut result = match input {
-            Ok(_) => self.executor.run(
-                &spec,
-                &case.env_vars,
-                &case.env_unset,
-                Purpose::Measured,
-                &mut |e| match e {
-                    WorkerEvent::Started(pid) => {
-                        if sample_memory {
-                            memory = Some(ProcessMemory::start(pid));
-                        }
-                    }
-                    WorkerEvent::Phase(p) => {
-                        if let Some(Ok(s)) = &sampler {
-                            s.phase(p);
-                        }
-                        if let Some(Ok(m)) = &memory {
-                            m.phase(p);
-                        }
-                        last_phase = Some(p.to_string());
-                        progress.phase(p)
-                    }
-                    WorkerEvent::Output(line) => progress.output(line),
-                },
-            ),
-            Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
-        };
-        let ran = result.outcome.status == CaseStatus::Ok;
-        result.outcome.device_process_peak = match memory {
-            Some(Ok(m)) => Some(m.finish()).filter(|p| ran || p.samples > 0),
-            // A case that never ran a pass needs no word on its memory.
-            Some(Err(why)) => ran.then(|| ProcessMemory::unavailable(why)),
-            None => None,
-        };
-        result.outcome.telemetry = match sampler {
-            Some(Ok(s)) => Some(s.finish(&result.outcome)),
-            Some(Err(why)) => Some(crate::report::telemetry::CaseTelemetry::unavailable(interval, why)),
-            None => None,
-        };
-        let o = &mut result.outcome;
-        if o.status == CaseStatus::Oom {
-            // What did not fit, the memory then and what to try, before the engine's own text.
-            let device = &self.run_wide.spec.device;
-            if o.memory_at_failure.is_none() {
-                o.memory_at_failure = super::oom::read_now(device);
+    /// The passes case `i` will no longer run from round `from` on leave the forecast.
+    fn drop_passes(&mut self, i: usize, from: usize) {
+        let s = &self.cases[i].settings;
+        let per = u64::from(s.passes.encodes()) + u64::from(s.passes.decodes());
+        let (e, d) = self.gflop[i];
+        let runs: usize = self
+            .visits
+            .iter()
+            .filter(|v| v.case == i && v.round >= from)
+            .map(|v| v.runs)
+            .sum();
+        self.progress.drop_passes(per * runs as u64, (e + d) * runs as f64);
+    }
+
+    /// The lines [`Scheduler::record`] returned, printed once the report is saved.
+    fn print(&mut self, lines: &[String]) {
+        for (i, line) in lines.iter().enumerate() {
+            match i {
+                0 if line.is_empty() => {}
+                1 => self.progress.finish_case(line),
+                _ => self.progress.println(line),
             }
-            let original = o.error.take().unwrap_or_default();
-            let mem = o.memory_at_failure.as_ref();
-            o.error = Some(super::oom::explain(
-                &case.settings,
-                device,
-                last_phase.as_deref(),
-                mem,
-                &original,
-            ));
         }
-        if let (Some(p), CaseStatus::Ok) = (&self.run_wide.profile, result.outcome.status) {
-            let (vars, unset, ex) = (&case.env_vars, &case.env_unset, &mut self.executor);
-            let profile = super::profile_pass::run(ex, &spec, &result.outcome, vars, unset, p, progress);
-            result.profile = Some(profile);
+    }
+
+    /// A case's result from its visits: the runs, peaks and logs added up, its telemetry
+    /// over every visit, its load judged, and an out-of-memory explained.
+    fn case_result(&mut self, case: &Case, state: &mut CaseVisits) -> WorkerResult {
+        let frames = crate::model::frames_used(case.settings.frames).unwrap_or(case.settings.frames);
+        let Some(mut result) = state.result(frames, &self.meter) else {
+            return WorkerResult::empty(CaseStatus::Failed, Some("no visit ran".into()), case.env_vars.clone());
+        };
+        result.outcome.telemetry = state.telemetry(self.pacing.telemetry_ms, &result.outcome);
+        result
+    }
+
+    /// A case still in rounds, recorded (or its record replaced) with the runs it has so
+    /// far: no quality or profile yet.
+    fn provisional(&self, report: &mut Report, case: &Case, state: &CaseVisits) {
+        let frames = crate::model::frames_used(case.settings.frames).unwrap_or(case.settings.frames);
+        if let Some(result) = state.result(frames, &self.meter) {
+            upsert(report, to_record(case, result));
         }
-        (result, spec.outputs)
     }
 
     /// The worker spec of `case`: the run-wide part (with the torch precision mode only
@@ -511,26 +408,77 @@ impl Scheduler {
                 ));
             }
         }
-        report.cases.push(record);
+        upsert(report, record);
         for w in self.book.finished(report, &case.id, roundtrip, outputs) {
             lines.push(format!("  warning: {w}"));
         }
         lines
     }
 
-    fn interrupted(&self, report: &mut Report, output: &Path, sig: i32, total: usize) -> anyhow::Result<Option<i32>> {
+    /// The run stopped on signal `sig`: every case that ran a visit and was not recorded for
+    /// good is recorded with the runs it has (its `rounds` says how many of how many), the
+    /// report says how far the run got.
+    fn interrupted(
+        &mut self,
+        report: &mut Report,
+        output: &Path,
+        sig: i32,
+        states: &mut [CaseVisits],
+        closed: &[bool],
+    ) -> anyhow::Result<Option<i32>> {
         self.progress.finish();
+        let mut partial = 0;
+        for (i, state) in states.iter_mut().enumerate() {
+            if !closed[i] && state.started() {
+                let case = self.cases[i].clone();
+                let result = self.case_result(&case, state);
+                upsert(report, to_record(&case, result));
+                partial += 1;
+            }
+        }
         if report.cases.is_empty() && self.old_report {
             return Ok(Some(sig));
         }
-        report.run.interrupted = Some(format!(
-            "{} after {} of {total} cases",
-            crate::util::interrupt::name(sig),
-            report.cases.len()
-        ));
+        let total = self.cases.len();
+        let complete = report.cases.len() - partial;
+        let name = crate::util::interrupt::name(sig);
+        report.run.interrupted = Some(match partial {
+            0 => format!("{name} after {complete} of {total} cases"),
+            n => format!(
+                "{name} after {complete} of {total} cases, {n} more with fewer runs than asked (their `rounds` say \
+                 how many)"
+            ),
+        });
         report.save_atomic(output)?;
         Ok(Some(sig))
     }
+}
+
+/// Put `record` in `report`: in place of the record of the same id (a case still in rounds),
+/// else at the end.
+fn upsert(report: &mut Report, record: CaseRecord) {
+    match report.cases.iter_mut().find(|c| c.id == record.id) {
+        Some(c) => *c = record,
+        None => report.cases.push(record),
+    }
+}
+
+/// How many workers the run keeps alive at once: in rounds, the most worker groups a
+/// workload's cases make (they are visited in turn); in blocks, one.
+fn workers_needed(cases: &[Case], schedule: Schedule) -> usize {
+    if schedule == Schedule::Blocks {
+        return 1;
+    }
+    let mut groups: BTreeMap<(usize, usize, usize, &str), std::collections::BTreeSet<String>> = BTreeMap::new();
+    for c in cases {
+        let s = &c.settings;
+        let key = super::pool::worker_key(s.engine, &c.env_vars, &c.env_unset, &super::rounds::lane(c, schedule));
+        groups
+            .entry((s.frames, s.width, s.height, s.passes.name()))
+            .or_default()
+            .insert(key);
+    }
+    groups.values().map(|g| g.len()).max().unwrap_or(1)
 }
 
 /// Extra variable names every worker records ([`RECORD_ENV_VAR`]).
@@ -549,6 +497,7 @@ fn to_record(case: &Case, r: WorkerResult) -> CaseRecord {
     CaseRecord {
         id: case.id.clone(),
         added_as_reference: case.added_as_reference,
+        added_as_control: case.added_as_control,
         settings: case.settings.clone(),
         frames_used: crate::model::frames_used(case.settings.frames).ok(),
         outcome: r.outcome,

@@ -23,6 +23,7 @@ pub fn case(id: &str, encode: &[f64], decode: &[f64]) -> CaseRecord {
     CaseRecord {
         id: id.to_string(),
         added_as_reference: false,
+        added_as_control: false,
         settings: CaseSettings {
             precision: Precision::Fp32,
             chunk: 1,

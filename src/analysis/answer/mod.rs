@@ -13,13 +13,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::report::settings::BASELINE;
-use crate::report::values::{MiopenDb, Switch};
 use crate::report::{Answer, AnswerCase, BudgetVerdict, CaseRecord, CaseStatus, Report, Summary, Verdict};
 
 pub mod apply;
 pub mod bootstrap;
 pub mod levers;
+pub mod trust;
 
 /// Default quality floor, dB of PSNR over the [-1, 1] range: an RMS error of 1% of the
 /// range (2.6 steps of 8-bit video), the usual "visually lossless" mark; bf16 decodes of
@@ -172,47 +171,11 @@ fn qualifies(c: &CaseRecord, floor: f64, synthetic: bool) -> bool {
     !run_times(c).is_empty() && Quality::of(c, synthetic).meets(floor) && !broken
 }
 
-/// The default of `cases` (one workload, one engine): untiled in space and time, chunk 1,
-/// the `baseline` env variant, default knobs (left to the engine, `auto`, else set to
-/// torch's defaults: cuDNN/MIOpen on, benchmark off, TF32 auto or off; the user's MIOpen
-/// database; or `n/a`),
-/// and fp32, or for an engine with its own dtype choice
-/// (`engine::EngineSpec::own_dtype`, comfyui) its `auto` precision when the run has it.
+/// The default of `cases` (one workload, one engine; never the A/A control): the rule of
+/// [`crate::engine::defaults`].
 fn baseline<'a>(cases: &[&'a CaseRecord]) -> Option<&'a CaseRecord> {
-    let own_auto = cases.iter().any(|c| {
-        crate::engine::spec(c.settings.engine).own_dtype && c.settings.precision == crate::model::Precision::Auto
-    });
-    let precision = if own_auto { "auto" } else { "fp32" };
-    let default_settings = |c: &&CaseRecord, knobs: &[Switch], bench: &[Switch], tf32: &[Switch]| {
-        let s = &c.settings;
-        let k = &s.knobs;
-        s.precision.name() == precision
-            && s.tiling.is_none()
-            && s.temporal_tile.is_none()
-            && s.chunk == 1
-            && s.env_variant == BASELINE
-            && knobs.contains(&k.cudnn)
-            && bench.contains(&k.cudnn_benchmark)
-            && tf32.contains(&k.tf32)
-            && matches!(k.miopen_db, MiopenDb::User | MiopenDb::NotApplicable)
-            && crate::plan::levers::at_defaults(s)
-    };
-    // The knobs as the engine leaves them; else, set to torch's own defaults.
-    let left = [Switch::Auto, Switch::NotApplicable];
-    cases
-        .iter()
-        .copied()
-        .find(|c| default_settings(c, &left, &left, &left))
-        .or_else(|| {
-            cases.iter().copied().find(|c| {
-                default_settings(
-                    c,
-                    &[Switch::On],
-                    &[Switch::Off, Switch::Auto],
-                    &[Switch::Auto, Switch::NotApplicable, Switch::Off],
-                )
-            })
-        })
+    let members: Vec<&'a CaseRecord> = cases.iter().copied().filter(|c| !c.added_as_control).collect();
+    crate::engine::defaults::default_index(&members, |c| &c.settings).map(|i| members[i])
 }
 
 fn cite(c: &CaseRecord, synthetic: bool) -> AnswerCase {
@@ -245,14 +208,29 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
     let s = &cases[0].settings;
     let synthetic = on_synthetic_weights(report);
     let base = baseline(cases);
+    let mut advice = trust::Advice::default();
     let qualified: Vec<&CaseRecord> = cases
         .iter()
         .copied()
-        .filter(|c| qualifies(c, floor, synthetic))
+        .filter(|c| !c.added_as_control && qualifies(c, floor, synthetic))
         .collect();
+    // What may be advised: a setting that can act (`trust::Advice`).
+    let candidates: Vec<&CaseRecord> = qualified
+        .iter()
+        .copied()
+        .filter(|c| advice.eligible(report, c, base))
+        .collect();
+    let members = cases.iter().filter(|c| !c.added_as_control).count();
     let is_base = |c: &CaseRecord| base.is_some_and(|b| b.id == c.id);
-    let fastest = qualified.iter().copied().min_by(|a, b| {
-        let m = |c: &CaseRecord| crate::util::stats::median(&run_times(c));
+    // The fastest by its time relative to the default, paired by round where the cases were
+    // timed in rounds (what the load did to each round cancels); else by its median.
+    let timed_base = base.filter(|b| !run_times(b).is_empty());
+    let fastest = candidates.iter().copied().min_by(|a, b| {
+        let m = |c: &CaseRecord| match timed_base {
+            Some(d) if d.id != c.id => 1.0 / trust::ratio(d, c).ratio,
+            Some(_) => 1.0,
+            None => crate::util::stats::median(&run_times(c)),
+        };
         m(a).total_cmp(&m(b))
             .then(is_base(b).cmp(&is_base(a)))
             .then(a.id.cmp(&b.id))
@@ -266,7 +244,7 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         passes: s.passes.name().to_string(),
         verdict: Verdict::NoneQualified,
         sentence: String::new(),
-        cases: cases.len(),
+        cases: members,
         cases_qualified: qualified.len(),
         baseline: base.map(|b| cite(b, synthetic)),
         baseline_qualified: base.is_some_and(|b| qualifies(b, floor, synthetic)),
@@ -278,6 +256,13 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         speedup_ratio_low: None,
         speedup_ratio_high: None,
         apply: None,
+        interval_method: None,
+        drift: base.and_then(|b| trust::drift(b, cases)),
+        not_advised: std::mem::take(&mut advice.not_advised),
+        busy_cases: crate::report::load::busy_cases(cases.iter().copied())
+            .into_iter()
+            .map(String::from)
+            .collect(),
     };
     let throttled: Vec<&CaseRecord> = cases
         .iter()
@@ -325,7 +310,7 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         a.sentence = throttled_sentence(&throttled, cases.len());
         return a;
     }
-    a.verdict = match (cases.len(), fastest, base) {
+    a.verdict = match (members, fastest, base) {
         (1, _, _) => Verdict::OneCase,
         (_, None, _) => Verdict::NoneQualified,
         (_, Some(f), Some(b)) if f.id == b.id => Verdict::BaselineFastest,
@@ -334,13 +319,22 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
     };
     let recommend = match a.verdict {
         Verdict::Faster | Verdict::Slower | Verdict::TooFewRuns | Verdict::NoBaseline => true,
-        Verdict::WithinNoise => !a.baseline_qualified,
+        Verdict::WithinNoise | Verdict::WithinDrift => !a.baseline_qualified,
         _ => false,
     };
     if let Some(f) = fastest.filter(|_| recommend) {
-        a.apply = Some(apply::apply(report, f, base));
+        let mut apply = apply::apply(report, f, base);
+        // What cannot act is measured, never advised.
+        for (var, why) in &a.not_advised {
+            if apply.env_set.remove(var).is_some() || apply.env_unset.contains(var) {
+                apply.env_unset.retain(|v| v != var);
+                apply.env_not_advised.insert(var.clone(), why.clone());
+            }
+        }
+        a.apply = Some(apply);
     }
     a.sentence = sentence(&a, floor);
+    a.sentence.push_str(&trust_notes(&a));
     if let Some(cmd) = &a.rerun_with_weights {
         a.sentence.push_str(&format!(
             " Its quality is not known on synthetic weights: rerun with --weights FILE (your VAE): {cmd}"
@@ -387,18 +381,24 @@ fn rerun_command(command: &[String]) -> String {
     format!("{} --weights FILE", out.join(" "))
 }
 
-/// Ratio and interval of the default's time over the fastest's, and what they say.
+/// Ratio and interval of the default's time over the fastest's, and what they say: faster
+/// (or slower) only when the interval clears both 1 and the A/A control's drift.
 fn ratio_verdict(a: &mut Answer, base: &CaseRecord, fastest: &CaseRecord) -> Verdict {
-    let (b, f) = (run_times(base), run_times(fastest));
-    a.speedup_ratio = Some(crate::util::stats::median(&b) / crate::util::stats::median(&f));
-    match bootstrap::ratio_interval(&b, &f) {
+    let r = trust::ratio(base, fastest);
+    a.speedup_ratio = Some(r.ratio);
+    let (iv, method) = (r.interval, r.method);
+    let floor = a.drift.as_ref().map_or(1.0, |d| d.floor_ratio);
+    match iv {
         None => Verdict::TooFewRuns,
         Some((lo, hi)) => {
             (a.speedup_ratio_low, a.speedup_ratio_high) = (Some(lo), Some(hi));
-            if lo > 1.0 {
+            a.interval_method = Some(method.to_string());
+            if lo > floor {
                 Verdict::Faster
-            } else if hi < 1.0 {
+            } else if hi < 1.0 / floor {
                 Verdict::Slower
+            } else if lo > 1.0 || hi < 1.0 {
+                Verdict::WithinDrift
             } else {
                 Verdict::WithinNoise
             }
@@ -406,10 +406,45 @@ fn ratio_verdict(a: &mut Answer, base: &CaseRecord, fastest: &CaseRecord) -> Ver
     }
 }
 
+/// What the answer adds about the machine and the variables it did not advise.
+fn trust_notes(a: &Answer) -> String {
+    let mut out = String::new();
+    if let Some(d) = &a.drift {
+        if a.verdict == Verdict::WithinDrift {
+            out.push_str(&format!(
+                " Two measurements of the default itself (its A/A control {}) differed by up to {:.2}x in this run: \
+                 the machine's drift; no setting is called faster or slower by less.",
+                d.control_id, d.floor_ratio
+            ));
+        }
+    }
+    if !a.not_advised.is_empty() {
+        let named: Vec<String> = a.not_advised.iter().map(|(v, why)| format!("{v} ({why})")).collect();
+        out.push_str(&format!(
+            " Not advised: {}.",
+            crate::util::format::bounded(&named, "; ", 4)
+        ));
+    }
+    if !a.busy_cases.is_empty() {
+        out.push_str(&format!(
+            " {} of {} case(s) ran on a busy machine (other processes or steal time: `outcome.load`); rerun on a \
+             quiet machine before trusting small differences.",
+            a.busy_cases.len(),
+            a.cases + usize::from(a.drift.is_some())
+        ));
+    }
+    out
+}
+
 /// `1.84x (95% interval 1.70x to 1.98x)`.
 fn ratio_text(a: &Answer) -> String {
     let r = a.speedup_ratio.unwrap_or(f64::NAN);
     match (a.speedup_ratio_low, a.speedup_ratio_high) {
+        (Some(lo), Some(hi)) if a.interval_method.as_deref() == Some("rounds") => format!(
+            "{r:.2}x (95% interval {lo:.2}x to {hi:.2}x, bootstrap of {} and {} runs paired by round)",
+            a.baseline.as_ref().map_or(0, |b| b.runs),
+            a.fastest.as_ref().map_or(0, |f| f.runs)
+        ),
         (Some(lo), Some(hi)) => format!(
             "{r:.2}x (95% interval {lo:.2}x to {hi:.2}x, bootstrap of {} and {} runs)",
             a.baseline.as_ref().map_or(0, |b| b.runs),
@@ -480,7 +515,14 @@ fn sentence(a: &Answer, floor: f64) -> String {
             time_of(b),
             ratio_text(a)
         ),
-        (Verdict::WithinNoise, Some(b)) => format!(
+        (Verdict::WithinDrift, Some(b)) if a.baseline_qualified => format!(
+            "No setting is reliably faster than the default {} ({}): the fastest that stays right, {fastest}, is {}, \
+             within the machine's drift. Keep the default.",
+            b.id,
+            time_of(b),
+            ratio_text(a)
+        ),
+        (Verdict::WithinNoise | Verdict::WithinDrift, Some(b)) => format!(
             "{fastest} is as fast as the default {} ({}) within noise, ratio {}{why_base}: use it.",
             b.id,
             time_of(b),

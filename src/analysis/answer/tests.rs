@@ -5,8 +5,8 @@
 //! anything: the reports are built in memory.
 use super::*;
 use crate::model::{Precision, Tiling};
-use crate::report::settings::{CaseSettings, Knobs};
-use crate::report::values::{Engine, Passes};
+use crate::report::settings::{CaseSettings, Knobs, BASELINE};
+use crate::report::values::{Engine, MiopenDb, Passes, Switch};
 use crate::report::{testing, BudgetCheck, ErrorStats, ModelInfo, Outcome, PassStats, Quality as Q};
 
 fn settings(precision: Precision, tile: Option<(usize, usize)>, env: &str) -> CaseSettings {
@@ -65,7 +65,9 @@ fn report(cases: Vec<CaseRecord>) -> Report {
         z_dim: 16,
         ..Default::default()
     };
-    testing::report(model, cases)
+    let mut r = testing::report(model, cases);
+    r.run.device = "cpu".into();
+    r
 }
 
 const BASE: [f64; 5] = [2.0, 2.1, 1.9, 2.05, 1.95];
@@ -86,12 +88,22 @@ fn a_clear_winner_is_named_with_its_interval_and_env() {
         Some(47.3),
     );
     fast.outcome.env.insert("MIOPEN_FIND_MODE".into(), "2".into());
+    fast.outcome.env.insert("RAYON_NUM_THREADS".into(), "1".into());
     // Faster still, but below the floor: never recommended.
     let bad = case(settings(Precision::Fp16, None, BASELINE), &[0.5; 5], Some(30.0));
     let mut fp32_fast = case(settings(Precision::Fp32, None, "fast"), &BASE, None);
     // As a run records it: the variant's variable in each of its cases.
     fp32_fast.outcome.env.insert("MIOPEN_FIND_MODE".into(), "2".into());
-    let a = only(&report(vec![bad, base, fast, fp32_fast]), 40.0);
+    let mut r = report(vec![bad, base, fast, fp32_fast]);
+    r.run.env_variants = [
+        (BASELINE.to_string(), vec![]),
+        (
+            "fast".to_string(),
+            vec!["MIOPEN_FIND_MODE".into(), "RAYON_NUM_THREADS".into()],
+        ),
+    ]
+    .into();
+    let a = only(&r, 40.0);
     assert_eq!((a.verdict, a.cases, a.cases_qualified), (Verdict::Faster, 4, 3));
     assert_eq!(a.model, "wan2.1");
     assert_eq!(
@@ -107,11 +119,18 @@ fn a_clear_winner_is_named_with_its_interval_and_env() {
     let (lo, hi) = (a.speedup_ratio_low.unwrap(), a.speedup_ratio_high.unwrap());
     assert!(1.0 < lo && lo <= r && r <= hi, "{lo} {r} {hi}");
     let apply = a.apply.as_ref().unwrap();
-    // Only what the variant changed: the inherited OMP_NUM_THREADS is the same in both.
+    // Only what the variant changed and can act: MIOpen is never loaded by candle on the
+    // CPU, so its variable is measured, not advised (issue 63).
     assert_eq!(
         apply.env_set,
-        [("MIOPEN_FIND_MODE".to_string(), "2".to_string())].into()
+        [("RAYON_NUM_THREADS".to_string(), "1".to_string())].into()
     );
+    assert!(
+        apply.env_not_advised["MIOPEN_FIND_MODE"].contains("MIOpen"),
+        "{apply:?}"
+    );
+    assert!(a.not_advised.contains_key("MIOPEN_FIND_MODE"), "{:?}", a.not_advised);
+    assert!(a.sentence.contains("Not advised: MIOPEN_FIND_MODE"), "{}", a.sentence);
     assert!(
         apply.steps[0].contains("--precision bf16 --tile 32:16"),
         "{:?}",

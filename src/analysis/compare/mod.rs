@@ -5,11 +5,12 @@
 //! 2: unusable input (unreadable or invalid report, incompatible reports without `--force`,
 //! no case in common, a duplicate case id, a negative or non-finite timing, different
 //! machines under `--strict-system`; without it those are a warning).
-//! The decision rules are documented in [`verdict`].
+//! The decision rules are documented in [`verdict`]; what a busy run changes, in [`load`].
 //!
 //! Must not: change the reports it reads; rendering is [`render`]'s, deciding [`verdict`]'s.
 pub mod compat;
 pub mod layers;
+pub mod load;
 pub mod render;
 pub mod verdict;
 pub mod welch;

@@ -28,6 +28,7 @@ fn verdict_text(p: &PassComparison, threshold: f64) -> String {
         None
     };
     let mut t = match (p.verdict, p.test, beyond) {
+        (Verdict::Slower, _, _) if p.explained_by_load => "slower, put down to load (busy run; rerun)".to_string(),
         (Verdict::Slower, _, _) => "REGRESSION".to_string(),
         (Verdict::Faster, _, _) => "faster".to_string(),
         (Verdict::NoChange, Test::InsufficientSamples, Some(b)) => {

@@ -146,6 +146,10 @@ pub struct PassComparison {
     pub p_value: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
+    /// A `slower` pass put down to the machine's load: its case ran busy and its reference
+    /// in the same run slowed as much ([`super::load`]); not a regression.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub explained_by_load: bool,
 }
 
 /// Quality comparison of one output.
@@ -309,6 +313,7 @@ pub fn compare_pass(name: &str, b: &PassStats, c: &PassStats, rules: &Rules) -> 
         test,
         p_value,
         verdict,
+        explained_by_load: false,
     }
 }
 

@@ -10,6 +10,7 @@
 //!
 //! Must not: run cases or change what a worker measures.
 pub mod devices;
+pub mod load;
 pub mod process_memory;
 pub mod sources;
 
@@ -115,12 +116,66 @@ impl Sampler {
     /// Stop sampling and summarize the samples of the case whose measured outcome is
     /// `outcome`.
     pub fn finish(self, outcome: &Outcome) -> CaseTelemetry {
-        let _ = self.tx.send(Msg::Stop(Instant::now()));
-        let Ok(sampled) = self.handle.join() else {
-            return CaseTelemetry::unavailable(self.interval_ms, "the sampler thread failed".to_string());
-        };
-        summarize(sampled, self.interval_ms, outcome)
+        let interval_ms = self.interval_ms;
+        match self.stop() {
+            Ok(visit) => summarize(visit.0, interval_ms, outcome),
+            Err(why) => CaseTelemetry::unavailable(interval_ms, why),
+        }
     }
+
+    /// Stop sampling and keep what was read, to be summarized with the case's other visits
+    /// ([`summarize_visits`]).
+    pub fn stop(self) -> Result<VisitSamples, String> {
+        let _ = self.tx.send(Msg::Stop(Instant::now()));
+        self.handle
+            .join()
+            .map(VisitSamples)
+            .map_err(|_| "the sampler thread failed".to_string())
+    }
+}
+
+/// What a sampler read over one visit of a case (a run of interleaved rounds visits each
+/// case several times).
+#[derive(Debug)]
+pub struct VisitSamples(Sampled);
+
+/// The telemetry of a case from its visits' readings: laid end to end (each visit's times
+/// shifted by the length of those before it, so the time between visits, when other cases
+/// ran, is neither a gap nor a reading), then summarized as one case's.
+pub fn summarize_visits(visits: Vec<VisitSamples>, interval_ms: u64, outcome: &Outcome) -> CaseTelemetry {
+    let count = visits.len();
+    let mut all = Sampled::default();
+    let mut offset = 0.0;
+    for (i, VisitSamples(v)) in visits.into_iter().enumerate() {
+        all.phases.extend(v.phases.into_iter().map(|(t, p)| (t + offset, p)));
+        all.readings
+            .extend(v.readings.into_iter().map(|(t, r)| (t + offset, r)));
+        if let Some((at, why)) = v.ended {
+            if i + 1 == count {
+                all.ended = Some((at + offset, why));
+            } else {
+                all.unavailable.entry("ended_visit".to_string()).or_insert_with(|| {
+                    format!(
+                        "{why}, in visit {} of {count}: no reading after it in that visit",
+                        i + 1
+                    )
+                });
+            }
+        }
+        all.clock_max_mhz = match (all.clock_max_mhz, v.clock_max_mhz) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        if all.source.is_empty() {
+            all.source = v.source;
+        }
+        for (k, why) in v.unavailable {
+            all.unavailable.entry(k).or_insert(why);
+        }
+        offset += v.end_s;
+        all.end_s = offset;
+    }
+    summarize(all, interval_ms, outcome)
 }
 
 /// The temperature of the worker's device, for `--wait-temp`: its source opened once (for

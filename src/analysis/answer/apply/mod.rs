@@ -83,6 +83,7 @@ pub fn apply(report: &Report, case: &CaseRecord, base: Option<&CaseRecord>) -> A
         engine: s.engine.name().to_string(),
         env_set,
         env_unset,
+        env_not_advised: BTreeMap::new(),
         comfyui,
         steps,
     }
@@ -91,7 +92,7 @@ pub fn apply(report: &Report, case: &CaseRecord, base: Option<&CaseRecord>) -> A
 /// Variables of the case's env that the `baseline` variant's env of the same engine lacks
 /// or sets differently, and those it has that the case's lacks. Empty for the `baseline`
 /// variant itself; this tool's own `WAN_VAE_BENCH_*` variables (test hooks) are left out.
-fn env_change(
+pub(in crate::analysis::answer) fn env_change(
     report: &Report,
     case: &CaseRecord,
     base: Option<&CaseRecord>,
