@@ -65,8 +65,18 @@ fn workers(report: &Report) -> String {
         .iter()
         .filter_map(|c| c.outcome.worker.as_ref()?.pid)
         .collect();
+    let (shared_by, how) = match report.run.schedule.as_str() {
+        "rounds" => (
+            "engine, env variant and precision",
+            format!(
+                ", timed in interleaved rounds of {} run(s) a visit",
+                report.run.round_runs.unwrap_or(1)
+            ),
+        ),
+        _ => ("engine and env variant", String::new()),
+    };
     format!(
-        "{} worker process(es) for {} case(s), shared by engine and env variant (--isolate case: one each)",
+        "{} worker process(es) for {} case(s), shared by {shared_by} (--isolate case: one each){how}",
         pids.len(),
         report.cases.len()
     )
