@@ -94,6 +94,8 @@ mod logs_paste;
 mod bounded_reads;
 #[path = "reliability/budgets.rs"]
 mod budgets;
+#[path = "reliability/gate_scripts.rs"]
+mod gate_scripts;
 #[path = "reliability/own_paths.rs"]
 mod own_paths;
 #[path = "reliability/reliability_input.rs"]
