@@ -96,6 +96,8 @@ mod bounded_reads;
 mod budgets;
 #[path = "reliability/gate_scripts.rs"]
 mod gate_scripts;
+#[path = "reliability/locked_outputs.rs"]
+mod locked_outputs;
 #[path = "reliability/own_paths.rs"]
 mod own_paths;
 #[path = "reliability/reliability_input.rs"]

@@ -16,7 +16,9 @@
 //!   file gets the old one's permission bits (the mode never changes).
 //!
 //! Commands call [`check_output`] on every output before the first case runs, so a bad
-//! path costs nothing; the writers check again, because the file may change meanwhile.
+//! path costs nothing; the writers check again, because the file may change meanwhile. An
+//! output another process holds locked (`util::lock::OutputLock`: a running `run`'s report)
+//! is refused by both ([`crate::util::lock::check_free`]).
 //! They also call [`check_distinct`] once with all their inputs and outputs: an output that
 //! is the same file as an input or as another output (the same path however spelled, or
 //! through a symbolic or a hard link) is refused before anything is written; and
@@ -85,6 +87,8 @@ pub fn check_output(path: &Path, what: &str) -> Result<(), UserError> {
         ));
     }
     let target = real_target(path)?;
+    // Another process's report while it writes it (`run`, `merge`, `plot` hold its lock).
+    crate::util::lock::check_free(path)?;
     match std::fs::metadata(&target) {
         Ok(m) if !m.is_file() => {
             return Err(refuse(format!(
