@@ -94,6 +94,8 @@ mod logs_paste;
 mod bounded_reads;
 #[path = "reliability/budgets.rs"]
 mod budgets;
+#[path = "reliability/bundle_folders.rs"]
+mod bundle_folders;
 #[path = "reliability/gate_scripts.rs"]
 mod gate_scripts;
 #[path = "reliability/locked_outputs.rs"]
