@@ -10,8 +10,11 @@
 #   COMPARE_ARGS       extra arguments for `compare` (e.g. "--threshold 10")
 # Writes CI_OUT_DIR/{current.json,results.md,compare.md,compare.json,chart.svg}; when
 # $GITHUB_STEP_SUMMARY is set, appends both Markdown tables to it.
-# Exit status: compare's (0 no regression, 1 regression, 2 unusable input); 2 when the run
-# itself fails.
+# Exit status: compare's (0 no regression, 1 regression, 2 unusable input). Only a report
+# this run wrote is compared: last night's outputs are removed first, and a run that ends
+# with anything but 0 or 1 (2: unusable input; 101: a panic; 128+N: stopped by signal N,
+# e.g. 137 killed, 143 SIGTERM) fails the job with its own code, comparing nothing; a run
+# that ends 0 or 1 without writing its report is 2.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -32,14 +35,35 @@ if [[ ! -x "$bin" ]]; then
 fi
 mkdir -p "$out_dir"
 
+# Last night's outputs go first: a runner that keeps $out_dir (self-hosted, a cached
+# workspace) must never show, upload or compare them as tonight's.
+outputs=(current.json results.md chart.svg compare.md compare.json)
+for f in "${outputs[@]}"; do
+    if ! rm -f -- "$out_dir/$f" || [[ -e "$out_dir/$f" || -L "$out_dir/$f" ]]; then
+        echo "error: cannot remove the previous $out_dir/$f: a report this run did not write would be compared" >&2
+        exit 2
+    fi
+done
+
 run_args=(run --config "$config" --output "$out_dir/current.json" --export-markdown "$out_dir/results.md"
     --export-svg "$out_dir/chart.svg" --quiet)
 if [[ -n "${CI_DEVICE:-}" ]]; then
     run_args+=(--device "$CI_DEVICE")
 fi
-# A failed case is recorded in the report (and judged by compare); only an unusable run stops here.
+# A failed case is recorded in the report (and judged by compare), exit 1; any other end of
+# the run fails the job here, with the run's own code.
 run_status=0
 "$bin" "${run_args[@]}" || run_status=$?
+if [[ $run_status != 0 && $run_status != 1 ]]; then
+    why="unusable input or a failure before measuring"
+    if ((run_status == 101)); then
+        why="the tool panicked"
+    elif ((run_status > 128)); then
+        why="stopped by signal $((run_status - 128)) ($(kill -l "$run_status" 2>/dev/null || echo '?')): killed, out of memory or timed out"
+    fi
+    echo "error: the benchmark run failed (exit $run_status: $why); nothing compared" >&2
+    exit "$run_status"
+fi
 if [[ ! -s "$out_dir/current.json" ]]; then
     echo "error: the benchmark run wrote no report (exit $run_status)" >&2
     exit 2
@@ -68,7 +92,7 @@ if [[ -n "${GITHUB_STEP_SUMMARY:-}" ]]; then
 fi
 
 # Fail closed: a run that broke a budget or had a failing case (exit 1) is a regression even
-# when its timings compare well; an unusable run (2) was stopped above.
+# when its timings compare well; any other end of the run was stopped above.
 if [[ $status == 0 && $run_status == 1 ]]; then
     echo "the run itself exited 1 (a failed case or a broken budget): counted as a regression" >&2
     status=1

@@ -98,6 +98,12 @@ mod logs_paste;
 mod bounded_reads;
 #[path = "reliability/budgets.rs"]
 mod budgets;
+#[path = "reliability/bundle_folders.rs"]
+mod bundle_folders;
+#[path = "reliability/gate_scripts.rs"]
+mod gate_scripts;
+#[path = "reliability/locked_outputs.rs"]
+mod locked_outputs;
 #[path = "reliability/own_paths.rs"]
 mod own_paths;
 #[path = "reliability/reliability_input.rs"]

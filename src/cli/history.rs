@@ -45,6 +45,7 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
         }
     }
     args.dashboards.check()?;
+    exports_outside_inputs(&args)?;
     let files = report_files(&args.inputs)?;
     // No export may be one of the reports read, nor another export's file.
     let labels: Vec<String> = files.iter().map(|p| format!("input report {}", p.display())).collect();
@@ -108,4 +109,46 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
         exports.write_all(&newest_per_machine(reports))?;
     }
     Ok(i32::from(history.series.iter().any(|s| s.verdict.fails())))
+}
+
+/// No export may be a `*.json` file of a folder given as input: the next `history` of that
+/// folder would take it for a report and stop on it (exit 2). Refused before anything is
+/// read, naming it, rather than skipped when read: a file of the folder that is not a
+/// report is otherwise an error (a report cut short is never quietly left out), so history
+/// would have to tell its own exports from a damaged report; and the user learns now, not
+/// on tomorrow's run, that the export belongs beside the folder.
+fn exports_outside_inputs(args: &HistoryArgs) -> Result<(), UserError> {
+    let folders: Vec<(&PathBuf, PathBuf)> = args
+        .inputs
+        .iter()
+        .filter(|p| p.is_dir())
+        .filter_map(|p| Some((p, crate::util::files::resolve(p)?)))
+        .collect();
+    let exports = [
+        ("--export-json", args.export_json.as_deref()),
+        ("--export-svg", args.export_svg.as_deref()),
+    ]
+    .into_iter()
+    .chain(args.dashboards.files());
+    for (flag, path) in exports {
+        let Some(path) = path else { continue };
+        let Some(real) = crate::util::files::resolve(path) else {
+            continue;
+        };
+        if real.extension().is_none_or(|x| x != "json") {
+            continue; // history reads only `*.json` files of a folder
+        }
+        if let Some((folder, _)) = folders.iter().find(|(_, f)| real.parent() == Some(f.as_path())) {
+            return Err(UserError::file(
+                path,
+                format!(
+                    "{flag} is a .json file in {}, a folder history reads: every .json file there is taken \
+                     for a report, so the next `history {}` would stop on it; write it beside the folder",
+                    folder.display(),
+                    folder.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -66,7 +66,7 @@ pub fn command(args: LogsArgs) -> anyhow::Result<i32> {
         crate::util::files::write_atomic(path, json_text(&json)? + "\n")?;
     }
     if let Some(dir) = &args.bundle {
-        bundle::write(dir, &json)?;
+        bundle::write(dir, &json, None)?;
         crate::errln!("bundle: {}", dir.display());
     }
     Ok(0)

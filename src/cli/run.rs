@@ -333,7 +333,7 @@ fn check_outputs(opts: &BenchOptions, args: &RunArgs, report: &Path) -> anyhow::
     run_files::folders(trace, bundle, report, &exports)?;
     crate::util::files::check_output(report, "report")?;
     if let Some(dir) = bundle {
-        crate::rocm::bundle::check(dir)?;
+        crate::rocm::bundle::check_for("--export-rocm-bundle", dir)?;
     }
     for (flag, path) in exports {
         if let Some(p) = path {
@@ -423,7 +423,13 @@ fn finish(
                 dir.display()
             );
         } else {
-            match crate::rocm::bundle::write(dir, &logs) {
+            // A run stopped part way says so in its bundle: it holds the cases measured only.
+            let partial = ended.signal.map(|sig| crate::rocm::bundle::Partial {
+                cases_measured: report.cases.len(),
+                cases_planned: ended.total,
+                stopped_by: interrupt::name(sig),
+            });
+            match crate::rocm::bundle::write(dir, &logs, partial.as_ref()) {
                 Ok(()) => crate::errln!("rocm bundle: {}", dir.display()),
                 Err(e) => write_failed.push(e.context(format!("--export-rocm-bundle {}", dir.display()))),
             }

@@ -68,6 +68,11 @@ pub struct EngineSpec {
     /// per frames and size): [`preparer::latent_preparer`] picks this binary's worker where the
     /// build has the run's device, else the first such engine of the run that runs there.
     pub prepares_latents: bool,
+    /// Whether its worker may call hipBLASLt: PyTorch's GEMMs on a ROCm build, on an AMD GPU
+    /// (`cuda:N` there). Only then does a case record the GEMMs hipBLASLt logged
+    /// (`run::gemm_log`); this tool's own code (candle) never calls it, nor does anything on
+    /// the CPU.
+    pub calls_hipblaslt: bool,
     /// What it is, in a few words, for `--help` lists of the engines ([`engines_help`]).
     pub about: &'static str,
 }
@@ -149,6 +154,7 @@ pub const ENGINES: &[EngineSpec] = &[
         apply: ApplyAs::ToolFlags,
         // Needs no interpreter: the first choice wherever this build has the device.
         prepares_latents: true,
+        calls_hipblaslt: false,
         about: "this tool's Rust port",
     },
     EngineSpec {
@@ -172,6 +178,7 @@ pub const ENGINES: &[EngineSpec] = &[
         folder: None,
         apply: ApplyAs::PyTorch,
         prepares_latents: true,
+        calls_hipblaslt: true,
         about: "PyTorch ports of the official Wan code",
     },
     EngineSpec {
@@ -194,6 +201,7 @@ pub const ENGINES: &[EngineSpec] = &[
         folder: None,
         apply: ApplyAs::Diffusers,
         prepares_latents: true,
+        calls_hipblaslt: true,
         about: "diffusers' AutoencoderKLWan",
     },
     EngineSpec {
@@ -219,6 +227,7 @@ pub const ENGINES: &[EngineSpec] = &[
         }),
         apply: ApplyAs::ComfyuiNodes,
         prepares_latents: true,
+        calls_hipblaslt: true,
         about: "the user's ComfyUI",
     },
 ];

@@ -142,6 +142,7 @@ const WITH_FOLDER: &[EngineSpec] = &[EngineSpec {
     }),
     apply: ApplyAs::PyTorch,
     prepares_latents: true,
+    calls_hipblaslt: false,
     about: "a test",
 }];
 

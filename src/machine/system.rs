@@ -303,6 +303,13 @@ pub fn gpu_vendors() -> GpuVendors {
     })
 }
 
+/// Whether this machine has an AMD GPU (the KFD topology's, read through [`sysfs_root`] once
+/// per process): then a `cuda:N` device may be one, run by ROCm's libraries.
+pub fn has_amd_gpu() -> bool {
+    static AMD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *AMD.get_or_init(|| !amd_gpus().is_empty())
+}
+
 /// Whether this machine's `cuda:N` devices are AMD GPUs only ([`gpu_vendors`]). Then TF32,
 /// an NVIDIA feature, does not act (the `tf32` knob is `n/a`, so fp32 references are not
 /// measured twice).

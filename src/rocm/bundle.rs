@@ -29,8 +29,29 @@ pub const FILES: [&str; 5] = [
     "system.json",
 ];
 
-/// DIR is usable: absent (made), or an empty folder.
+/// DIR is usable (`logs --bundle DIR`): see [`check_for`].
 pub fn check(dir: &Path) -> Result<(), UserError> {
+    check_for("--bundle", dir)
+}
+
+/// DIR, given by `flag`, is usable: absent (made) or an empty folder, and files can be
+/// created there, tried at once ([`crate::util::files::check_can_fill`], which leaves
+/// nothing behind): before any input is read or any case runs.
+pub fn check_for(flag: &str, dir: &Path) -> Result<(), UserError> {
+    check_kind(dir).map_err(|e| match e {
+        UserError::Other(m) => UserError::Other(m.replacen("--bundle", flag, 1)),
+        e => e,
+    })?;
+    crate::util::files::check_can_fill(dir).map_err(|e| {
+        UserError::Other(format!(
+            "{flag} {}: no file can be created there ({e}); give a folder you may write",
+            dir.display()
+        ))
+    })
+}
+
+/// DIR is absent, with a folder as its nearest existing ancestor, or an empty folder.
+fn check_kind(dir: &Path) -> Result<(), UserError> {
     match std::fs::symlink_metadata(dir) {
         // Absent: its nearest existing ancestor must be a folder (it is made there).
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -79,9 +100,31 @@ pub fn check_apart<'a>(dir: &Path, others: impl IntoIterator<Item = (&'a str, &'
     crate::util::files::check_outside(&[bundle], &others)
 }
 
+/// What the bundle of a run stopped part way says of itself (`run --export-rocm-bundle`
+/// after SIGINT or SIGTERM): `partial` in `summary.json`, and a paragraph atop the README.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Partial {
+    /// The cases measured (those the bundle holds).
+    pub cases_measured: usize,
+    /// The cases the run was to measure.
+    pub cases_planned: usize,
+    /// The signal that stopped it (`SIGTERM`).
+    pub stopped_by: String,
+}
+
+/// `summary.json`: the summary, `partial` first when the bundle is partial.
+#[derive(serde::Serialize)]
+struct Summary<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    partial: Option<&'a Partial>,
+    #[serde(flatten)]
+    json: &'a LogsJson,
+}
+
 /// Write the bundle into `dir` (checked by [`check`]); a file of the bundle that exists by
 /// now (made meanwhile by someone else) stops it, named, and what this call made is removed.
-pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
+/// `partial`: the run that made it was stopped part way (said in the summary and README).
+pub fn write(dir: &Path, json: &LogsJson, partial: Option<&Partial>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| UserError::Other(format!("--bundle {}: {e}", dir.display())))?;
     let line = |count: u64, text: &str| format!("{count:>7} {}\n", crate::util::format::printable(text));
     // A replay file holds only what was logged to replay: bench lines, not trace lines or
@@ -110,9 +153,12 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     let files = [
         ("hipblaslt-gemms.txt", gemms),
         ("miopen-commands.txt", commands),
-        ("summary.json", super::summary::json_text(json)? + "\n"),
+        (
+            "summary.json",
+            super::summary::json_text(&Summary { partial, json })? + "\n",
+        ),
         ("system.json", serde_json::to_string_pretty(&system)? + "\n"),
-        ("README.md", readme(json)),
+        ("README.md", readme(json, partial)),
     ];
     let mut made = Vec::new();
     for (name, text) in files {
@@ -136,7 +182,24 @@ pub fn write(dir: &Path, json: &LogsJson) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn readme(json: &LogsJson) -> String {
+fn readme(json: &LogsJson, partial: Option<&Partial>) -> String {
+    let text = readme_whole(json);
+    let Some(p) = partial else {
+        return text;
+    };
+    // After the title line: what the bundle lacks comes before what it holds.
+    let (title, rest) = text.split_once("\n\n").unwrap_or((&text, ""));
+    format!(
+        "{title}\n\n**Partial**: the run was stopped by {} after {} of the {} cases it planned: this \
+         bundle holds what {} logged, not the whole matrix (`summary.json`: `partial`).\n\n{rest}",
+        p.stopped_by,
+        p.cases_measured,
+        p.cases_planned,
+        crate::util::format::count(p.cases_measured, "measured case")
+    )
+}
+
+fn readme_whole(json: &LogsJson) -> String {
     let files: Vec<String> = json
         .files
         .iter()

@@ -143,8 +143,7 @@ impl Executor {
             Err(msg) => return WorkerResult::empty(CaseStatus::Failed, Some(msg), vars),
         };
         // hipBLASLt's bench lines go to a file of the run's scratch, read back after the case.
-        let engine = spec.settings.engine.name();
-        let gemm_log = super::gemm_log::GemmLog::start(&self.scratch, engine, &mut vars, unset);
+        let gemm_log = super::gemm_log::GemmLog::start(&self.scratch, spec, &mut vars, unset);
         // The tool's own paths (those two) are not the user's stack: not in the case's `env`.
         let own: BTreeMap<String, String> = vars
             .iter()

@@ -1,4 +1,8 @@
-//! hipBLASLt's log for a case: a variant that sets `HIPBLASLT_LOG_MASK` (32: the bench lines
+//! hipBLASLt's log for a case. Only a case whose worker may call hipBLASLt has one: an engine
+//! that can (`EngineSpec::calls_hipblaslt`: PyTorch's, never candle) on a GPU device of a
+//! machine with an AMD GPU (never the CPU); any other case records no GEMM, whatever the
+//! file holds or another process writes into it. Such a case of a variant that sets
+//! `HIPBLASLT_LOG_MASK` (32: the bench lines
 //! that replay each GEMM) gets `HIPBLASLT_LOG_FILE` pointed into the run's scratch folder as
 //! `hipblaslt-HASH-%i.log`, unless the variant or `run`'s environment names one (the user's
 //! file, read the same way): hipBLASLt puts the process id for `%i` and opens the file
@@ -14,7 +18,11 @@
 //! - a file that did not change while the case ran (the same inode, length and modification
 //!   time as when it started) is not the case's: nothing is read;
 //! - only a regular file is read, opened without waiting (`O_NONBLOCK`): a FIFO, a device
-//!   or a socket at that name is not read (a FIFO would block `run` beyond any deadline).
+//!   or a socket at that name is not read (a FIFO would block `run` beyond any deadline);
+//! - a file named without `%i` is one every process that logs writes into (each truncating
+//!   it as it starts): what another process writes there while the case runs cannot be told
+//!   from the worker's lines (hipBLASLt's lines carry no process id); the run says so once,
+//!   and `%i` in the name gives each worker a file of its own.
 //!
 //! Must not: start workers (the executor does) or read MIOpen's lines (stderr's, `crate::rocm`).
 use std::collections::{BTreeMap, HashMap};
@@ -71,17 +79,36 @@ pub struct GemmLog {
     before: BTreeMap<PathBuf, FileState>,
 }
 
+/// Whether a case of `engine` on `device` runs in a worker that may call hipBLASLt: the
+/// engine may ([`crate::engine::EngineSpec::calls_hipblaslt`]), on a GPU (`cuda:N`, which
+/// ROCm's PyTorch names its devices too) of a machine with an AMD GPU.
+pub fn may_call_hipblaslt(engine: crate::report::values::Engine, device: &str) -> bool {
+    crate::engine::spec(engine).calls_hipblaslt
+        && device.trim().to_ascii_lowercase().starts_with("cuda")
+        && crate::machine::system::has_amd_gpu()
+}
+
 impl GemmLog {
-    /// For a case of `engine` whose environment `vars` (on top of `run`'s, less `unset`)
-    /// sets `HIPBLASLT_LOG_MASK`: the log file name (the variant's `HIPBLASLT_LOG_FILE`,
-    /// else `run`'s own, else one in `scratch`, added to `vars`), and the state of each of
-    /// its files now.
+    /// For a case (`spec`) whose worker may call hipBLASLt ([`may_call_hipblaslt`]) and
+    /// whose environment `vars` (on top of `run`'s, less `unset`) sets `HIPBLASLT_LOG_MASK`:
+    /// the log file name (the variant's `HIPBLASLT_LOG_FILE`, else `run`'s own, else one in
+    /// `scratch`, added to `vars`), and the state of each of its files now. `None` for any
+    /// other case: it records no GEMM.
     pub fn start(
         scratch: &Path,
-        engine: &str,
+        spec: &crate::engine::protocol::WorkerSpec,
         vars: &mut BTreeMap<String, String>,
         unset: &[String],
     ) -> Option<GemmLog> {
+        vars.get(MASK_VAR)?;
+        if !may_call_hipblaslt(spec.settings.engine, &spec.run.device) {
+            return None;
+        }
+        Self::open(scratch, spec.settings.engine.name(), vars, unset)
+    }
+
+    /// [`GemmLog::start`] for a case of `engine` that may call hipBLASLt.
+    fn open(scratch: &Path, engine: &str, vars: &mut BTreeMap<String, String>, unset: &[String]) -> Option<GemmLog> {
         vars.get(MASK_VAR)?;
         let inherited = || {
             (!unset.iter().any(|n| n == FILE_VAR))
@@ -101,6 +128,9 @@ impl GemmLog {
                 p
             }
         };
+        if !pattern.to_string_lossy().contains(PID) {
+            shared_file_note(&pattern);
+        }
         let before = existing(&pattern)
             .into_iter()
             .filter_map(|p| Some((p.clone(), FileState::of(&std::fs::metadata(&p).ok()?))))
@@ -135,6 +165,20 @@ impl GemmLog {
         let mut reader = crate::rocm::LogReader::default();
         crate::rocm::read_stream(file.take(end - offset), &mut reader).ok()?;
         reader.finish().hipblaslt
+    }
+}
+
+/// Say once per run that a log file named without `%i` is shared by every process that
+/// logs (see the module).
+fn shared_file_note(pattern: &Path) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        crate::errln!(
+            "note: {FILE_VAR}={} has no %i: every process that logs hipBLASLt lines writes there, so a case \
+             records what was written there while it ran, whoever wrote it; put %i in the name (hipBLASLt \
+             puts the process id there) for a file per worker",
+            pattern.display()
+        );
     }
 }
 
@@ -214,7 +258,7 @@ mod tests {
             (MASK_VAR.to_string(), "32".to_string()),
             (FILE_VAR.to_string(), file.display().to_string()),
         ]);
-        GemmLog::start(Path::new("/nonexistent"), "torch", &mut vars, &[]).unwrap()
+        GemmLog::open(Path::new("/nonexistent"), "torch", &mut vars, &[]).unwrap()
     }
 
     fn count(log: Option<HipblasltLog>) -> u64 {

@@ -16,7 +16,9 @@
 //!   file gets the old one's permission bits (the mode never changes).
 //!
 //! Commands call [`check_output`] on every output before the first case runs, so a bad
-//! path costs nothing; the writers check again, because the file may change meanwhile.
+//! path costs nothing; the writers check again, because the file may change meanwhile. An
+//! output another process holds locked (`util::lock::OutputLock`: a running `run`'s report)
+//! is refused by both ([`crate::util::lock::check_free`]).
 //! They also call [`check_distinct`] once with all their inputs and outputs: an output that
 //! is the same file as an input or as another output (the same path however spelled, or
 //! through a symbolic or a hard link) is refused before anything is written; and
@@ -85,6 +87,8 @@ pub fn check_output(path: &Path, what: &str) -> Result<(), UserError> {
         ));
     }
     let target = real_target(path)?;
+    // Another process's report while it writes it (`run`, `merge`, `plot` hold its lock).
+    crate::util::lock::check_free(path)?;
     match std::fs::metadata(&target) {
         Ok(m) if !m.is_file() => {
             return Err(refuse(format!(
@@ -328,6 +332,36 @@ pub fn resolve(path: &Path) -> Option<PathBuf> {
     Some(real)
 }
 
+/// Whether files can be created in the folder `dir`, tried rather than asked (`access(2)`
+/// says yes to root where the kernel then refuses: `/proc`, `/sys`, a read-only mount): a
+/// missing `dir` is made with its missing parents, a probe file is created in it and
+/// removed, and the folders made are removed again (innermost first), so the check leaves
+/// nothing behind. For a folder a command fills later (a ROCm bundle), before it reads or
+/// runs anything.
+pub fn check_can_fill(dir: &Path) -> std::io::Result<()> {
+    let missing: Vec<PathBuf> = dir
+        .ancestors()
+        .filter(|d| !d.as_os_str().is_empty())
+        .take_while(|d| std::fs::symlink_metadata(d).is_err())
+        .map(Path::to_path_buf)
+        .collect();
+    let probe = dir.join(format!(".wan-vae-bench-probe-{}", std::process::id()));
+    let tried = std::fs::create_dir_all(dir).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+            .map(drop)
+    });
+    if tried.is_ok() {
+        let _ = std::fs::remove_file(&probe);
+    }
+    for d in &missing {
+        let _ = std::fs::remove_dir(d);
+    }
+    tried
+}
+
 /// An output folder a command fills with files of its own (`--export-trace`, a ROCm
 /// bundle): its flag, what to call it in errors (`bundle folder`), its path.
 pub struct OutFolder<'a> {
@@ -537,6 +571,22 @@ mod tests {
             ],
         )
         .unwrap();
+    }
+
+    #[test]
+    fn a_folder_is_tried_and_nothing_is_left_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        check_can_fill(&d.join("a/b/c")).unwrap();
+        assert!(!d.join("a").exists(), "the folders made for the try are removed");
+        std::fs::create_dir(d.join("empty")).unwrap();
+        check_can_fill(&d.join("empty")).unwrap();
+        assert_eq!(std::fs::read_dir(d.join("empty")).unwrap().count(), 0);
+        // Under a file, or where the kernel makes nothing (even for root).
+        std::fs::write(d.join("f"), "x").unwrap();
+        assert!(check_can_fill(&d.join("f/x")).is_err());
+        #[cfg(target_os = "linux")]
+        assert!(check_can_fill(Path::new("/proc/wan-vae-bench-no/x")).is_err());
     }
 
     #[cfg(unix)]

@@ -9,6 +9,11 @@
 //! - [`FolderMark`], a marker file held locked inside a folder (the run's scratch folder)
 //!   for as long as its owner runs; [`abandoned`] tells a later run that the owner is gone.
 //!
+//! Every command that writes a file honours an [`OutputLock`] another process holds:
+//! [`check_free`] (called by `files::check_output`, so before anything runs and again as the
+//! file is written) refuses an output whose lock is held, naming the holder; the locks this
+//! process holds itself are known ([`HELD`]) and pass.
+//!
 //! Must not: write the output itself (that is `files`).
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
@@ -20,6 +25,10 @@ use crate::util::error::UserError;
 /// How often [`OutputLock::acquire`] starts over when the lock file it opened was removed
 /// (by its holder finishing) before it could lock it.
 const ATTEMPTS: usize = 5;
+
+/// The lock files this process holds through an [`OutputLock`] (device and inode): its own
+/// outputs, which [`check_free`] lets it write.
+static HELD: std::sync::Mutex<Vec<(u64, u64)>> = std::sync::Mutex::new(Vec::new());
 
 /// An exclusive lock on an output file, released (the lock file removed) on drop.
 #[derive(Debug)]
@@ -74,6 +83,9 @@ impl OutputLock {
             let mut file = file;
             let written = file.set_len(0).and_then(|()| writeln!(file, "{}", std::process::id()));
             written.map_err(|e| UserError::file(&path, format!("cannot write the lock file: {e}")))?;
+            if let (Some(id), Ok(mut held)) = (file_id(&file), HELD.lock()) {
+                held.push(id);
+            }
             return Ok(OutputLock { path, file });
         }
         Err(UserError::file(
@@ -88,12 +100,74 @@ impl OutputLock {
 
 impl Drop for OutputLock {
     fn drop(&mut self) {
+        if let (Some(id), Ok(mut held)) = (file_id(&self.file), HELD.lock()) {
+            if let Some(at) = held.iter().position(|h| *h == id) {
+                held.swap_remove(at);
+            }
+        }
         // Remove the file while still holding the lock (closing `file` releases it), and only
         // when the path is still our file (nobody else removes a held lock file, but a user may).
         if is_same_file(&self.file, &self.path) {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Refuse (exit 2) to write `output` while another process holds its [`OutputLock`]: a
+/// running `run`, `merge` or `plot` whose file it is (replaced now, its cases would be lost
+/// should that process then be killed). The lock file beside the path as given and beside
+/// the file it leads to (through a symbolic link) are both asked; a lock this process holds
+/// passes. Taking a shared lock without waiting asks the kernel; it is let go at once.
+pub fn check_free(output: &Path) -> Result<(), UserError> {
+    let mut outputs = vec![output.to_path_buf()];
+    if let Ok(real) = std::fs::canonicalize(output) {
+        outputs.push(real);
+    }
+    for out in &outputs {
+        let path = OutputLock::path_for(out);
+        let Ok(file) = open_to_ask(&path) else {
+            continue; // no lock file: nobody writes it
+        };
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            continue; // `OutputLock::acquire` refuses such a path for the writer
+        }
+        if file_id(&file).is_some_and(|id| HELD.lock().is_ok_and(|held| held.contains(&id))) {
+            continue;
+        }
+        if let Err(TryLockError::WouldBlock) = file.try_lock_shared() {
+            let holder = match holder_pid(&path) {
+                Some(pid) => format!("pid {pid}"),
+                None => "pid unknown".to_string(),
+            };
+            return Err(UserError::file(
+                output,
+                format!(
+                    "is being written by another process ({holder}; lock file {}), which would lose \
+                     what it measured if this replaced it; wait for it, or choose another output",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Open a lock file only to ask about its lock: read-only, never through a symbolic link,
+/// never waiting (a FIFO planted there).
+fn open_to_ask(path: &Path) -> std::io::Result<File> {
+    let mut opts = OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    opts.open(path)
+}
+
+/// The device and inode of an open file.
+fn file_id(file: &File) -> Option<(u64, u64)> {
+    super::files::identity(&file.metadata().ok()?)
 }
 
 /// A marker file held locked inside a folder while its owner runs (the owner's pid is
@@ -251,6 +325,45 @@ mod tests {
         let e = OutputLock::acquire(&out).unwrap_err().to_string();
         assert!(e.contains("symbolic link"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_refuses_writers_and_our_own_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        check_free(&out).unwrap();
+        // A stale lock file (nobody holds it) does not refuse.
+        std::fs::write(OutputLock::path_for(&out), "999999999\n").unwrap();
+        check_free(&out).unwrap();
+        // Our own lock: we write through it.
+        let lock = OutputLock::acquire(&out).unwrap();
+        check_free(&out).unwrap();
+        drop(lock);
+        // Held through another open file (as another process holds it), with its pid written.
+        let other = File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(OutputLock::path_for(&out))
+            .unwrap();
+        other.try_lock().unwrap();
+        std::fs::write(OutputLock::path_for(&out), "4242\n").unwrap();
+        let e = check_free(&out).unwrap_err().to_string();
+        assert!(
+            e.contains("r.json") && e.contains("pid 4242") && e.contains("another process"),
+            "{e}"
+        );
+        // Also through a symbolic link to the output.
+        std::fs::write(&out, "{}").unwrap();
+        let link = dir.path().join("link.json");
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(&out, &link).unwrap();
+            let e = check_free(&link).unwrap_err().to_string();
+            assert!(e.contains("link.json") && e.contains("r.json.lock"), "{e}");
+        }
+        drop(other);
+        check_free(&out).unwrap();
     }
 
     #[test]

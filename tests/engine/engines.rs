@@ -23,6 +23,16 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
 
 /// `run` over `engines` with the tiny Wan 2.1 fixture weights, one timed pass, 5x32x32.
 fn run_engines(dir: &Path, python: &Path, extra: &[&str]) -> (std::process::Output, Report) {
+    run_engines_with(dir, python, extra, &[])
+}
+
+/// [`run_engines`] with `env` set for the run.
+fn run_engines_with(
+    dir: &Path,
+    python: &Path,
+    extra: &[&str],
+    env: &[(&str, &Path)],
+) -> (std::process::Output, Report) {
     let weights = fixture("wan21_tiny.weights.safetensors");
     let mut args = vec![
         "--fault-hooks",
@@ -42,7 +52,13 @@ fn run_engines(dir: &Path, python: &Path, extra: &[&str]) -> (std::process::Outp
         "300",
     ];
     args.extend_from_slice(extra);
-    let (out, path) = run(dir, &args);
+    let path = dir.join("report.json");
+    let mut cmd = bench();
+    cmd.arg("run").args(&args).arg("--output").arg(&path).arg("--quiet");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run the binary");
     let report = load(&path);
     (out, report)
 }
@@ -322,11 +338,15 @@ fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
     let cfg = write(
         dir.path(),
         "m.toml",
-        "[matrix]\nengine = [\"torch\"]\npasses = [\"both\", \"decode\"]\nenv = [\"gemms\"]\n[env.gemms]\n\
+        "[matrix]\nengine = [\"torch\"]\nframes = [5, 9]\nenv = [\"gemms\"]\n[env.gemms]\n\
          WAN_VAE_BENCH_FAULT = \"fake\"\nHIPBLASLT_LOG_MASK = 32\n",
     );
     let bundle = dir.path().join("for-amd");
-    let (out, r) = run_engines(
+    // On a GPU of AMD's (a fake Strix Halo's /sys): only there may torch call hipBLASLt
+    // (issue 64, item 10).
+    let sysfs = dir.path().join("sysfs");
+    crate::bench_system::fake_strix_halo(&sysfs);
+    let (out, r) = run_engines_with(
         dir.path(),
         &wrapper,
         &[
@@ -334,9 +354,12 @@ fn hipblaslt_bench_lines_of_a_case_reach_its_report_record() {
             cfg.to_str().unwrap(),
             "--order",
             "as-written",
+            "--device",
+            "cuda:0",
             "--export-rocm-bundle",
             bundle.to_str().unwrap(),
         ],
+        &[("WAN_VAE_BENCH_SYSFS_ROOT", sysfs.as_path())],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let file = std::fs::read_to_string(dir.path().join("seen.txt")).unwrap();

@@ -17,11 +17,29 @@ const GEMM: &str = "hipblaslt-bench --api_method c -m 4096 -n 4096 -k 4096 --lda
                     --ldd 4096  --transA T --transB T --batch_count 1 --a_type f16_r --b_type f16_r --c_type f16_r \
                     --d_type f16_r --compute_type f32_r --algo_method index --solution_index 2010";
 
-/// A one-case torch run (5x16x16, one timed pass) of the variant `[env.gemms]` holding
-/// `variant` (TOML lines), whose fake worker writes `lines` bench lines into its
-/// `HIPBLASLT_LOG_FILE` (truncating it, `%i` its pid) unless `lines` is 0, and an ok result
-/// recording the hipBLASLt variables it saw. At most 60 s: a hang fails the test.
+/// A one-case torch run (5x16x16, one timed pass) on `cuda:0` of a machine whose GPU is
+/// AMD's (a fake Strix Halo's `/sys`: only there may torch call hipBLASLt, issue 64 item 10)
+/// of the variant `[env.gemms]` holding `variant` (TOML lines), whose fake worker writes
+/// `lines` bench lines into its `HIPBLASLT_LOG_FILE` (truncating it, `%i` its pid) unless
+/// `lines` is 0, and an ok result recording the hipBLASLt variables it saw. At most 60 s: a
+/// hang fails the test.
 fn run_gemms(dir: &Path, variant: &str, lines: usize) -> (std::process::Output, Report) {
+    run_gemms_on(dir, variant, lines, Machine::Amd)
+}
+
+/// Where [`run_gemms_on`] runs its torch case.
+#[derive(Clone, Copy, Debug)]
+enum Machine {
+    /// `cuda:0` of a machine whose GPU is AMD's.
+    Amd,
+    /// The CPU of that machine.
+    AmdCpu,
+    /// `cuda:0` of a machine whose GPU is NVIDIA's.
+    Nvidia,
+}
+
+/// [`run_gemms`] on `machine`.
+fn run_gemms_on(dir: &Path, variant: &str, lines: usize, machine: Machine) -> (std::process::Output, Report) {
     let writes = match lines {
         0 => String::new(),
         n => format!(
@@ -52,6 +70,20 @@ fn run_gemms(dir: &Path, variant: &str, lines: usize) -> (std::process::Output, 
     .arg("-o")
     .arg(&report)
     .env_remove("HIPBLASLT_LOG_FILE");
+    let sysfs = dir.join(format!("sysfs-{machine:?}"));
+    match machine {
+        Machine::Amd | Machine::AmdCpu => crate::bench_system::fake_strix_halo(&sysfs),
+        Machine::Nvidia => {
+            std::fs::create_dir_all(sysfs.join("proc/driver/nvidia")).unwrap();
+            std::fs::write(sysfs.join("proc/driver/nvidia/version"), "NVRM version: 580.65.06\n").unwrap();
+        }
+    }
+    let device = if matches!(machine, Machine::AmdCpu) {
+        "cpu"
+    } else {
+        "cuda:0"
+    };
+    cmd.args(["--device", device]).env("WAN_VAE_BENCH_SYSFS_ROOT", &sysfs);
     let out = run_bounded(cmd, Duration::from_secs(60));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     (out, load(&report))
@@ -142,4 +174,53 @@ fn history_leaves_the_scratch_paths_of_older_reports_out_of_what_changed() {
         !text.contains("HIPBLASLT_LOG_FILE") && !text.contains("MIOPEN_USER_DB_PATH"),
         "the tool's own paths are not the user's stack: {text}"
     );
+}
+
+#[test]
+fn only_a_case_that_can_call_hipblaslt_records_gemms() {
+    // Issue 64, item 10: a candle case on the CPU (no hipBLASLt there) recorded the lines
+    // already in the user's HIPBLASLT_LOG_FILE plus what another process appended meanwhile.
+    let dir = scratch();
+    let mine = dir.path().join("mine.log");
+    std::fs::write(&mine, format!("{GEMM}\n").repeat(3)).unwrap();
+    // Another process appends to the same file the whole time.
+    let mut appender = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while :; do echo '{GEMM}' >> '{}'; sleep 0.02; done",
+            mine.display()
+        ))
+        .spawn()
+        .unwrap();
+    let cfg = write(
+        dir.path(),
+        "candle.toml",
+        &format!(
+            "[matrix]\nenv = [\"gemms\"]\n[env.gemms]\nHIPBLASLT_LOG_MASK = 32\nHIPBLASLT_LOG_FILE = \"{}\"\n",
+            mine.display()
+        ),
+    );
+    let report = dir.path().join("candle.json");
+    let mut cmd = bench();
+    cmd.args([
+        "run", "--quiet", "--frames", "1", "--size", "16x16", "--warmup", "0", "--runs", "1",
+    ])
+    .arg("--weights")
+    .arg(fixture("wan21_tiny.weights.safetensors"))
+    .arg("--config")
+    .arg(&cfg)
+    .arg("-o")
+    .arg(&report);
+    let out = run_bounded(cmd, Duration::from_secs(120));
+    let _ = appender.kill();
+    let _ = appender.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let r = load(&report);
+    assert_eq!(r.cases[0].outcome.hipblaslt, None, "a candle case recorded GEMMs");
+    // The torch engine's worker writes its lines, but on the CPU, or on an NVIDIA GPU, no
+    // hipBLASLt runs: nothing is recorded. On an AMD GPU its own lines are.
+    for (machine, want) in [(Machine::AmdCpu, 0), (Machine::Nvidia, 0), (Machine::Amd, 2)] {
+        let (_, r) = run_gemms_on(dir.path(), "HIPBLASLT_LOG_MASK = 32", 2, machine);
+        assert_eq!(gemms(&r), want, "{machine:?}: {:?}", r.cases[0].outcome.hipblaslt);
+    }
 }

@@ -162,3 +162,56 @@ fn compare_warns_about_other_machines_and_strict_system_refuses() {
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert!(out.stderr.contains("different machines"), "{}", out.stderr);
 }
+
+#[test]
+fn timings_too_small_to_be_real_are_refused_naming_the_report_and_field() {
+    // Issue 64, item 13: 1e-300 s or subnormal timings passed the checks: `compare` printed a
+    // 310-digit factor or "infx", `history` "+inf% ... (p = NaN)", exit 0.
+    use crate::util::reports::{bench, save};
+    let dir = scratch();
+    let d = dir.path();
+    let base = save(
+        d,
+        "base.json",
+        &report("box", vec![case("a", &steady(1.0), &steady(1.0))]),
+    );
+    for tiny in [1e-300, 5e-324, 1e-12] {
+        let mut r = report("box", vec![case("a", &steady(1.0), &steady(tiny))]);
+        // As a report that holds such timings would have them: rates that stay finite.
+        let dec = r.cases[0].outcome.decode.as_mut().unwrap();
+        (dec.frames_per_s, dec.gflop_per_s) = (5.0, 10.0);
+        r.created_at = "2025-01-02T00:00:00Z".into();
+        let bad = save(d, "tiny.json", &r);
+        let svg = d.join("c.svg");
+        let merged = d.join("m.json");
+        let (b, t) = (base.to_str().unwrap(), bad.to_str().unwrap());
+        let runs: Vec<Vec<&str>> = vec![
+            vec!["compare", b, t],
+            vec!["compare", t, b],
+            vec!["history", b, t],
+            vec!["merge", b, t, "-o", merged.to_str().unwrap()],
+            vec!["plot", t, "-o", svg.to_str().unwrap()],
+        ];
+        for args in runs {
+            let out: Out = bench(&args);
+            assert_eq!(out.code, 2, "{tiny} {args:?}: {}{}", out.stdout, out.stderr);
+            assert!(
+                out.stderr.contains("tiny.json") && out.stderr.contains("decode") && out.stderr.contains("at least"),
+                "{tiny} {args:?}: {}",
+                out.stderr
+            );
+            assert!(
+                !out.stdout.contains("inf") && !out.stdout.contains("NaN"),
+                "{}",
+                out.stdout
+            );
+        }
+        assert!(!svg.exists() && !merged.exists());
+    }
+    // A fast pass that is real (50 microseconds) still compares.
+    let mut r = report("box", vec![case("a", &steady(1.0), &steady(5e-5))]);
+    r.created_at = "2025-01-02T00:00:00Z".into();
+    let fast = save(d, "fast.json", &r);
+    let out = bench(&["compare", base.to_str().unwrap(), fast.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+}

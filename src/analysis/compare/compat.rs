@@ -101,7 +101,8 @@ pub fn short(sha: &str) -> String {
     sha.chars().take(12).collect()
 }
 
-/// A report `compare` can trust: every case id once, every timing finite and not negative.
+/// A report `compare` can trust: every case id once, every timing finite, not negative, and
+/// between [`MIN_PASS_S`] (when not 0) and [`MAX_PASS_S`].
 /// The error names the file and the case.
 pub fn check_cases(report: &Report, path: &Path) -> Result<(), UserError> {
     let mut seen = std::collections::BTreeSet::new();
@@ -120,7 +121,7 @@ pub fn check_cases(report: &Report, path: &Path) -> Result<(), UserError> {
                 return Err(UserError::file(
                     path,
                     format!(
-                        "case {:?}: {pass} {bad}; timings must be finite and not negative",
+                        "case {:?}: {pass} {bad}; timings must be finite, from 1e-9 s to 1e7 s",
                         case.id
                     ),
                 ));
@@ -134,10 +135,25 @@ pub fn check_cases(report: &Report, path: &Path) -> Result<(), UserError> {
 /// measurements, and their variance overflows Welch's test.
 pub const MAX_PASS_S: f64 = 1e7;
 
+/// The shortest pass a report may hold, seconds (1 ns). A pass of the smallest VAE at the
+/// smallest size is thousands of convolutions, each at least one kernel launch or loop of
+/// microseconds, and the clock `run` reads ticks in nanoseconds: anything shorter was not
+/// measured. Below it, ratios and variances lose their meaning (1e-300 s gave `compare` a
+/// 310-digit factor, a subnormal one "infx", `history` "+inf% (p = NaN)").
+pub const MIN_PASS_S: f64 = 1e-9;
+
 fn bad_timing(p: &PassStats) -> Option<String> {
     let bad = |v: f64| !(v.is_finite() && (0.0..=MAX_PASS_S).contains(&v));
+    // A summary field may be 0 (a pass without samples); a positive value below the bound is not a time.
+    let too_small = |v: f64| v > 0.0 && v < MIN_PASS_S;
     if let Some((i, v)) = p.samples_s.iter().enumerate().find(|(_, v)| bad(**v)) {
         return Some(format!("sample {} is {v} (at most {MAX_PASS_S} s)", i + 1));
+    }
+    if let Some((i, v)) = p.samples_s.iter().enumerate().find(|(_, v)| too_small(**v)) {
+        return Some(format!(
+            "sample {} is {v} s (at least {MIN_PASS_S} s: no VAE pass is shorter)",
+            i + 1
+        ));
     }
     if !p.samples_s.is_empty() {
         let m = crate::util::stats::median(&p.samples_s);
@@ -154,15 +170,19 @@ fn bad_timing(p: &PassStats) -> Option<String> {
             ));
         }
     }
-    [
+    let fields = [
         ("min_s", p.min_s),
         ("median_s", p.median_s),
         ("mean_s", p.mean_s),
         ("max_s", p.max_s),
-    ]
-    .into_iter()
-    .find(|(_, v)| bad(*v))
-    .map(|(name, v)| format!("{name} is {v}"))
+    ];
+    if let Some((name, v)) = fields.iter().find(|(_, v)| bad(*v)) {
+        return Some(format!("{name} is {v}"));
+    }
+    fields
+        .iter()
+        .find(|(_, v)| too_small(*v))
+        .map(|(name, v)| format!("{name} is {v} s (at least {MIN_PASS_S} s: no VAE pass is shorter)"))
 }
 
 /// The machine facts that differ between two reports: CPU model, instruction-set
