@@ -7,16 +7,24 @@ fn main() {
     if std::env::var_os("CARGO_FEATURE_CUDA").is_some() {
         cuda_kernels();
     }
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs/heads");
     println!("cargo:rerun-if-changed=Cargo.lock");
-    if let Ok(out) = std::process::Command::new("git").args(["rev-parse", "HEAD"]).output() {
-        if out.status.success() {
-            let sha = String::from_utf8_lossy(&out.stdout).trim().to_string();
-            if !sha.is_empty() {
-                println!("cargo:rustc-env=WAN_VAE_BENCH_GIT_COMMIT={sha}");
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").args(args).output().ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.status.success() && !text.is_empty()).then_some(text)
+    };
+    // The files that move with the commit, wherever git keeps them (in a worktree `.git` is
+    // a file and HEAD lives under the main checkout's `.git/worktrees/`): a path that does
+    // not exist would make cargo rerun this script, and rebuild the crate, on every build.
+    if let (Some(dir), Some(common)) = (git(&["rev-parse", "--git-dir"]), git(&["rev-parse", "--git-common-dir"])) {
+        for p in [format!("{dir}/HEAD"), format!("{common}/refs/heads"), format!("{common}/packed-refs")] {
+            if std::path::Path::new(&p).exists() {
+                println!("cargo:rerun-if-changed={p}");
             }
         }
+    }
+    if let Some(sha) = git(&["rev-parse", "HEAD"]) {
+        println!("cargo:rustc-env=WAN_VAE_BENCH_GIT_COMMIT={sha}");
     }
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
     if let Ok(out) = std::process::Command::new(rustc).arg("--version").output() {
