@@ -49,6 +49,9 @@ pub fn command(args: LogsArgs) -> anyhow::Result<i32> {
             .collect();
         let inputs: Vec<crate::util::files::Named> = read.iter().map(|f| ("log file", Some(f.as_path()))).collect();
         crate::util::files::check_distinct(&inputs, &[("--json", Some(path.as_path()))])?;
+        if stdin_inputs > 0 {
+            check_not_stdin(path)?;
+        }
         crate::util::files::check_output(path, "--json file")?;
     }
     if let Some(dir) = &args.bundle {
@@ -70,4 +73,25 @@ pub fn command(args: LogsArgs) -> anyhow::Result<i32> {
         crate::errln!("bundle: {}", dir.display());
     }
     Ok(0)
+}
+
+/// Refuse (exit 2) a `--json` FILE that is the file standard input reads (`logs - --json FILE
+/// < FILE`): writing it would replace the log being read. Standard input's file is known by
+/// its own identity (`fstat` of descriptor 0), whatever path reached it.
+fn check_not_stdin(path: &std::path::Path) -> Result<(), UserError> {
+    let Ok(stdin) = crate::rocm::summary::stdin_metadata() else {
+        return Ok(());
+    };
+    let Ok(out) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let same = crate::util::files::identity(&stdin).is_some_and(|id| Some(id) == crate::util::files::identity(&out));
+    if same {
+        return Err(UserError::file(
+            path,
+            "--json is the file standard input (`-`) reads: writing it would replace the log being read; \
+             give --json another path",
+        ));
+    }
+    Ok(())
 }

@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use super::dropped::{Dropped, Why};
 use super::miopen::{add, MAX_COMMANDS};
 use super::summary::{FileRead, HipblasltJson, LogsJson, MiopenJson};
 use crate::report::Outcome;
@@ -127,13 +128,14 @@ struct Summary<'a> {
 pub fn write(dir: &Path, json: &LogsJson, partial: Option<&Partial>) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| UserError::Other(format!("--bundle {}: {e}", dir.display())))?;
     let line = |count: u64, text: &str| format!("{count:>7} {}\n", crate::util::format::printable(text));
-    // A replay file holds only what was logged to replay: bench lines, not trace lines or
-    // result rows (those are in summary.json).
+    // A replay file holds only what was logged to replay: whole bench lines, not trace lines,
+    // result rows or cut bench lines (which would replay a GEMM that never ran with the
+    // tool's defaults for what was cut; all are in summary.json).
     let gemms: String = json
         .hipblaslt
         .gemms
         .iter()
-        .filter(|g| g.form == "bench")
+        .filter(|g| replays(g))
         .map(|g| line(g.count, &g.command))
         .collect();
     let mut problems: Vec<_> = json.miopen.problems.iter().collect();
@@ -182,6 +184,11 @@ pub fn write(dir: &Path, json: &LogsJson, partial: Option<&Partial>) -> anyhow::
     Ok(())
 }
 
+/// A GEMM the replay file holds: one with a whole bench line.
+fn replays(g: &crate::report::Gemm) -> bool {
+    g.form == "bench" && !g.incomplete
+}
+
 fn readme(json: &LogsJson, partial: Option<&Partial>) -> String {
     let text = readme_whole(json);
     let Some(p) = partial else {
@@ -205,7 +212,7 @@ fn readme_whole(json: &LogsJson) -> String {
         .iter()
         .map(|f| format!("`{}`", crate::util::format::printable(&f.path)))
         .collect();
-    let bench = json.hipblaslt.gemms.iter().filter(|g| g.form == "bench").count();
+    let bench = json.hipblaslt.gemms.iter().filter(|g| replays(g)).count();
     let other = json.hipblaslt.gemms.len() - bench;
     format!(
         "# ROCm logs, summarized by wan-vae-bench {}\n\n\
@@ -225,7 +232,7 @@ fn readme_whole(json: &LogsJson) -> String {
         env!("CARGO_PKG_VERSION"),
         files.join(", "),
         if other > 0 {
-            format!(" {other} GEMMs seen in trace lines or result rows have no bench line to replay: they are in `summary.json`.")
+            format!(" {other} GEMMs seen in trace lines, result rows or cut bench lines have no whole bench line to replay: they are in `summary.json`.")
         } else {
             String::new()
         },
@@ -249,12 +256,13 @@ fn readme_whole(json: &LogsJson) -> String {
 /// counted in `dropped`.
 pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> LogsJson {
     let (mut m, mut h) = (MiopenJson::default(), HipblasltJson::default());
+    let (mut m_dropped, mut h_dropped) = (Dropped::default(), Dropped::default());
     let mut problem_at: HashMap<String, usize> = HashMap::new();
     let mut kernel_at: HashMap<String, usize> = HashMap::new();
     let mut unread_at: HashMap<String, usize> = HashMap::new();
     let mut gemm_at: HashMap<String, usize> = HashMap::new();
     let mut files = Vec::new();
-    let merge = |map: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>, dropped: &mut u64| {
+    let merge = |map: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>, dropped: &mut Dropped| {
         for (k, v) in from {
             add(map.entry(k.clone()).or_default(), *v, dropped);
         }
@@ -274,15 +282,15 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
             }
             m.cold_db_evidence
                 .extend(log.cold_db.iter().take(8 - m.cold_db_evidence.len().min(8)).cloned());
-            merge(&mut m.solvers, &log.solvers, &mut m.dropped);
-            merge(&mut m.evaluated_solvers, &log.evaluated_solvers, &mut m.dropped);
+            merge(&mut m.solvers, &log.solvers, &mut m_dropped);
+            merge(&mut m.evaluated_solvers, &log.evaluated_solvers, &mut m_dropped);
             for p in &log.problems {
                 let key = crate::rocm::driver::key(p);
                 match problem_at.get(&key) {
                     Some(&i) => {
                         let q = &mut m.problems[i];
-                        add(&mut q.count, p.count, &mut m.dropped);
-                        merge(&mut q.solvers, &p.solvers, &mut m.dropped);
+                        add(&mut q.count, p.count, &mut m_dropped);
+                        merge(&mut q.solvers, &p.solvers, &mut m_dropped);
                     }
                     None => {
                         problem_at.insert(key, m.problems.len());
@@ -292,7 +300,7 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
             }
             for k in &log.kernels {
                 match kernel_at.get(&k.name) {
-                    Some(&i) => add(&mut m.kernels[i].count, k.count, &mut m.dropped),
+                    Some(&i) => add(&mut m.kernels[i].count, k.count, &mut m_dropped),
                     None => {
                         kernel_at.insert(k.name.clone(), m.kernels.len());
                         m.kernels.push(k.clone());
@@ -301,29 +309,29 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
             }
             for u in &log.unread_commands {
                 match unread_at.get(&u.command) {
-                    Some(&i) => add(&mut m.unread_commands[i].count, u.count, &mut m.dropped),
+                    Some(&i) => add(&mut m.unread_commands[i].count, u.count, &mut m_dropped),
                     None if m.unread_commands.len() < MAX_COMMANDS => {
                         unread_at.insert(u.command.clone(), m.unread_commands.len());
                         m.unread_commands.push(u.clone());
                     }
-                    None => m.dropped = m.dropped.saturating_add(1),
+                    None => m_dropped.add(Why::Capped, None),
                 }
             }
             m.counted_lines = m.counted_lines.saturating_add(log.counted_lines);
-            m.dropped = m.dropped.saturating_add(log.dropped);
+            m_dropped.add_n(Why::CaseRecords, log.dropped, None);
             read += (log.problems.len() + log.unread_commands.len()) as u64;
         }
         if let Some(log) = &outcome.hipblaslt {
             for g in &log.gemms {
                 match gemm_at.get(&g.command) {
-                    Some(&i) => add(&mut h.gemms[i].count, g.count, &mut h.dropped),
+                    Some(&i) => add(&mut h.gemms[i].count, g.count, &mut h_dropped),
                     None => {
                         gemm_at.insert(g.command.clone(), h.gemms.len());
                         h.gemms.push(g.clone());
                     }
                 }
             }
-            h.dropped = h.dropped.saturating_add(log.dropped);
+            h_dropped.add_n(Why::CaseRecords, log.dropped, None);
             read += log.gemms.len() as u64;
         }
         if outcome.miopen.is_some() || outcome.hipblaslt.is_some() {
@@ -331,15 +339,19 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
                 path: format!("case {id}"),
                 lines: read,
                 rocm_lines: read,
+                diff_removed_lines: 0,
             });
         }
     }
     m.cold_db = !m.cold_db_evidence.is_empty();
+    (m.dropped, m.dropped_reasons) = (m_dropped.total(), m_dropped.reasons());
+    (h.dropped, h.dropped_reasons) = (h_dropped.total(), h_dropped.reasons());
     crate::rocm::miopen::settle(&mut m.problems, &mut m.kernels);
     crate::rocm::hipblaslt::sort(&mut h.gemms);
     LogsJson {
         schema: super::summary::SCHEMA.to_string(),
         files,
+        conclusions: super::conclusion::conclusions(&m),
         miopen: m,
         hipblaslt: h,
     }

@@ -211,6 +211,8 @@ pub fn problem(command: &str) -> Result<ConvProblem, String> {
     let mut mode = "conv".to_string();
     let mut layout = None;
     let mut solution: Option<i64> = None;
+    // Each known flag as the command spelled it (`-u`, `--conv_stride_h`), for messages.
+    let mut spelled: Vec<(String, String)> = Vec::new();
     let words: Vec<&str> = words.collect();
     let mut i = 0;
     while i < words.len() {
@@ -247,12 +249,26 @@ pub fn problem(command: &str) -> Result<ConvProblem, String> {
                 if let Some(k) = known {
                     values[k] = checked(name, flag, value)?;
                     forw_given |= name == "forw";
+                    spelled.push((name.to_string(), flag.to_string()));
                 }
             }
         }
     }
     let get = |name: &str| values[FLAGS.iter().position(|f| f.0 == name).expect("a known flag")];
     let dims = get("spatial_dim");
+    // Sizes, strides, dilations and groups of 0 make no convolution (the driver's defaults
+    // are never 0): a command that gives one is unread, never a problem. The depth flags
+    // count in 3D only (2D commands may carry `--conv_stride_d 0`).
+    for (name, _, _) in FLAGS.iter().filter(|f| POSITIVE.contains(&f.0)) {
+        let depth = ["in_d", "fil_d", "conv_stride_d", "dilation_d"].contains(name);
+        if get(name) == 0 && (dims == 3 || !depth) {
+            let given = spelled
+                .iter()
+                .find(|(n, _)| n == name)
+                .map_or_else(|| format!("--{name}"), |(_, f)| f.clone());
+            return Err(format!("`{given} 0`: {}", zero_why(name)));
+        }
+    }
     // The depth flags act in 3D only (2D commands may carry `--conv_stride_d 0`).
     let d = |name: &str, two_d: i64| if dims == 3 { get(name) } else { two_d };
     // Checked above: every size is 0 or more.
@@ -301,6 +317,38 @@ fn checked(name: &str, flag: &str, value: &str) -> Result<i64, String> {
         "solution" => Ok(v),
         _ if v < 0 => Err(bad("not a size of 0 or more")),
         _ => Ok(v),
+    }
+}
+
+/// The flags whose value must be 1 or more for a convolution to exist.
+const POSITIVE: [&str; 16] = [
+    "batchsize",
+    "in_channels",
+    "in_d",
+    "in_h",
+    "in_w",
+    "out_channels",
+    "fil_d",
+    "fil_h",
+    "fil_w",
+    "conv_stride_d",
+    "conv_stride_h",
+    "conv_stride_w",
+    "dilation_d",
+    "dilation_h",
+    "dilation_w",
+    "group_count",
+];
+
+/// Why a 0 of `name` makes no convolution.
+fn zero_why(name: &str) -> &'static str {
+    match name {
+        "batchsize" => "a batch of 0 images is no convolution",
+        "in_channels" | "out_channels" => "0 channels is no convolution",
+        "group_count" => "0 groups is no convolution (1 is an ordinary one)",
+        n if n.starts_with("conv_stride") => "a stride of 0 never moves: no convolution the driver runs",
+        n if n.starts_with("dilation") => "a dilation of 0 is no convolution (1 is none)",
+        _ => "a size of 0 is no convolution",
     }
 }
 

@@ -26,6 +26,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::driver;
+use super::dropped::{Dropped, Why};
 use super::solver_lines::{chosen_solver, evaluated_solver, immediate_solver, word_after};
 use crate::report::{KernelCount, MiopenLog, UnreadCommand};
 
@@ -52,6 +53,30 @@ struct Continued {
     overlong: bool,
 }
 
+/// The most distinct error lines kept.
+pub const MAX_ERRORS: usize = 50;
+
+/// What MIOpen said beside its problems and solvers, for `logs`: its errors (`MIOpen(HIP):
+/// Error [EvaluateInvokers] ...: Invalid elapsed time detected in EvaluateInvokers, ...`),
+/// counted by their text without the source path, and a missing or unreadable system
+/// database (`Missing system database file: gfx1151_40.kdb Performance may degrade`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MiopenNotes {
+    /// The lines that said a system database is missing or unreadable, as logged (the first
+    /// few).
+    pub system_db: Vec<String>,
+    /// `[Where] message` -> how many times it was logged, in the order first seen.
+    pub errors: Vec<(String, u64)>,
+}
+
+/// What one MIOpen reader found, all of it.
+#[derive(Debug, Default)]
+pub struct MiopenRead {
+    pub log: Option<MiopenLog>,
+    pub dropped: Dropped,
+    pub notes: MiopenNotes,
+}
+
 /// Collects what MIOpen logged, one line at a time.
 #[derive(Debug, Default)]
 pub struct MiopenParser {
@@ -64,10 +89,16 @@ pub struct MiopenParser {
     last_command: Option<(String, Option<usize>)>,
     /// A command a shell line continues with `\` on the next lines.
     continued: Option<Continued>,
-    /// Version lines read (not consumed: they stay in a worker's stderr tail).
-    version_lines: u64,
+    /// Lines noted but not consumed (they stay in a worker's stderr tail): versions, errors,
+    /// a missing system database.
+    noted_lines: u64,
+    /// MIOpen's errors and its warnings of a missing system database.
+    notes: MiopenNotes,
+    error_at: HashMap<String, usize>,
     /// The `uniq -c` count of the line being read; `None` for a line logged once.
     counted: Option<u64>,
+    /// What was not kept, and why (`log.dropped` is its total).
+    dropped: Dropped,
 }
 
 impl MiopenParser {
@@ -141,6 +172,8 @@ impl MiopenParser {
             }
             return self.find_db_record(line);
         };
+        // Noted, not consumed; a failed search's error names a solver too (read below).
+        self.note(rest);
         if rest.contains("[LogConvolutionExecution]") {
             // The one-line summary (ROCm/rocm-libraries PR #4346): the problem and its solver.
             if let (Some(cmd), Some(solver)) = (driver::find(rest), quoted(rest, "Solver=\"")) {
@@ -155,7 +188,7 @@ impl MiopenParser {
         }
         if let Some(solver) = evaluated_solver(rest) {
             let n = self.times();
-            count(&mut self.log.evaluated_solvers, solver, n, &mut self.log.dropped);
+            count(&mut self.log.evaluated_solvers, solver, n, &mut self.dropped);
             return true;
         }
         if let Some(mode) = word_after(rest, "MIOPEN_FIND_MODE = ") {
@@ -164,18 +197,13 @@ impl MiopenParser {
         }
         if let Some(version) = word_after(rest, "MIOpen version ") {
             push_new(&mut self.log.versions, version.trim_end_matches(','), 16);
-            self.version_lines += 1;
+            self.noted_lines += 1;
             // The line may say more (`ROCm MD version ..., HIP version ...`): not consumed.
             return false;
         }
         if let Some(kernel) = word_after(rest, "kernel_name = ").filter(|_| rest.contains("[run]")) {
             let n = self.times();
-            count(
-                &mut self.kernels,
-                kernel.trim_end_matches(','),
-                n,
-                &mut self.log.dropped,
-            );
+            count(&mut self.kernels, kernel.trim_end_matches(','), n, &mut self.dropped);
             return true;
         }
         if rest.contains("Find-db regenerating") || (rest.contains("File is unreadable") && rest.contains("db")) {
@@ -194,8 +222,13 @@ impl MiopenParser {
     }
 
     /// A record whose `uniq -c` count cannot be one: not read, counted as dropped.
-    pub fn drop_record(&mut self) {
-        self.log.dropped += 1;
+    pub fn drop_record(&mut self, record: &str) {
+        self.dropped.add(Why::UnreadableCount, Some(record));
+    }
+
+    /// What was not kept so far, and why.
+    pub fn dropped(&self) -> &Dropped {
+        &self.dropped
     }
 
     /// How many times the line being read was logged.
@@ -203,9 +236,35 @@ impl MiopenParser {
         self.counted.unwrap_or(1)
     }
 
-    /// The lines read that were not consumed (version lines).
-    pub fn version_lines(&self) -> u64 {
-        self.version_lines
+    /// The lines read that were not consumed (versions, errors, a missing system database).
+    pub fn noted_lines(&self) -> u64 {
+        self.noted_lines
+    }
+
+    /// An error, or a warning that a system database is missing or unreadable: noted.
+    fn note(&mut self, rest: &str) {
+        if rest.contains("system database file") {
+            if self.notes.system_db.len() < MAX_EVIDENCE && !self.notes.system_db.iter().any(|l| l == rest.trim()) {
+                self.notes.system_db.push(rest.trim().to_string());
+            }
+            self.noted_lines += 1;
+            return;
+        }
+        let Some(error) = rest.strip_prefix("Error ") else {
+            return;
+        };
+        self.noted_lines += 1;
+        let text = error_text(error);
+        let n = self.times();
+        match self.error_at.get(&text) {
+            Some(&i) => add(&mut self.notes.errors[i].1, n, &mut self.dropped),
+            None if text.len() > MAX_COMMAND_BYTES => self.dropped.add(Why::TooLong, None),
+            None if self.notes.errors.len() < MAX_ERRORS => {
+                self.error_at.insert(text.clone(), self.notes.errors.len());
+                self.notes.errors.push((text, n));
+            }
+            None => self.dropped.add(Why::Capped, None),
+        }
     }
 
     /// A file ended: a command of one file is never tied to a solver line of the next.
@@ -219,7 +278,7 @@ impl MiopenParser {
     /// A continued command ended: read, or counted in `dropped` when it grew too long.
     fn end_command(&mut self, c: Continued) {
         if c.overlong {
-            self.log.dropped += 1;
+            self.dropped.add(Why::TooLong, None);
             self.last_command = None;
         } else {
             self.counted = c.count;
@@ -232,7 +291,7 @@ impl MiopenParser {
     /// line of its call (not in a count file: its solver lines are elsewhere).
     fn command(&mut self, text: &str) {
         if text.len() > MAX_COMMAND_BYTES {
-            self.log.dropped += 1;
+            self.dropped.add(Why::TooLong, None);
             self.last_command = None;
             return;
         }
@@ -243,7 +302,7 @@ impl MiopenParser {
                 self.seen.insert(text.clone());
                 self.log.driver_commands.push(text.clone());
             } else {
-                self.log.dropped += 1;
+                self.dropped.add(Why::Capped, None);
             }
         }
         let problem = match driver::problem(&text) {
@@ -265,7 +324,7 @@ impl MiopenParser {
             }
         };
         if let Some(i) = problem {
-            add(&mut self.log.problems[i].count, n, &mut self.log.dropped);
+            add(&mut self.log.problems[i].count, n, &mut self.dropped);
         }
         self.last_command = self.counted.is_none().then_some((text, problem));
     }
@@ -273,7 +332,7 @@ impl MiopenParser {
     /// A command the driver could not take: kept as logged with what could not be read.
     fn unread(&mut self, text: &str, reason: String, n: u64) {
         match self.unread_at.get(text) {
-            Some(&i) => add(&mut self.log.unread_commands[i].count, n, &mut self.log.dropped),
+            Some(&i) => add(&mut self.log.unread_commands[i].count, n, &mut self.dropped),
             None if self.log.unread_commands.len() < MAX_COMMANDS => {
                 self.unread_at.insert(text.to_string(), self.log.unread_commands.len());
                 self.log.unread_commands.push(UnreadCommand {
@@ -282,14 +341,14 @@ impl MiopenParser {
                     reason,
                 });
             }
-            None => self.log.dropped += 1,
+            None => self.dropped.add(Why::Capped, None),
         }
     }
 
     /// A solver MIOpen chose or ran: counted, and tied to the command logged before it.
     fn ran(&mut self, solver: &str) {
         let n = self.times();
-        count(&mut self.log.solvers, solver, n, &mut self.log.dropped);
+        count(&mut self.log.solvers, solver, n, &mut self.dropped);
         // A counted solver line was sorted away from its command: never tied.
         let counted = self.counted.is_some();
         let Some((command, problem)) = self.last_command.take().filter(|_| !counted) else {
@@ -338,17 +397,29 @@ impl MiopenParser {
                 Some(a)
             };
             if let Some(name) = name.map(str::trim).filter(|n| !n.is_empty()) {
-                count(&mut self.log.evaluated_solvers, name, n, &mut self.log.dropped);
+                count(&mut self.log.evaluated_solvers, name, n, &mut self.dropped);
             }
         }
         true
     }
 
-    /// What was seen; `None` when no line of MIOpen's came.
-    pub fn finish(mut self) -> Option<MiopenLog> {
+    /// What was seen; `None` when no line of MIOpen's came and nothing was dropped.
+    pub fn finish(self) -> Option<MiopenLog> {
+        self.finish_log().0
+    }
+
+    /// [`Self::finish`], what was dropped, by reason, and what was noted.
+    pub fn finish_with_reasons(self) -> MiopenRead {
+        let notes = self.notes.clone();
+        let (log, dropped) = self.finish_log();
+        MiopenRead { log, dropped, notes }
+    }
+
+    fn finish_log(mut self) -> (Option<MiopenLog>, Dropped) {
         if let Some(c) = self.continued.take() {
             self.end_command(c);
         }
+        self.log.dropped = self.dropped.total();
         settle(&mut self.log.problems, &mut []);
         let mut kernels: Vec<KernelCount> = self
             .kernels
@@ -362,15 +433,37 @@ impl MiopenParser {
         settle(&mut [], &mut kernels);
         self.log.kernels = kernels;
         let l = &self.log;
-        let any = !l.solvers.is_empty()
+        let any = l.dropped > 0
+            || !l.solvers.is_empty()
             || !l.evaluated_solvers.is_empty()
             || !l.driver_commands.is_empty()
             || !l.find_modes.is_empty()
             || !l.versions.is_empty()
             || !l.kernels.is_empty()
             || !l.cold_db.is_empty();
-        any.then_some(self.log)
+        (any.then_some(self.log), self.dropped)
     }
+}
+
+/// An error's text without the source file it names (`.../solver_finders.cpp:373:`, a
+/// runner's `HOST:C:/.../handlehip.cpp:161:`, an elided `...:`), words joined by one space,
+/// so one error logged from two builds is one: `[Where] message`.
+fn error_text(error: &str) -> String {
+    let is_path = |w: &str| {
+        w == "...:"
+            || [".cpp:", ".hpp:", ".h:", ".c:"].iter().any(|ext| {
+                w.rfind(ext).is_some_and(|at| {
+                    let after = &w[at + ext.len()..];
+                    let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+                    digits > 0 && &after[digits..] == ":"
+                })
+            })
+    };
+    error
+        .split_whitespace()
+        .filter(|w| !is_path(w))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A continuation of a shell command: the line starts with a flag (`-n 1`, `--in_d 6`).
@@ -413,18 +506,18 @@ pub fn problem_order(a: &crate::report::ConvProblem, b: &crate::report::ConvProb
 }
 
 /// Add `n` to `total`; an overflow (counts of a hostile file) is counted in `dropped`.
-pub fn add(total: &mut u64, n: u64, dropped: &mut u64) {
+pub fn add(total: &mut u64, n: u64, dropped: &mut Dropped) {
     match total.checked_add(n) {
         Some(t) => *total = t,
-        None => *dropped = dropped.saturating_add(1),
+        None => dropped.add(Why::CountOverflow, None),
     }
 }
 
 /// Count `name` `n` times in `map`, within [`MAX_SOLVERS`] distinct names (the rest in
 /// `dropped`).
-fn count(map: &mut BTreeMap<String, u64>, name: &str, n: u64, dropped: &mut u64) {
+fn count(map: &mut BTreeMap<String, u64>, name: &str, n: u64, dropped: &mut Dropped) {
     if name.len() > MAX_NAME_BYTES {
-        *dropped += 1;
+        dropped.add(Why::TooLong, None);
         return;
     }
     let full = map.len() >= MAX_SOLVERS;
@@ -433,7 +526,7 @@ fn count(map: &mut BTreeMap<String, u64>, name: &str, n: u64, dropped: &mut u64)
         None if !full => {
             map.insert(name.to_string(), n);
         }
-        None => *dropped += 1,
+        None => dropped.add(Why::Capped, None),
     }
 }
 

@@ -1,10 +1,12 @@
 //! Reading what ROCm's libraries log, as real ROCm stacks print it and as people hand it over:
-//! MIOpen ([`miopen`]: solvers, problems, kernels, version, find mode, cold databases;
+//! MIOpen ([`miopen`]: solvers, problems, kernels, version, find mode, cold databases, errors;
 //! [`driver`]: one `MIOpenDriver` command's problem; [`solver_lines`]: the lines that name a
-//! solver) and hipBLASLt/rocBLAS ([`hipblaslt`]: the GEMMs of their bench lines, of
-//! hipBLASLt's trace lines ([`gemm_trace`]) and of the bench tools' result rows
-//! ([`bench_result`])). [`paste`] undoes what a paste adds (`grep -n` numbers, `uniq -c`
-//! counts, records joined by `;`) before any reader sees a line. One [`LogReader`] takes
+//! solver) and hipBLASLt/rocBLAS ([`hipblaslt`]: the GEMMs of their bench lines
+//! ([`bench_line`]), of hipBLASLt's trace lines ([`gemm_trace`]), of rocBLAS's trace lines
+//! ([`rocblas_trace`], paired with their calls' bench lines) and of the bench tools' result
+//! rows ([`bench_result`])). [`paste`] undoes what a paste adds (`grep -n` numbers, `uniq -c`
+//! counts, records joined by `;`, a diff's markers, Markdown, `<br>`) before any reader sees a
+//! line; [`dropped`] says what was not kept and why; [`conclusion`] what a log shows. One [`LogReader`] takes
 //! lines from anywhere (a worker's stderr in `run`, any program's output in `wan-vae-bench
 //! logs`), and [`read_stream`] feeds it a file or stdin in bounded pieces, so a log of
 //! hundreds of MB costs flat memory and linear time. Every form it reads is tested on
@@ -17,14 +19,18 @@ use std::io::BufRead;
 
 use crate::report::{HipblasltLog, MiopenLog};
 
+pub mod bench_line;
 pub mod bench_result;
 pub mod bundle;
+pub mod conclusion;
 pub mod driver;
+pub mod dropped;
 pub mod gemm_trace;
 pub mod hipblaslt;
 pub mod miopen;
 pub mod paste;
 pub mod render;
+pub mod rocblas_trace;
 pub mod solver_lines;
 pub mod summary;
 #[cfg(test)]
@@ -44,6 +50,10 @@ pub struct LogReader {
     rocm_lines: u64,
     /// Whether the line being read (in pieces) held one.
     hit: bool,
+    /// The diff or code block a pasted log is in.
+    markup: paste::Markup,
+    /// Lines a pasted diff removed (`-`), not read.
+    removed_lines: u64,
 }
 
 /// What a [`LogReader`] found.
@@ -51,6 +61,12 @@ pub struct LogReader {
 pub struct RocmLogs {
     pub miopen: Option<MiopenLog>,
     pub hipblaslt: Option<HipblasltLog>,
+    /// What MIOpen's reader did not keep, and why (`miopen.dropped` is its total).
+    pub miopen_dropped: dropped::Dropped,
+    /// What the GEMM reader did not keep, and why (`hipblaslt.dropped` is its total).
+    pub hipblaslt_dropped: dropped::Dropped,
+    /// MIOpen's errors and a missing system database.
+    pub miopen_notes: miopen::MiopenNotes,
 }
 
 impl LogReader {
@@ -66,10 +82,29 @@ impl LogReader {
     fn piece(&mut self, text: &str) -> bool {
         let mut any = false;
         for part in text.split('\r').filter(|p| !p.trim().is_empty()) {
-            paste::records(part, |record| any |= self.record(record));
+            let part = match self.markup.line(part) {
+                paste::Marked::Keep(part) => part,
+                paste::Marked::Removed => {
+                    self.removed_lines += 1;
+                    continue;
+                }
+                paste::Marked::Markup => continue,
+            };
+            if part.contains('<') {
+                for line in paste::html_lines(&part) {
+                    paste::records(line, |record| any |= self.record(record));
+                }
+            } else {
+                paste::records(&part, |record| any |= self.record(record));
+            }
         }
         self.hit |= any;
         any
+    }
+
+    /// How many lines so far a pasted diff removed (`-`): not read.
+    pub fn removed_lines(&self) -> u64 {
+        self.removed_lines
     }
 
     /// One record: MIOpen's, else a GEMM's (a hipBLASLt line never names MIOpen, and the
@@ -79,21 +114,23 @@ impl LogReader {
             paste::Count::Once => None,
             paste::Count::Counted(n) => Some(n),
             // `0 hipblaslt-bench ...` or a count past 64 bits: a ROCm record not read, counted
-            // as dropped; any other line is no one's.
-            paste::Count::Unreadable if record.text.contains("MIOpen") => {
-                self.miopen.drop_record();
+            // as dropped with its reason; any other line is no one's.
+            paste::Count::Unreadable if record.text.contains("MIOpen") || driver::find(record.text).is_some() => {
+                self.miopen.drop_record(record.text);
                 return true;
             }
-            paste::Count::Unreadable if record.text.contains("-bench") => {
-                self.hipblaslt.drop_record();
+            paste::Count::Unreadable
+                if record.text.contains("-bench") || rocblas_trace::gemm(record.text).is_some() =>
+            {
+                self.hipblaslt.drop_record(record.text);
                 return true;
             }
             paste::Count::Unreadable => return false,
         };
-        let versions = self.miopen.version_lines();
+        let noted = self.miopen.noted_lines();
         self.miopen.record(record.text, count)
             || self.hipblaslt.record(record.text, count)
-            || self.miopen.version_lines() > versions
+            || self.miopen.noted_lines() > noted
     }
 
     /// The line being read ended.
@@ -108,14 +145,20 @@ impl LogReader {
 
     /// One input ended (see [`miopen::MiopenParser::end_of_input`]).
     pub fn end_of_input(&mut self) {
+        self.markup = paste::Markup::default();
         self.miopen.end_of_input();
         self.hipblaslt.end_of_input();
     }
 
     pub fn finish(self) -> RocmLogs {
+        let miopen = self.miopen.finish_with_reasons();
+        let (hipblaslt, hipblaslt_dropped) = self.hipblaslt.finish_with_reasons();
         RocmLogs {
-            miopen: self.miopen.finish(),
-            hipblaslt: self.hipblaslt.finish(),
+            miopen: miopen.log,
+            hipblaslt,
+            miopen_dropped: miopen.dropped,
+            hipblaslt_dropped,
+            miopen_notes: miopen.notes,
         }
     }
 }

@@ -1,4 +1,5 @@
-//! How people hand logs over, undone before any reader sees a line:
+//! How people hand logs over, undone before any reader sees a line ([`Markup`] for the
+//! markup of diffs, Markdown and HTML tables; [`records`] for the rest):
 //! - `grep -n` and `grep -rn` line numbers (`229:MIOpen(HIP): ...`, `run.log:229:...`) and
 //!   `cat -n`'s (`     1<TAB>...`) are dropped;
 //! - several such records pasted on one line, each after its own `NNN:` and ended by `;`
@@ -116,4 +117,116 @@ pub fn strip_line_number(text: &str) -> &str {
         i += digits.max(1);
     }
     text
+}
+
+/// What a paste's Markdown, HTML or diff markup says about one line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Marked<'a> {
+    /// The line to read, its markup taken off.
+    Keep(std::borrow::Cow<'a, str>),
+    /// A line a diff removed (`-`): not in the log any more, not read.
+    Removed,
+    /// Markup only (a code fence, a diff's header): nothing to read.
+    Markup,
+}
+
+/// The diff a paste is in, line after line: a diff starts at a ```` ```diff ```` fence, a
+/// `diff --git` line or a hunk header (`@@ -1,2 +1,3 @@`), and ends at the closing fence or
+/// at a line that is no diff line (one not starting with `+`, `-`, a space or `\`).
+#[derive(Debug, Default)]
+pub struct Markup {
+    in_diff: bool,
+}
+
+impl Markup {
+    /// `line` without its markup:
+    /// - in a diff, an added line's `+` and a kept line's space are taken off (the line is in
+    ///   the log); a removed (`-`) line is [`Marked::Removed`];
+    /// - outside one, a `+` and the spaces after it at the start (a diff pasted without its
+    ///   header), as a diff's added line;
+    /// - Markdown's `**bold**` markers anywhere, and the backticks of a code span at the line's
+    ///   start and end (a command inside one ends at its closing backtick, see
+    ///   [`super::bench_line::segments`]).
+    pub fn line<'a>(&mut self, line: &'a str) -> Marked<'a> {
+        let t = line.trim_start();
+        // A fence: three backticks and at most a language word (```` ```diff ````); a line that
+        // goes on after them is a code span of its own (```` ```rocBLAS error: ...``` ````).
+        if let Some(info) = t
+            .strip_prefix("```")
+            .filter(|i| !i.trim().contains(char::is_whitespace))
+        {
+            self.in_diff = ["diff", "patch"].iter().any(|d| info.trim().starts_with(d));
+            return Marked::Markup;
+        }
+        if t.starts_with("diff --git ") || t.starts_with("@@ -") {
+            self.in_diff = true;
+            return Marked::Markup;
+        }
+        let body = if self.in_diff {
+            if line.starts_with("+++ ") || line.starts_with("--- ") || line.starts_with('\\') {
+                return Marked::Markup;
+            }
+            match line.chars().next() {
+                Some('+') | Some(' ') => &line[1..],
+                Some('-') => return Marked::Removed,
+                None => line,
+                Some(_) => {
+                    self.in_diff = false;
+                    plus_stripped(line)
+                }
+            }
+        } else {
+            plus_stripped(line)
+        };
+        let body = body.trim_end();
+        let body = body.trim_start_matches([' ', '\t']);
+        let body = body.strip_prefix('`').map_or(body, |b| b.trim_start_matches('`'));
+        let body = body.trim_end_matches('`');
+        if body.contains("**") {
+            Marked::Keep(body.replace("**", "").into())
+        } else {
+            Marked::Keep(body.into())
+        }
+    }
+}
+
+/// A line that starts with `+` and a space (an added line of a diff pasted without its
+/// header) without them; any other as it is.
+fn plus_stripped(line: &str) -> &str {
+    match line.strip_prefix('+') {
+        Some(rest) if rest.starts_with([' ', '\t']) => rest,
+        _ => line,
+    }
+}
+
+/// The lines an HTML table cell joins with `<br>` (`<br/>`, `<br />`, any case), each read
+/// as a line of its own.
+pub fn html_lines(text: &str) -> Vec<&str> {
+    if !text.contains('<') {
+        return vec![text];
+    }
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains("<br") {
+        return vec![text];
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    let mut search = 0;
+    while let Some(at) = lower[search..].find("<br") {
+        let i = search + at;
+        let rest = &lower[i + 3..];
+        let close = rest
+            .find('>')
+            .filter(|c| rest[..*c].trim().trim_end_matches('/').trim().is_empty());
+        match close {
+            Some(c) => {
+                out.push(&text[from..i]);
+                from = i + 3 + c + 1;
+                search = from;
+            }
+            None => search = i + 3,
+        }
+    }
+    out.push(&text[from..]);
+    out
 }

@@ -1,6 +1,8 @@
-//! `logs`' text: MIOpen's state line, the problems table (count, direction, 2D/3D, dtype,
-//! shape, solver and family), the commands that could not be read, the kernels, and the GEMMs
-//! by count with their measured figures. Everything a log wrote is shown with its control
+//! `logs`' text: what was read, MIOpen's state line (and a missing system database), the
+//! conclusions, the problems table (count, direction, 2D/3D, dtype, shape, solver and
+//! family; a `uniq -c` file's table says why its solver column is empty), the commands that
+//! could not be read, MIOpen's errors, the kernels, the GEMMs by count with their measured
+//! figures, and what was not kept, by reason. Everything a log wrote is shown with its control
 //! characters escaped ([`crate::util::format::printable`]): a stranger's log cannot drive the
 //! terminal.
 //!
@@ -16,45 +18,73 @@ pub fn text(j: &LogsJson) -> String {
     let read: Vec<String> = j
         .files
         .iter()
-        .map(|f| format!("{} ({} of {} lines)", printable(&f.path), f.rocm_lines, f.lines))
+        .map(|f| {
+            let mut t = format!(
+                "{}: {} {}, {} of them ROCm's",
+                printable(&f.path),
+                f.lines,
+                plural(f.lines, "line", "lines"),
+                f.rocm_lines
+            );
+            if f.diff_removed_lines > 0 {
+                let _ = write!(t, "; {} a pasted diff removed (`-`), not read", f.diff_removed_lines);
+            }
+            t
+        })
         .collect();
-    let _ = writeln!(out, "read: {}", read.join(", "));
+    let _ = writeln!(out, "read {}", read.join("; "));
     let m = &j.miopen;
-    let list = |v: &[String]| {
-        if v.is_empty() {
-            "not logged".to_string()
-        } else {
-            printable(&v.join(", "))
-        }
-    };
     let said_nothing = m.versions.is_empty()
         && m.find_modes.is_empty()
         && m.cold_db_evidence.is_empty()
         && m.problems.is_empty()
         && m.solvers.is_empty()
         && m.evaluated_solvers.is_empty()
-        && m.kernels.is_empty();
+        && m.kernels.is_empty()
+        && m.errors.is_empty()
+        && m.system_db_missing.is_empty();
     if said_nothing {
         let _ = writeln!(out, "MIOpen: no line logged");
     } else {
-        let _ = writeln!(
-            out,
-            "MIOpen: version {}; find mode {}; database {}",
-            list(&m.versions),
-            list(&m.find_modes),
-            match m.cold_db_evidence.first() {
-                Some(line) => format!("cold ({})", printable(line)),
-                None => "no sign of a cold database".to_string(),
-            }
-        );
+        let version = match m.versions.as_slice() {
+            [] => "version not logged".to_string(),
+            v => format!("version {}", printable(&v.join(", "))),
+        };
+        let mode = match m.find_modes.as_slice() {
+            [] => "find mode not logged".to_string(),
+            v => format!("find mode {}", printable(&v.join(", "))),
+        };
+        let db = match m.cold_db_evidence.first() {
+            Some(line) => format!("its find or performance database was cold ({})", printable(line)),
+            None => "no sign of a cold find or performance database".to_string(),
+        };
+        let _ = writeln!(out, "MIOpen: {version}; {mode}; {db}");
+        if let Some(line) = m.system_db_missing.first() {
+            let _ = writeln!(
+                out,
+                "MIOpen's system database is missing or unreadable ({}): the kernels it would hold are compiled \
+                 when first used, so first runs are slow; install MIOpen's kernel package for this GPU, or give a \
+                 warmed-up run",
+                printable(line)
+            );
+        }
+    }
+    for c in &j.conclusions {
+        let _ = writeln!(out, "conclusion: {}", printable(c));
     }
     if !m.problems.is_empty() {
         let lines = total(m.problems.iter().map(|p| p.count));
         let _ = writeln!(
             out,
-            "\nconvolution problems: {} distinct, {} command lines",
+            "\nconvolution problems: {} distinct, {} command lines{}",
             m.problems.len(),
-            lines
+            lines,
+            if m.counted_lines > 0 {
+                " (a `sort | uniq -c` file: sorting took each solver line away from its command, so the solver \
+                 column says `not tied` and the solvers are counted in total below)"
+            } else {
+                ""
+            }
         );
         let mut rows = vec![[
             "count",
@@ -96,13 +126,19 @@ pub fn text(j: &LogsJson) -> String {
         }
         table(&mut out, &rows);
     }
-    if m.counted_lines > 0 {
+    if m.counted_lines > 0 && m.problems.is_empty() {
         let _ = writeln!(
             out,
             "\n{} lines carried a `uniq -c` count: a sorted log no longer has each solver line after its \
              command, so solvers are counted in total, not tied to problems",
             m.counted_lines
         );
+    }
+    if !m.errors.is_empty() {
+        let _ = writeln!(out, "\nMIOpen's errors (the source file each named left out):");
+        for e in &m.errors {
+            let _ = writeln!(out, "  {:>7} {}", e.count, printable(&e.error));
+        }
     }
     if !m.unread_commands.is_empty() {
         let lines = total(m.unread_commands.iter().map(|u| u.count));
@@ -215,14 +251,29 @@ pub fn text(j: &LogsJson) -> String {
             );
         }
     }
-    let dropped = total([m.dropped, j.hipblaslt.dropped]);
-    if dropped > 0 {
-        let _ = writeln!(
-            out,
-            "\n{dropped} names or commands past the caps were counted, not kept"
-        );
-    }
+    dropped(&mut out, "MIOpen", &m.dropped_reasons);
+    dropped(&mut out, "GEMMs", &j.hipblaslt.dropped_reasons);
     out
+}
+
+/// What a reader did not keep: one line per reason, with the first record dropped for it.
+fn dropped(out: &mut String, what: &str, reasons: &[crate::rocm::dropped::DroppedReason]) {
+    for r in reasons {
+        let _ = write!(out, "\n{what}: {} {}", r.count, r.reason.text());
+        if let Some(example) = &r.example {
+            let _ = write!(out, "; the first: {}", printable(example));
+        }
+        let _ = writeln!(out);
+    }
+}
+
+/// `one` for 1, else `many`.
+fn plural(n: u64, one: &'static str, many: &'static str) -> &'static str {
+    if n == 1 {
+        one
+    } else {
+        many
+    }
 }
 
 /// The sum of `counts`, exact: a hostile file's `uniq -c` counts may pass 64 bits in total

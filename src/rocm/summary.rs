@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::report::{ConvProblem, Gemm, KernelCount, UnreadCommand};
+use crate::rocm::dropped::DroppedReason;
 use crate::rocm::{LogReader, RocmLogs};
 use crate::util::error::UserError;
 
@@ -32,6 +33,9 @@ pub struct LogsJson {
     /// `wan-vae-bench logs`, and this layout's version.
     pub schema: String,
     pub files: Vec<FileRead>,
+    /// What the logs show, each in one line ([`super::conclusion`]): most convolution calls
+    /// ran MIOpen's naive fallback, and what to try.
+    pub conclusions: Vec<String>,
     pub miopen: MiopenJson,
     pub hipblaslt: HipblasltJson,
 }
@@ -42,6 +46,13 @@ pub struct FileRead {
     pub path: String,
     pub lines: u64,
     pub rocm_lines: u64,
+    /// Lines a pasted diff removed (`-`): not read, not counted as calls. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub diff_removed_lines: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// MIOpen's part of [`LogsJson`]; every field present, empty when the logs say nothing.
@@ -62,8 +73,24 @@ pub struct MiopenJson {
     pub unread_commands: Vec<UnreadCommand>,
     /// Lines that carried a `uniq -c` count: their solver lines are not tied to commands.
     pub counted_lines: u64,
-    /// Names and commands past the caps (not kept).
+    /// Records, names and counts not kept, over all reasons.
     pub dropped: u64,
+    /// Why: each reason with how many and the first record dropped for it.
+    pub dropped_reasons: Vec<DroppedReason>,
+    /// The lines that said MIOpen's system database is missing or unreadable (`Missing
+    /// system database file: gfx1151_40.kdb Performance may degrade`), as logged.
+    pub system_db_missing: Vec<String>,
+    /// MIOpen's `Error` lines, counted by their text without the source path, in the order
+    /// first seen.
+    pub errors: Vec<ErrorCount>,
+}
+
+/// One of MIOpen's error lines, counted.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ErrorCount {
+    /// `[Where] message`, the source file it named left out.
+    pub error: String,
+    pub count: u64,
 }
 
 /// hipBLASLt's (and rocBLAS's) part of [`LogsJson`].
@@ -71,7 +98,10 @@ pub struct MiopenJson {
 pub struct HipblasltJson {
     /// Distinct GEMMs, most frequent first.
     pub gemms: Vec<Gemm>,
+    /// Lines, GEMMs and counts not kept, over all reasons.
     pub dropped: u64,
+    /// Why: each reason with how many and the first line dropped for it.
+    pub dropped_reasons: Vec<DroppedReason>,
 }
 
 pub const SCHEMA: &str = "wan-vae-bench logs 2";
@@ -151,21 +181,50 @@ fn identity(path: &std::path::Path) -> Option<Identity> {
     crate::util::files::identity(&std::fs::metadata(path).ok()?)
 }
 
-/// Read one input into `reader`; how many of its lines were ROCm's.
+/// Read one input into `reader`; how many of its lines were ROCm's. Only what can end is
+/// read: a regular file, a FIFO or a pipe, or a terminal on standard input; a device
+/// (`/dev/zero`, `/dev/urandom`) or a socket is refused before a byte is read, as the rest
+/// of the tool refuses them. The tool's own JSON (a `logs --json` summary, a bundle's
+/// `summary.json`, a report) is refused: it is no log, and its commands and GEMMs would be
+/// read as logged once each ([`own_output`]).
 fn read_one(path: &std::path::Path, shown: &str, reader: &mut LogReader) -> anyhow::Result<FileRead> {
-    let before = reader.rocm_lines();
+    let before = (reader.rocm_lines(), reader.removed_lines());
+    let cannot = |e: std::io::Error| UserError::Other(format!("cannot read {shown}: {e}"));
     let lines = if path.as_os_str() == "-" {
-        crate::rocm::read_stream(std::io::stdin().lock(), reader)
+        let meta = stdin_metadata().map_err(cannot)?;
+        use std::io::IsTerminal;
+        if !readable(&meta) && !std::io::stdin().is_terminal() {
+            return Err(not_readable(shown, &meta).into());
+        }
+        let mut input = std::io::BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+        own_output(&mut input, path, shown)?;
+        crate::rocm::read_stream(input, reader)
     } else {
-        let file = std::fs::File::open(path).map_err(|e| UserError::Other(format!("cannot read {shown}: {e}")))?;
-        if file.metadata().is_ok_and(|m| m.is_dir()) {
+        // Checked before it is opened (opening a FIFO waits for a writer; a device is never
+        // opened), then again on what was opened (a rename in between).
+        let meta = std::fs::metadata(path).map_err(cannot)?;
+        if meta.is_dir() {
             return Err(UserError::Other(format!("{shown} is a folder: give log files")).into());
         }
-        crate::rocm::read_stream(file, reader)
+        if !readable(&meta) {
+            return Err(not_readable(shown, &meta).into());
+        }
+        let file = std::fs::File::open(path).map_err(cannot)?;
+        let meta = file.metadata().map_err(cannot)?;
+        if meta.is_dir() {
+            return Err(UserError::Other(format!("{shown} is a folder: give log files")).into());
+        }
+        if !readable(&meta) {
+            return Err(not_readable(shown, &meta).into());
+        }
+        let mut input = std::io::BufReader::with_capacity(1 << 16, file);
+        own_output(&mut input, path, shown)?;
+        crate::rocm::read_stream(input, reader)
     }
-    .map_err(|e| UserError::Other(format!("cannot read {shown}: {e}")))?;
+    .map_err(cannot)?;
     reader.end_of_input();
-    let rocm_lines = reader.rocm_lines() - before;
+    let rocm_lines = reader.rocm_lines() - before.0;
+    let diff_removed_lines = reader.removed_lines() - before.1;
     if rocm_lines == 0 {
         return Err(UserError::Other(format!(
             "{shown}: no MIOpen line and no hipBLASLt or rocBLAS GEMM line in {lines} lines; run the program with \
@@ -178,12 +237,72 @@ fn read_one(path: &std::path::Path, shown: &str, reader: &mut LogReader) -> anyh
         path: shown.to_string(),
         lines,
         rocm_lines,
+        diff_removed_lines,
     })
+}
+
+/// Standard input's own metadata (`fstat` of file descriptor 0): the file, FIFO, device or
+/// terminal it is, whatever path reached it.
+pub fn stdin_metadata() -> std::io::Result<std::fs::Metadata> {
+    use std::os::fd::AsFd;
+    let fd = std::io::stdin().as_fd().try_clone_to_owned()?;
+    std::fs::File::from(fd).metadata()
+}
+
+/// A regular file or a FIFO (a pipe): what ends. Not a device, socket or folder.
+fn readable(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    meta.is_file() || meta.file_type().is_fifo()
+}
+
+fn not_readable(shown: &str, meta: &std::fs::Metadata) -> UserError {
+    UserError::Other(format!(
+        "{shown} is {}, not a regular file; refusing to read it (it may never end): give a log file, a pipe, or `-` \
+         for standard input",
+        crate::util::read::kind(meta)
+    ))
+}
+
+/// Refuse (exit 2) an input that is this tool's own JSON: it starts with `{` and its first
+/// 4 KiB name `wan-vae-bench` (a `logs --json` summary's `schema`, a report's `tool`). It is
+/// no log: its commands and GEMMs would each be read as logged once, its counts lost. A
+/// bundle's `summary.json` points at the bundle folder, which `logs DIR` reads through its
+/// count files.
+fn own_output(input: &mut impl std::io::BufRead, path: &std::path::Path, shown: &str) -> Result<(), UserError> {
+    let head = match input.fill_buf() {
+        Ok(b) => &b[..b.len().min(4096)],
+        Err(_) => return Ok(()),
+    };
+    let text = String::from_utf8_lossy(head);
+    let json = text.trim_start().starts_with('{');
+    if !(json && (text.contains("\"wan-vae-bench logs") || text.contains("\"name\": \"wan-vae-bench\""))) {
+        return Ok(());
+    }
+    let folder = path
+        .parent()
+        .filter(|p| COUNT_FILES.iter().any(|f| p.join(f).is_file()))
+        .filter(|_| path.file_name().is_some_and(|n| n == "summary.json"));
+    let what = if text.contains("\"wan-vae-bench logs") {
+        "a `logs --json` summary"
+    } else {
+        "a report of `run`"
+    };
+    Err(UserError::Other(match folder {
+        Some(dir) => format!(
+            "{shown} is the summary of a bundle `logs --bundle` wrote, not a log: give the bundle folder ({}), \
+             which is read through its count files, or the logs it was made from",
+            dir.display()
+        ),
+        None => format!(
+            "{shown} is wan-vae-bench's own JSON ({what}), not a log: read as a log, each of its commands and \
+             GEMMs would count once; give the logs it was made from, or a bundle folder `logs --bundle` wrote"
+        ),
+    }))
 }
 
 /// The JSON summary of what was read.
 pub fn summary(files: Vec<FileRead>, logs: RocmLogs) -> LogsJson {
-    let miopen = logs.miopen.map_or_else(MiopenJson::default, |m| MiopenJson {
+    let mut miopen = logs.miopen.map_or_else(MiopenJson::default, |m| MiopenJson {
         versions: m.versions,
         find_modes: m.find_modes,
         cold_db: !m.cold_db.is_empty(),
@@ -195,14 +314,30 @@ pub fn summary(files: Vec<FileRead>, logs: RocmLogs) -> LogsJson {
         unread_commands: m.unread_commands,
         counted_lines: m.counted_lines,
         dropped: m.dropped,
+        dropped_reasons: Vec::new(),
+        system_db_missing: Vec::new(),
+        errors: Vec::new(),
     });
+    // What a log with no problem or solver still said.
+    miopen.dropped = logs.miopen_dropped.total();
+    miopen.dropped_reasons = logs.miopen_dropped.reasons();
+    miopen.system_db_missing = logs.miopen_notes.system_db;
+    miopen.errors = logs
+        .miopen_notes
+        .errors
+        .into_iter()
+        .map(|(error, count)| ErrorCount { error, count })
+        .collect();
     let hipblaslt = logs.hipblaslt.map_or_else(HipblasltJson::default, |h| HipblasltJson {
         gemms: h.gemms,
         dropped: h.dropped,
+        dropped_reasons: logs.hipblaslt_dropped.reasons(),
     });
+    let conclusions = super::conclusion::conclusions(&miopen);
     LogsJson {
         schema: SCHEMA.to_string(),
         files,
+        conclusions,
         miopen,
         hipblaslt,
     }

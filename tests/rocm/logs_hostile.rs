@@ -2,7 +2,9 @@
 //! no command dropped or invented (6), no line read twice (8), no file counted twice (9), no
 //! line miscounted (12), no escape sequence reaching the terminal or the bundle (14), and no
 //! file that appeared in the bundle folder meanwhile replaced, by `logs --bundle` or by
-//! `run --export-rocm-bundle` (16).
+//! `run --export-rocm-bundle` (16). Issue 64, `logs`' items: standard input's file is no
+//! output (2), the tool's own JSON is no log (11), a cut value is no GEMM (12), what is
+//! dropped says why (14), a device is refused (15), a size of 0 is no problem.
 use std::io::Write;
 use std::process::Stdio;
 
@@ -129,7 +131,11 @@ fn lines_are_counted_by_newline_not_by_piece() {
     let log = write(dir.path(), "long.log", &text);
     let out = bench().arg("logs").arg(&log).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("(1 of 2 lines)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("long.log: 2 lines, 1 of them ROCm's"),
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -261,4 +267,245 @@ fn a_file_that_appears_in_the_bundle_folder_during_a_run_is_never_replaced() {
     );
     // The measured report is kept.
     assert_eq!(load(&report).cases.len(), 1);
+}
+
+/// A real bench line (rocm-libraries #12243).
+fn real_bench_line() -> String {
+    std::fs::read_to_string(fixture("rocm/rocm-libraries-12243-hipblaslt-bench-bf16.log"))
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("hipblaslt-bench"))
+        .unwrap()
+        .trim_end()
+        .to_string()
+}
+
+#[test]
+fn standard_inputs_own_file_is_never_the_json_output() {
+    // Issue 64 item 2: `logs - --json FILE < FILE` replaced the log it read.
+    let dir = scratch();
+    let log = dir.path().join("console.log");
+    std::fs::copy(fixture("rocm/miopen-600-bwrw-chosen-algorithm.log"), &log).unwrap();
+    let before = std::fs::read(&log).unwrap();
+    let link = dir.path().join("link.json");
+    std::os::unix::fs::symlink(&log, &link).unwrap();
+    for out_path in [&log, &link] {
+        let out = bench()
+            .args(["logs", "-", "--json"])
+            .arg(out_path)
+            .stdin(std::fs::File::open(&log).unwrap())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains("standard input") && err.contains("--json"), "{err}");
+        assert!(err.contains(&out_path.display().to_string()), "{err}");
+        assert_eq!(std::fs::read(&log).unwrap(), before, "the log is untouched");
+    }
+    // Another file as --json is written, as before.
+    let json = dir.path().join("out.json");
+    let out = bench()
+        .args(["logs", "-", "--json"])
+        .arg(&json)
+        .stdin(std::fs::File::open(&log).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(json.exists());
+}
+
+#[test]
+fn the_tools_own_json_is_refused_as_a_log() {
+    // Issue 64 item 11: `logs` read its own --json output and a bundle's summary.json as a
+    // log, every count 1. Refused (exit 2), pointing at what to give instead: a summary.json
+    // is read through its bundle's count files, which hold the counts.
+    let dir = scratch();
+    let log = rocm_fixture("rocm-libraries-6439-gfx1201-convfp16.log");
+    let json = dir.path().join("summary-of-logs.json");
+    let bundle = dir.path().join("b");
+    let out = bench()
+        .arg("logs")
+        .arg(&log)
+        .arg("--json")
+        .arg(&json)
+        .arg("--bundle")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = bench().arg("logs").arg(&json).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("summary-of-logs.json") && err.contains("not a log"),
+        "{err}"
+    );
+    let summary = bundle.join("summary.json");
+    let out = bench().arg("logs").arg(&summary).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("give the bundle folder") && err.contains(&bundle.display().to_string()),
+        "{err}"
+    );
+    // Through standard input too.
+    let out = bench()
+        .args(["logs", "-"])
+        .stdin(std::fs::File::open(&summary).unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    // The folder itself reads back to the log's counts.
+    let (out, v) = logs_json(&[bundle.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["miopen"]["problems"][0]["count"], 6, "{v}");
+}
+
+fn rocm_fixture(name: &str) -> std::path::PathBuf {
+    fixture(&format!("rocm/{name}"))
+}
+
+#[test]
+fn a_bench_line_cut_inside_its_shape_is_no_gemm_and_never_replayed() {
+    // Issue 64 item 12: cut inside `-k 4096`, it was read as k=409 and written to the
+    // bundle's replay file.
+    let dir = scratch();
+    let line = real_bench_line();
+    let cut = &line[..line.find("-k 4096").unwrap() + "-k 409".len()];
+    let log = write(dir.path(), "cut.log", &format!("{line}\n{cut}\n"));
+    let bundle = dir.path().join("b");
+    let out = bench()
+        .arg("logs")
+        .arg(&log)
+        .arg("--bundle")
+        .arg(&bundle)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let replay = std::fs::read_to_string(bundle.join("hipblaslt-gemms.txt")).unwrap();
+    assert!(
+        !replay.contains("-k 409 ") && !replay.trim_end().ends_with("-k 409"),
+        "{replay}"
+    );
+    assert_eq!(replay.lines().count(), 1, "{replay}");
+    let text = stdout(&out);
+    assert!(text.contains("cut inside their shape"), "{text}");
+    let (_, v) = logs_json(&[log.as_os_str()]);
+    let gemms = v["hipblaslt"]["gemms"].as_array().unwrap();
+    assert!(gemms.iter().all(|g| g["k"] == 4096), "{v}");
+    assert_eq!(v["hipblaslt"]["dropped_reasons"][0]["reason"], "cut_value", "{v}");
+}
+
+#[test]
+fn records_dropped_for_their_uniq_count_or_a_value_past_64_bits_say_so() {
+    // Issue 64 item 14 and the smaller item: an unreadable `uniq -c` count was reported as
+    // "past the caps"; a bench value past 64 bits vanished uncounted.
+    let dir = scratch();
+    let line = real_bench_line();
+    let big = line.replace("-m 16", "-m 99999999999999999999");
+    let text = format!("      0 {line}\n99999999999999999999999 {line}\n{big}\n");
+    let log = write(dir.path(), "counted.log", &text);
+    let out = bench().arg("logs").arg(&log).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("past the caps"), "{text}");
+    assert!(
+        text.contains("2 lines not read: their `uniq -c` count is no count"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 bench lines not read: a shape value that is not a whole number of 64 bits"),
+        "{text}"
+    );
+    assert!(text.contains("-m 99999999999999999999"), "the line is shown: {text}");
+}
+
+#[test]
+fn a_device_is_refused_before_it_is_read() {
+    // Issue 64 item 15: `logs /dev/zero` and `logs /dev/urandom` never ended.
+    for device in ["/dev/zero", "/dev/urandom"] {
+        let mut child = bench()
+            .args(["logs", device])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while child.try_wait().unwrap().is_none() && start.elapsed().as_secs() < 20 {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            panic!("logs {device} still reading after 20 s");
+        }
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{device}");
+        let err = stderr(&out);
+        assert!(err.contains(device) && err.contains("character device"), "{err}");
+    }
+    // ... and as standard input (not a terminal).
+    let out = bench()
+        .args(["logs", "-"])
+        .stdin(std::fs::File::open("/dev/zero").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn a_size_stride_or_group_of_zero_is_an_unread_command_never_a_problem() {
+    let dir = scratch();
+    let text: String = ["-u 0", "-g 0", "-n 0"]
+        .iter()
+        .map(|v| format!("MIOpen(HIP): Command [LogCmdConvolution] ./bin/MIOpenDriver conv -n 2 -c 16 -H 32 -W 32 -k 16 {v} -F 1\n"))
+        .collect();
+    let log = write(dir.path(), "zeros.log", &text);
+    let (out, v) = logs_json(&[log.as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(v["miopen"]["problems"].as_array().map(Vec::len), Some(0), "{v}");
+    let unread = v["miopen"]["unread_commands"].as_array().unwrap();
+    assert_eq!(unread.len(), 3, "{v}");
+    for (u, want) in unread.iter().zip(["-u 0", "-g 0", "-n 0"]) {
+        assert!(u["reason"].as_str().unwrap().contains(want), "{want}: {u}");
+    }
+}
+
+#[test]
+fn logs_concludes_when_most_calls_ran_the_naive_fallback_and_reads_like_english() {
+    // Issue 67 item 7, on MIOpen #3860's naive kernel launches.
+    let out = bench()
+        .arg("logs")
+        .arg(rocm_fixture("miopen-3860-gfx1150-naive-kernels.log"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let conclusion = text.lines().find(|l| l.starts_with("conclusion:")).expect(&text);
+    for want in ["naive fallback", "--conv3d split", "NAIVE_CONV_FWD", "--cudnn off"] {
+        assert!(conclusion.contains(want), "{want}: {conclusion}");
+    }
+    assert!(
+        text.contains("no sign of a cold find or performance database"),
+        "{text}"
+    );
+    assert!(!text.contains("database no sign"), "{text}");
+    assert!(text.contains(": 9 lines, 6 of them ROCm's"), "{text}");
+    // The missing system database and MIOpen's errors are said.
+    let out = bench()
+        .arg("logs")
+        .arg(rocm_fixture("miopen-1254-unreadable-system-db-errors.log"))
+        .arg(rocm_fixture("miopen-3964-gfx1151-evaluating.log"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("system database is missing or unreadable"), "{text}");
+    assert!(
+        text.contains("2 [EvaluateInvokers] Invalid elapsed time detected in EvaluateInvokers"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[BuildOcl] comgr status = INVALID_ARGUMENT (2)"),
+        "{text}"
+    );
 }

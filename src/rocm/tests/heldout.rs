@@ -24,13 +24,15 @@ const PROBLEM_FIELDS: [&str; 13] = [
 ];
 
 /// The GEMM fields an `.expected.json` may state beside m, n, k and count.
-const GEMM_FIELDS: [&str; 8] = [
+const GEMM_FIELDS: [&str; 10] = [
     "batch",
     "transA",
     "transB",
     "a_type",
+    "b_type",
     "compute_type",
     "form",
+    "incomplete",
     "time_us",
     "gflops",
 ];
@@ -102,7 +104,7 @@ fn held_out_real_logs_read_as_a_careful_reader_reads_them() {
             assert_eq!((g.m, g.n, g.k, g.count), (n("m"), n("n"), n("k"), n("count")), "{name}");
             let got = serde_json::json!({
                 "batch": g.batch, "transA": g.trans_a, "transB": g.trans_b, "a_type": g.a_type,
-                "compute_type": g.compute_type, "form": g.form,
+                "b_type": g.b_type, "compute_type": g.compute_type, "form": g.form, "incomplete": g.incomplete,
                 "time_us": g.results.iter().map(|r| r.time_us).collect::<Vec<_>>(),
                 "gflops": g.results.iter().map(|r| r.gflops).collect::<Vec<_>>(),
             });

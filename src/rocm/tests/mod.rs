@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use super::*;
 use crate::report::ConvProblem;
 
+mod forms;
 mod heldout;
 mod hostile;
 mod pastes;
@@ -371,7 +372,9 @@ fn the_same_gemm_logged_often_is_one_row_sorted_by_count() {
         assert!(r.line(l));
     }
     let g = r.finish().hipblaslt.unwrap().gemms;
-    assert_eq!((g[0].m, g[0].count, g[1].batch, g[1].count), (4096, 3, Some(2), 1));
+    // `other` is a logged line (`--api_method`) without its types: cut, so its last value
+    // (`--batch_count 2`) is unknown, never a number it may have lost digits of (issue 64).
+    assert_eq!((g[0].m, g[0].count, g[1].batch, g[1].count), (4096, 3, None, 1));
 }
 
 #[test]
