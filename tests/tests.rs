@@ -48,6 +48,8 @@ mod engines;
 mod gpu_check;
 #[path = "engine/gpu_truth.rs"]
 mod gpu_truth;
+#[path = "engine/gpu_verdicts.rs"]
+mod gpu_verdicts;
 #[path = "engine/levers.rs"]
 mod levers;
 #[path = "engine/profile.rs"]
