@@ -4,7 +4,7 @@
 # folders of this clone (or the ones given), never from fixed paths of one machine.
 #
 #   scripts/build-cuda.sh [--toolchain DIR] [--libs-from ENV] [--target-dir DIR]
-#                         [--features F] [--dry-run] [--pack-only]
+#                         [--features F] [--optimize-gguf-kernels] [--dry-run] [--pack-only]
 #
 #   --toolchain DIR   where the CUDA 13.0 toolchain wheels go (nvcc, nvvm, crt, runtime
 #                     headers, cccl, curand; pip install --target); default target/cuda-toolchain.
@@ -16,6 +16,12 @@
 #                     into the toolchain folder.
 #   --target-dir DIR  CARGO_TARGET_DIR of the CUDA build; default target/cuda.
 #   --features F      default cudnn.
+#   --optimize-gguf-kernels   compile candle-kernels' static GGUF/MoE kernels (libmoe.a: the
+#                     quantized matmuls, which the VAE never calls) optimized, as candle
+#                     does. By default they are compiled with nvcc -G (device code not
+#                     optimized): about 25 s of CPU each instead of 10 min or more, on a
+#                     build machine of 2 shared cores; every kernel the VAE runs (candle's
+#                     PTX kernels, this crate's kernels.cu) is compiled as candle compiles it.
 #   --dry-run         print the folders and the steps, change nothing.
 #   --pack-only       pack the binary already built (no pip, no cargo).
 #
@@ -39,13 +45,14 @@ usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; ex
 abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
 
 toolchain=$root/target/cuda-toolchain libs_from="" target_dir=$root/target/cuda features=cudnn
-dry=0 pack_only=0
+dry=0 pack_only=0 optimize_gguf=0
 while [[ $# -gt 0 ]]; do
     case $1 in
         --toolchain) toolchain=$(abs "${2:?}"); shift 2 ;;
         --libs-from) libs_from=$(abs "${2:?}"); shift 2 ;;
         --target-dir) target_dir=$(abs "${2:?}"); shift 2 ;;
         --features) features=${2:?}; shift 2 ;;
+        --optimize-gguf-kernels) optimize_gguf=1; shift ;;
         --dry-run) dry=1; shift ;;
         --pack-only) pack_only=1; shift ;;
         -h|--help) usage ;;
@@ -107,7 +114,23 @@ if [[ $pack_only == 0 ]]; then
         > "$link/libcuda-stub.c"
     cc -shared -fPIC -Wl,-soname,libcuda.so.1 -o "$link/libcuda.so" "$link/libcuda-stub.c"
     export CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-80} CUDARC_CUDA_VERSION=${CUDARC_CUDA_VERSION:-13000}
-    export CUDA_TOOLKIT_ROOT_DIR=$(dirname "$link") CARGO_TARGET_DIR=$target_dir NVCC=$tc/cu13/bin/nvcc
+    nvcc=$tc/cu13/bin/nvcc
+    if [[ $optimize_gguf == 0 ]]; then
+        # nvcc, with -G for the object files of candle-kernels' static GGUF/MoE sources only
+        # (in nvcc's folder: cudaforge finds the toolkit from it).
+        nvcc=$tc/cu13/bin/nvcc-wvb
+        cat > "$nvcc" <<'WRAP'
+#!/usr/bin/env bash
+# scripts/build-cuda.sh: nvcc, with -G (device code not optimized) for the object files of
+# candle-kernels' static GGUF/MoE kernels, which the VAE never calls; everything else as is.
+real=$(dirname "$0")/nvcc
+args=("$@")
+if [[ " $* " == *" -c "* && " $* " =~ src/(moe|mmq_gguf)/|src/mmvq_gguf ]]; then args+=(-G); fi
+exec "$real" "${args[@]}"
+WRAP
+        chmod +x "$nvcc"
+    fi
+    export CUDA_TOOLKIT_ROOT_DIR=$(dirname "$link") CARGO_TARGET_DIR=$target_dir NVCC=$nvcc
     export PATH=$tc/cu13/bin:$PATH
     unset CUDA_HOME CUDA_PATH CUDA_ROOT CUDNN_LIB
     cd "$root"
@@ -135,7 +158,7 @@ dirty=false
 [[ -n $(git status --porcelain --untracked-files=no -- src build.rs Cargo.toml Cargo.lock 2>/dev/null) ]] && dirty=true
 BUILD_S=$build_s LOAD_BEFORE=$load_before LOAD_AFTER=$load_after COMMIT=$commit DIRTY=$dirty SHA=$sha \
     STRIPPED=$stripped BYTES=$(stat -c %s "$bin") PACKED=$(stat -c %s .gpu/wan-vae-bench-cuda.xz) NEEDS=$needs \
-    FEATURES=$features FINGERPRINT=$("$root/scripts/gpu-source-fingerprint.sh" "$root") CAP=${CUDA_COMPUTE_CAP:-80} \
+    FEATURES=$features OPT_GGUF=$optimize_gguf FINGERPRINT=$("$root/scripts/gpu-source-fingerprint.sh" "$root") CAP=${CUDA_COMPUTE_CAP:-80} \
     python3 - > .gpu/manifest.json <<'EOF'
 import json, os, time
 e = os.environ
@@ -150,6 +173,7 @@ print(json.dumps({
     "stripped_bytes": int(e["STRIPPED"]),
     "packed_bytes": int(e["PACKED"]),
     "needs": e["NEEDS"].split(),
+    "gguf_kernels": "optimized" if e["OPT_GGUF"] == "1" else "nvcc -G (not optimized; the VAE never calls them)",
     "build_s": None if e["BUILD_S"] == "null" else int(e["BUILD_S"]),
     "load_before": e["LOAD_BEFORE"].strip() or None,
     "load_after": e["LOAD_AFTER"].strip() or None,

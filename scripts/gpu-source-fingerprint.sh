@@ -9,6 +9,6 @@
 set -euo pipefail
 root=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 cd "$root"
-{ ls Cargo.toml Cargo.lock build.rs; find src -type f -not -name '*.tmp*'; } | LC_ALL=C sort | while IFS= read -r f; do
+{ ls Cargo.toml Cargo.lock build.rs; find src -type f -not -name '*.tmp*' -not -name '*.pyc'; } | LC_ALL=C sort | while IFS= read -r f; do
     printf '%s %s\n' "$(sha256sum < "$f" | cut -d' ' -f1)" "$f"
 done | sha256sum | cut -d' ' -f1

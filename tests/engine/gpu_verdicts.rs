@@ -85,7 +85,7 @@ fn a_candle_gpu_case_with_a_fallback_tf32_math_or_no_library_fails_naming_the_sh
     let small = "[1, 384, 3, 60, 104]";
     let fma = plan(big, "IMPLICIT_PRECOMP_GEMM", "FMA", "");
     let cases = [
-        candle_case("exact", "n/a", &[fma.clone()]),
+        candle_case("exact", "n/a", std::slice::from_ref(&fma)),
         candle_case(
             "fallback",
             "n/a",
@@ -203,11 +203,11 @@ fn probe_conv(x: [usize; 5], w: [usize; 5], stride: [usize; 3], pad: [usize; 3])
     let out = [x[0], w[0], od[0], od[1], od[2]];
     let mut y = vec![0f32; out.iter().product()];
     let mut k = 0;
-    for o in 0..w[0] {
+    for (o, &bias) in bv.iter().enumerate() {
         for t in 0..od[0] {
             for h in 0..od[1] {
                 for ww in 0..od[2] {
-                    let mut acc = f64::from(bv[o]);
+                    let mut acc = f64::from(bias);
                     for c in 0..x[1] {
                         for (dt, dh, dw) in
                             (0..w[2]).flat_map(|a| (0..w[3]).flat_map(move |b| (0..w[4]).map(move |e| (a, b, e))))
@@ -262,13 +262,11 @@ fn conv_bench_measures_each_shape_against_torch_and_names_a_wrong_one() {
             d.join(file).display()
         )
     };
-    let fallback = format!(
-        r#"{{"input": [1, 384, 3, 60, 104], "weight": [384, 384, 3, 3, 3], "stride": [1, 1, 1], "padding": [0, 1, 1],
+    let fallback = r#"{"input": [1, 384, 3, 60, 104], "weight": [384, 384, 3, 3, 3], "stride": [1, 1, 1], "padding": [0, 1, 1],
             "dtype": "f32", "algorithm": "candle conv2d (fallback: no algorithm)", "family": "gemm+im2col", "math": "",
             "workspace_bytes": 0, "heuristic_rank": 0, "chosen_by": "", "calls": 1, "calls_per_decode": 1,
             "fallback": true, "median_ms": null, "min_ms": null, "output": [1, 384, 1, 60, 104],
-            "output_file": null, "output_dtype": "f32"}}"#
-    );
+            "output_file": null, "output_dtype": "f32"}"#;
     let bench = write(
         d,
         "candle-fp32.json",
