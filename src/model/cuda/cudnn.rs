@@ -459,7 +459,7 @@ impl State {
                 if r.passed_over.is_empty() {
                     "the heuristics' choice ran"
                 } else {
-                    &r.passed_over
+                    r.passed_over.as_str()
                 }
             );
             return Ok(());
