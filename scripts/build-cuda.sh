@@ -153,12 +153,22 @@ sha=$(sha256sum .gpu/wan-vae-bench-cuda | cut -d' ' -f1)
 stripped=$(stat -c %s .gpu/wan-vae-bench-cuda)
 needs=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 xz -9 -T1 -f .gpu/wan-vae-bench-cuda
-commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+# The commit the binary says it was built from (build.rs embeds `git rev-parse HEAD`): the
+# one of the last 500 commits whose hash is in it; else HEAD now.
+commit=$(strings -n 40 "$bin" | grep -oE '[0-9a-f]{40}' | sort -u |
+    grep -xF -f - <(git log --format=%H -n 500 2>/dev/null) | head -1)
+[[ -n $commit ]] || commit=$(git rev-parse HEAD 2>/dev/null || echo unknown)
+fingerprint=$("$root/scripts/gpu-source-fingerprint.sh" "$root")
+if [[ $commit != "$(git rev-parse HEAD 2>/dev/null)" ]]; then
+    echo "build-cuda: the binary is of $commit, not HEAD $(git rev-parse HEAD 2>/dev/null): rebuild to measure HEAD" >&2
+    # These sources are HEAD's, not the binary's: gpu-lent.sh must refuse it.
+    fingerprint="unknown: the binary is of $commit, the tree at $(git rev-parse HEAD 2>/dev/null)"
+fi
 dirty=false
 [[ -n $(git status --porcelain --untracked-files=no -- src build.rs Cargo.toml Cargo.lock 2>/dev/null) ]] && dirty=true
 BUILD_S=$build_s LOAD_BEFORE=$load_before LOAD_AFTER=$load_after COMMIT=$commit DIRTY=$dirty SHA=$sha \
     STRIPPED=$stripped BYTES=$(stat -c %s "$bin") PACKED=$(stat -c %s .gpu/wan-vae-bench-cuda.xz) NEEDS=$needs \
-    FEATURES=$features OPT_GGUF=$optimize_gguf FINGERPRINT=$("$root/scripts/gpu-source-fingerprint.sh" "$root") CAP=${CUDA_COMPUTE_CAP:-80} \
+    FEATURES=$features OPT_GGUF=$optimize_gguf FINGERPRINT=$fingerprint CAP=${CUDA_COMPUTE_CAP:-80} \
     python3 - > .gpu/manifest.json <<'EOF'
 import json, os, time
 e = os.environ
