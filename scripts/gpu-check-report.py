@@ -16,6 +16,18 @@ import sys
 
 GIB = float(1 << 30)
 FP32_CROSS_ENGINE_TOL = 1e-4  # cross_engine: max_abs_error <= 1e-4 x max(1, max_abs_reference)
+# bf16 against the same engine's true fp32 (quality.latent and quality.decoded of an untiled,
+# chunk-1 bf16 case, whose reference differs from it in precision alone): PSNR at least this.
+# Measured on the synthetic weights (results/gpu-2026-11-2*): torch 45.2-47.8 dB, candle
+# 45.9-47.7, diffusers 44.4-47.2, comfyui 43.3-51.8 (the lowest, its 81-frame decode); a wrong
+# but finite result (a mis-indexed or mis-padded convolution) loses far more. 40 dB: 3 dB under
+# the lowest any engine measured, 5-8 dB (RMSE 1.8-2.5x) under torch's.
+BF16_PSNR_FLOOR_DB = 40.0
+# conv-bench: one convolution's output on the probe tensors against torch's F.conv3d of the
+# same: fp32 (both true fp32) the golden rule; bf16, whose outputs are rounded to 8 bits,
+# 2^-6 of the largest output (a few bf16 steps).
+CONV_FP32_TOL = 1e-4
+CONV_BF16_TOL = 2.0**-6
 
 
 def line(verdict, check, detail):
@@ -210,6 +222,8 @@ def check_case(name, c, device):
         lib = conv_library(c)
         if lib:
             line("INFO", f"conv_library {name} {case_label(c)}", lib)
+        if on_gpu(device) and c.get("engine", "candle") == "candle":
+            check_conv_plans(name, c)
         peak = c.get("device_process_peak") or {}
         if peak and not peak.get("peak_bytes"):
             # The one memory metric both engines are compared by is missing.
@@ -227,6 +241,8 @@ def check_case(name, c, device):
             f"budget {name} {case_label(c)}",
             f"{b.get('budget')} {b.get('value')} vs limit {b.get('limit')} ({b.get('scope')}): {b.get('verdict')}",
         )
+    if status == "ok":
+        check_bf16_psnr(name, c)
     cross = (c.get("quality") or {}).get("cross_engine")
     if cross:
         err = cross.get("max_abs_error")
@@ -237,6 +253,103 @@ def check_case(name, c, device):
             line("PASS" if ok else "FAIL", f"cross_engine {name} {case_label(c)}", f"{detail} (fp32 bound {bound:.3e})")
         else:
             line("INFO", f"cross_engine {name} {case_label(c)}", detail)
+
+
+def shape_of(p):
+    """One convolution as the library got it, for a verdict line."""
+    return (f"input {p.get('input')} weight {p.get('weight')} stride {p.get('stride')} "
+            f"padding {p.get('padding')} {p.get('dtype')}")
+
+
+def true_fp32(c):
+    """Whether an fp32 case is held to true fp32 (its tf32 knob is not `on`)."""
+    return c.get("precision") == "fp32" and str(c.get("tf32")) != "on"
+
+
+def check_conv_plans(name, c):
+    """A candle case on a GPU is timed as its convolution library ran it: FAIL when it
+    recorded no library, when a shape fell back to candle's own convolution (timed and
+    labelled as the library's otherwise), or when a true-fp32 case ran a shape under any math
+    but FMA (TF32 on Ampere and newer); INFO when a first choice was passed over for the
+    workspace cap (torch has none)."""
+    label = f"{name} {case_label(c)}"
+    lib = c.get("conv_library")
+    if not lib or not lib.get("plans"):
+        line("FAIL", f"conv_library {label}",
+             "no convolution library recorded: a build without cuDNN (`--features cudnn`), or no convolution reached it")
+        return
+    for p in lib["plans"]:
+        if str(p.get("algorithm", "")).startswith("candle"):
+            line("FAIL", f"conv_plan {label}", f"{shape_of(p)}: {p.get('algorithm')}")
+        elif true_fp32(c) and p.get("math") != "FMA":
+            line("FAIL", f"conv_plan {label}",
+                 f"{shape_of(p)}: {p.get('algorithm')} under {p.get('math')} math in a true-fp32 case (FMA only: no TF32)")
+        if p.get("passed_over"):
+            line("INFO", f"conv_plan {label}", f"{shape_of(p)}: {p['passed_over']}; ran {p.get('algorithm')}")
+
+
+def like_for_like_bf16(c):
+    """Whether a bf16 case's quality reference differs from it in precision alone (untiled in
+    space and time, chunk 1, the default layout and conv3d)."""
+    return (c.get("precision") == "bf16" and not c.get("tile_px") and not c.get("temporal_tile_frames")
+            and c.get("chunk", 1) == 1 and (c.get("layout") or "ncdhw") == "ncdhw"
+            and (c.get("conv3d") or "native") == "native")
+
+
+def check_bf16_psnr(name, c):
+    """bf16 judged against the same engine's fp32 (`quality.latent`, `quality.decoded`): PSNR
+    at least BF16_PSNR_FLOOR_DB; a tiled or chunked case's is its tiling's too (INFO)."""
+    q = c.get("quality") or {}
+    if c.get("precision") != "bf16":
+        return
+    for what in ("latent", "decoded"):
+        m = q.get(what)
+        if not m:
+            continue
+        psnr = m.get("psnr_db")
+        detail = f"{what} vs {q.get('reference_id')}: PSNR {'?' if psnr is None else f'{psnr:.1f}'} dB, max_abs {m.get('max_abs')}"
+        check = f"bf16 {name} {case_label(c)}"
+        if not like_for_like_bf16(c):
+            line("INFO", check, f"{detail} (tiled or chunked: not judged)")
+        elif m.get("identical"):
+            line("PASS", check, f"{what} identical to the fp32 reference")
+        elif psnr is None or not math.isfinite(psnr) or psnr < BF16_PSNR_FLOOR_DB:
+            line("FAIL", check, f"{detail}: under the floor of {BF16_PSNR_FLOOR_DB:.0f} dB")
+        else:
+            line("PASS", check, f"{detail} (floor {BF16_PSNR_FLOOR_DB:.0f} dB)")
+
+
+def cmd_conv_bench(a):
+    """conv-bench (scripts/conv-bench.sh): per shape, candle's output on the probe tensors
+    against torch's F.conv3d of the same (max abs error), or why it was not compared; every
+    shape named."""
+    check = f"conv-bench {a.name}"
+    rep = load_json(a.report, check)
+    if rep is None:
+        return
+    precision = rep.get("precision")
+    shapes = rep.get("shapes") or []
+    if not shapes:
+        line("FAIL", check, "no shape in the report")
+        return
+    tol_rel = CONV_FP32_TOL if precision == "fp32" else CONV_BF16_TOL
+    for i, s in enumerate(shapes):
+        label = f"{check} shape {i}"
+        if s.get("fallback"):
+            line("FAIL", label, f"{shape_of(s)}: {s.get('algorithm')}")
+            continue
+        err, ref = s.get("max_abs_error"), s.get("max_abs_reference")
+        times = ""
+        if s.get("median_ms") is not None and s.get("torch_median_ms") is not None:
+            times = f"; candle {s['median_ms']:.3f} ms, torch {s['torch_median_ms']:.3f} ms"
+        if err is None or ref is None:
+            line("FAIL", label, f"{shape_of(s)}: not compared with torch ({s.get('compare_error') or 'no output'})")
+            continue
+        bound = tol_rel * max(1.0, ref)
+        ok = math.isfinite(err) and err <= bound
+        line("PASS" if ok else "FAIL", label,
+             f"{shape_of(s)} {s.get('algorithm')} ({s.get('math')}): max_abs_error {err:.3e} vs torch "
+             f"(bound {bound:.3e}, max |torch| {ref:.3g}){times}")
 
 
 def check_telemetry(name, c):
@@ -540,11 +653,14 @@ def main(argv):
     lv = sub.add_parser("levers")
     lv.add_argument("--name", required=True)
     lv.add_argument("report")
+    cb = sub.add_parser("conv-bench")
+    cb.add_argument("--name", required=True)
+    cb.add_argument("report")
     g = sub.add_parser("growth")
     g.add_argument("reports", nargs="*")
     a = p.parse_args(argv)
     {"system": cmd_system, "validate": cmd_validate, "run": cmd_run, "growth": cmd_growth,
-     "profile": cmd_profile, "levers": cmd_levers}[a.cmd](a)
+     "profile": cmd_profile, "levers": cmd_levers, "conv-bench": cmd_conv_bench}[a.cmd](a)
     return 0
 
 

@@ -37,6 +37,8 @@
 #   --out DIR          where reports and logs go (default results/gpu-check-<UTC time>)
 #   --quick            --runs 1 --cudnn on --cudnn-benchmark off (8 cases per matrix instead of 32)
 #   --smoke            --device cpu, 5 frames of 64x64 untiled, no warmup, one run; no oom step
+#   --list             print each step's commands and the cases each `run` plans (run --list);
+#                      run nothing, write nothing but OUT/ (for scripts/gpu-lent.sh --plan)
 #   -- ARGS            passed to every `wan-vae-bench run`
 #
 # The binary: $WAN_VAE_BENCH, else ./wan-vae-bench beside scripts/ (a copied bundle), else
@@ -52,7 +54,7 @@ usage() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exi
 die() { echo "gpu-check: $*" >&2; exit 2; }
 
 device=cuda:0 engines="" python="" comfyui="" w21="" w22="" fixtures="$root/tests/fixtures"
-configs="" steps="" out="" quick=0 smoke=0 device_given=0
+configs="" steps="" out="" quick=0 smoke=0 device_given=0 list=0
 extra=()
 while [[ $# -gt 0 ]]; do
     case $1 in
@@ -68,6 +70,7 @@ while [[ $# -gt 0 ]]; do
         --out) out=${2:?}; shift 2 ;;
         --quick) quick=1; shift ;;
         --smoke) smoke=1; shift ;;
+        --list) list=1; shift ;;
         -h|--help) usage ;;
         --) shift; extra=("$@"); break ;;
         *) echo "gpu-check: unknown argument: $1" >&2; usage ;;
@@ -143,7 +146,9 @@ py_args=()
 [[ -n $python ]] && py_args=(--python "$python")
 [[ -n $comfyui ]] && [[ ,$engines, != *,comfyui,* ]] && engines+=,comfyui
 
-if wants system; then
+if wants system && [[ $list == 1 ]]; then
+    echo "step system: $bin system --json"
+elif wants system; then
     say "system"
     report system --device "$device" "$out/system.json"
 fi
@@ -158,6 +163,10 @@ if wants validate; then
         for model in wan21 wan22; do
             for precision in fp32 bf16; do
                 name="$engine-$model-$precision"
+                if [[ $list == 1 ]]; then
+                    echo "step validate: $bin validate --engine $engine --device $device --precision $precision ($model fixtures)"
+                    continue
+                fi
                 say "validate $name"
                 vargs=(validate --engine "$engine" --device "$device" --precision "$precision" --json
                     --weights "$fixtures/${model}_tiny.weights.safetensors"
@@ -168,7 +177,7 @@ if wants validate; then
                     --stdout "$out/validate-$name.json" --stderr "$out/validate-$name.stderr"
             done
             # The levers (issue 40): the same arithmetic, so fp32 within the golden tolerance.
-            [[ $engine == candle ]] && continue
+            [[ $engine == candle || $list == 1 ]] && continue
             for lever in "--layout channels_last_3d" "--conv3d split"; do
                 name="$engine-$model-fp32-${lever##* }"
                 say "validate $name"
@@ -219,6 +228,11 @@ for cfg in "${config_list[@]}"; do
         echo "UNSUPPORTED $name: decode-only on $device needs a CUDA build of candle or a Python engine" | tee -a "$checks"
         continue
     fi
+    if [[ $list == 1 ]]; then
+        echo "step $name: $bin ${args[*]} ${extra[*]}"
+        "$bin" "${args[@]}" "${extra[@]}" --list 2>&1
+        continue
+    fi
     say "run $name: ${args[*]} ${extra[*]}"
     "$bin" "${args[@]}" "${extra[@]}" 2>&1 | tee "$out/$name.log" >&2
     rc=${PIPESTATUS[0]}
@@ -241,11 +255,17 @@ if wants profile; then
     args=(run --output "$out/profile.json" "${base[@]}" --frames 5 --size "$size" --tile none
         --precision fp32,bf16 --warmup 1 --runs 1 --profile --export-trace "$out/traces")
     [[ -n $w21 ]] && args+=(--weights "$w21")
+    if [[ $list == 1 ]]; then
+        echo "step profile: $bin ${args[*]} ${extra[*]}"
+        "$bin" "${args[@]}" "${extra[@]}" --list 2>&1
+        exit 0
+    fi
     say "run profile: ${args[*]} ${extra[*]}"
     "$bin" "${args[@]}" "${extra[@]}" 2>&1 | tee "$out/profile.log" >&2
     report profile --name profile --device "$device" --rc "${PIPESTATUS[0]}" --log "$out/profile.log" "$out/profile.json"
 fi
 
+[[ $list == 1 ]] && exit 0
 count() { grep -c "^$1 " "$checks" || true; }
 pass=$(count PASS) fail=$(count FAIL) unsup=$(count UNSUPPORTED) skip=$(count SKIP)
 echo "summary: $pass PASS, $fail FAIL, $unsup UNSUPPORTED, $skip SKIP (checks, reports and logs in $out)"

@@ -46,8 +46,12 @@ mod engine_comfyui;
 mod engines;
 #[path = "engine/gpu_check.rs"]
 mod gpu_check;
+#[path = "engine/gpu_lent.rs"]
+mod gpu_lent;
 #[path = "engine/gpu_truth.rs"]
 mod gpu_truth;
+#[path = "engine/gpu_verdicts.rs"]
+mod gpu_verdicts;
 #[path = "engine/levers.rs"]
 mod levers;
 #[path = "engine/profile.rs"]

@@ -3,9 +3,15 @@
 //! It decodes once (synthetic weights of the real layout, a random latent) to learn the
 //! shapes the library gets (after the explicit padding: the same tensor torch's
 //! `F.conv3d` would get, with the library's symmetric padding), then times each shape
-//! alone: `--runs` calls, the device synchronized around each, median and minimum.
-//! `scripts/conv-bench-torch.py` times the same shapes with torch and prints both side by
-//! side (docs/gpu.md).
+//! alone: `--runs` calls, the device synchronized around each, median and minimum. A shape
+//! the library did not run (candle's fallback) is listed as such, untimed.
+//!
+//! Each shape runs on probe tensors ([`probe_value`]: exact in f32 and bf16, made from the
+//! element index alone), so that `scripts/conv-bench-torch.py` makes the very same input,
+//! weight and bias with torch; with `--dump DIR` the output of each shape is written there
+//! (raw, little-endian, in the precision it was computed) for that script to measure its
+//! max abs error against torch's `F.conv3d` (and delete). It times the same shapes with torch
+//! and prints both side by side (docs/gpu.md).
 //!
 //! Must not: write a report or compare engines (the script does).
 use std::path::PathBuf;
@@ -43,6 +49,62 @@ pub struct ConvBenchArgs {
     /// Where the JSON goes (stdout when absent).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Write each shape's output here (`shape-N-PRECISION.bin`), for
+    /// `scripts/conv-bench-torch.py` to compare with torch's.
+    #[arg(long)]
+    pub dump: Option<PathBuf>,
+}
+
+/// The probe salts and scales: input `probe(i, 0)`, weight `probe(i, W_SALT) * W_SCALE`, bias
+/// `probe(i, B_SALT) * B_SCALE` (powers of two: every value stays exact in bf16).
+pub const W_SALT: u64 = 1 << 20;
+pub const W_SCALE: f32 = 1.0 / 32.0;
+pub const B_SALT: u64 = 2 << 20;
+pub const B_SCALE: f32 = 1.0 / 4.0;
+
+/// Element `i` of a probe tensor salted with `salt`: the top 8 bits of `(i + salt) x
+/// 2654435761 mod 2^32`, less 128, over 128: a multiple of 1/128 in [-1, 1), exact in f32 and
+/// bf16, the same in torch's int64 arithmetic for any tensor under 2^31 elements.
+pub fn probe_value(i: u64, salt: u64) -> f32 {
+    let h = i.wrapping_add(salt).wrapping_mul(2_654_435_761) & 0xffff_ffff;
+    ((h >> 24) as f32 - 128.0) / 128.0
+}
+
+/// A probe tensor of `dims` on `device` in `dtype`, times `scale`.
+fn probe(
+    dims: &[usize],
+    salt: u64,
+    scale: f32,
+    dtype: candle_core::DType,
+    device: &candle_core::Device,
+) -> candle_core::Result<Tensor> {
+    use rayon::prelude::*;
+    let n: usize = dims.iter().product();
+    let v: Vec<f32> = (0..n as u64)
+        .into_par_iter()
+        .map(|i| probe_value(i, salt) * scale)
+        .collect();
+    Tensor::from_vec(v, dims, &candle_core::Device::Cpu)?
+        .to_device(device)?
+        .to_dtype(dtype)
+}
+
+/// `y` as raw little-endian bytes of its dtype (f32 or bf16).
+fn raw_bytes(y: &Tensor) -> anyhow::Result<Vec<u8>> {
+    let y = y.flatten_all()?;
+    Ok(match y.dtype() {
+        candle_core::DType::BF16 => y
+            .to_vec1::<half::bf16>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+        _ => y
+            .to_dtype(candle_core::DType::F32)?
+            .to_vec1::<f32>()?
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect(),
+    })
 }
 
 /// One shape's times.
@@ -52,8 +114,26 @@ struct ShapeTime {
     plan: ConvPlanRecord,
     /// Calls of this shape in one decode.
     calls_per_decode: u64,
-    median_ms: f64,
-    min_ms: f64,
+    /// The library did not run it (candle's path did: `algorithm` says why); untimed.
+    fallback: bool,
+    median_ms: Option<f64>,
+    min_ms: Option<f64>,
+    /// `[B, O, To, Ho, Wo]`.
+    output: Vec<usize>,
+    /// Where its output on the probe tensors is (`--dump`), `f32` or `bf16` raw.
+    output_file: Option<PathBuf>,
+    output_dtype: String,
+}
+
+/// How the probe tensors are made ([`probe_value`]), for the torch script.
+#[derive(Debug, Serialize)]
+struct ProbeRule {
+    rule: &'static str,
+    x_salt: u64,
+    w_salt: u64,
+    w_scale: f32,
+    b_salt: u64,
+    b_scale: f32,
 }
 
 #[derive(Debug, Serialize)]
@@ -70,6 +150,7 @@ struct Output {
     runs: usize,
     /// The decode's own time, seconds (one untimed-warmup-free pass: plans built inside).
     first_decode_s: f64,
+    probe: ProbeRule,
     shapes: Vec<ShapeTime>,
 }
 
@@ -116,14 +197,45 @@ pub fn command(args: ConvBenchArgs) -> anyhow::Result<i32> {
         .library()
         .context("the decode ran no convolution through the library")?;
     let dtype = args.precision.dtype();
+    if let Some(dir) = &args.dump {
+        std::fs::create_dir_all(dir).with_context(|| format!("--dump {}", dir.display()))?;
+    }
     let mut shapes = Vec::new();
-    for plan in record.plans.iter().filter(|p| !p.algorithm.starts_with("candle")) {
-        let x = Tensor::randn(0f32, 1.0, plan.input.as_slice(), &device)?.to_dtype(dtype)?;
-        let wt = (Tensor::randn(0f32, 1.0, plan.weight.as_slice(), &device)? * 0.05)?.to_dtype(dtype)?;
-        let b = Tensor::zeros(plan.weight[0], dtype, &device)?;
+    for (n, plan) in record.plans.iter().enumerate() {
         let stride = [plan.stride[0], plan.stride[1], plan.stride[2]];
         let pad = [plan.padding[0], plan.padding[1], plan.padding[2]];
+        let output = crate::model::cuda::choice::out_dims(
+            plan.input.as_slice().try_into().context("a 5-D input")?,
+            plan.weight.as_slice().try_into().context("a 5-D weight")?,
+            stride,
+            pad,
+        )
+        .map(Vec::from)
+        .unwrap_or_default();
+        let mut shape = ShapeTime {
+            calls_per_decode: plan.calls,
+            fallback: plan.algorithm.starts_with("candle"),
+            median_ms: None,
+            min_ms: None,
+            output,
+            output_file: None,
+            output_dtype: if args.precision == Precision::Bf16 {
+                "bf16"
+            } else {
+                "f32"
+            }
+            .to_string(),
+            plan: plan.clone(),
+        };
+        if shape.fallback {
+            shapes.push(shape);
+            continue;
+        }
+        let x = probe(&plan.input, 0, 1.0, dtype, &device)?;
+        let wt = probe(&plan.weight, W_SALT, W_SCALE, dtype, &device)?;
+        let b = probe(&plan.weight[..1], B_SALT, B_SCALE, dtype, &device)?;
         let mut ms = Vec::with_capacity(args.runs);
+        let mut last = None;
         for i in 0..args.runs + 2 {
             sync()?;
             let t = Instant::now();
@@ -134,15 +246,17 @@ pub fn command(args: ConvBenchArgs) -> anyhow::Result<i32> {
             if i >= 2 {
                 ms.push(t.elapsed().as_secs_f64() * 1e3);
             }
-            drop(y);
+            last = Some(y);
         }
         ms.sort_by(f64::total_cmp);
-        shapes.push(ShapeTime {
-            calls_per_decode: plan.calls,
-            median_ms: ms[ms.len() / 2],
-            min_ms: ms[0],
-            plan: plan.clone(),
-        });
+        shape.median_ms = Some(ms[ms.len() / 2]);
+        shape.min_ms = Some(ms[0]);
+        if let (Some(dir), Some(y)) = (&args.dump, last) {
+            let path = dir.join(format!("shape-{n}-{}.bin", args.precision));
+            std::fs::write(&path, raw_bytes(&y)?).with_context(|| format!("writing {}", path.display()))?;
+            shape.output_file = Some(path);
+        }
+        shapes.push(shape);
     }
     let out = Output {
         tool: {
@@ -164,6 +278,15 @@ pub fn command(args: ConvBenchArgs) -> anyhow::Result<i32> {
         math: record.math,
         runs: args.runs,
         first_decode_s,
+        probe: ProbeRule {
+            rule:
+                "element i of a tensor salted s: (((i + s) * 2654435761 mod 2^32) >> 24) - 128) / 128, times the scale",
+            x_salt: 0,
+            w_salt: W_SALT,
+            w_scale: W_SCALE,
+            b_salt: B_SALT,
+            b_scale: B_SCALE,
+        },
         shapes,
     };
     let text = serde_json::to_string_pretty(&out)?;
@@ -172,4 +295,27 @@ pub fn command(args: ConvBenchArgs) -> anyhow::Result<i32> {
         None => println!("{text}"),
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_values_are_exact_in_bf16_and_spread_over_the_range() {
+        // The torch script makes these same numbers (tests/engine/conv_bench_check.rs).
+        let first: Vec<f32> = (0..6).map(|i| probe_value(i, 0) * 128.0).collect();
+        assert_eq!(first, [-128.0, 30.0, -68.0, 90.0, -8.0, -105.0]);
+        let n = 1 << 16;
+        let mut seen = [0usize; 256];
+        for i in 0..n {
+            for (salt, scale) in [(0, 1.0), (W_SALT, W_SCALE), (B_SALT, B_SCALE)] {
+                let v = probe_value(i, salt) * scale;
+                assert_eq!(half::bf16::from_f32(v).to_f32(), v, "exact in bf16: {v}");
+            }
+            seen[(probe_value(i, 0) * 128.0 + 128.0) as usize] += 1;
+        }
+        // Every one of the 256 values, none more than twice its share.
+        assert!(seen.iter().all(|&c| c > 0 && c < 2 * n as usize / 256), "{seen:?}");
+    }
 }

@@ -18,8 +18,8 @@ pub struct ConvLibrary {
     pub version: String,
     /// The math it was allowed, e.g. `fp32: FMA math (no TF32)`.
     pub math: String,
-    /// The most workspace one convolution may use, bytes (algorithms that want more are not
-    /// chosen).
+    /// The smallest workspace cap any of the case's plans was built under, bytes (each plan's
+    /// own is in its record: sized from the GPU's free memory when it was built).
     pub workspace_cap_bytes: u64,
     /// What the one shared workspace grew to in the case, bytes.
     pub workspace_bytes: u64,
@@ -60,6 +60,15 @@ pub struct ConvPlanRecord {
     pub chosen_by: String,
     /// How often it ran in the case.
     pub calls: u64,
+    /// The most workspace it could have, bytes: sized from the GPU's free memory when the
+    /// plan was built (and again after a measured search).
+    #[serde(default)]
+    pub workspace_cap_bytes: u64,
+    /// When the first algorithm the math allows was passed over because its workspace was
+    /// over the cap: which, what it wanted and the cap (empty when the first choice runs).
+    /// torch has no such cap, so a shape with this set is not compared like for like.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub passed_over: String,
 }
 
 /// A vendor library that convolves the model's 5-D tensors on a device.

@@ -1,8 +1,11 @@
 //! cuDNN's choices as plain data, so that they are tested without a GPU: what a plan is
-//! cached under ([`PlanKey`]), which of the algorithms its heuristics rank ([`Candidate`]) a
-//! convolution runs under the case's math ([`MathPolicy`], [`choose`]), the names and families recorded for them, the workspace
-//! cap and how the one workspace grows ([`grow_workspace`]), the descriptor arithmetic
-//! ([`packed_strides`], [`fits_int`], [`out_dims`]) and cuDNN's version number.
+//! cached under ([`PlanKey`]: the GPU, not candle's per-instance device id), which of the
+//! algorithms its heuristics rank ([`Candidate`]) a convolution runs under the case's math
+//! ([`MathPolicy`], [`choose`], [`choose_within`]), the names and families recorded for them,
+//! the workspace cap sized from the GPU's free memory ([`workspace_cap`]) and what it passed
+//! over ([`PassedOver`]), how the one workspace grows ([`grow_workspace`]), what a handle
+//! needs when another candle device of the same GPU asks ([`handle_action`]), the descriptor
+//! arithmetic ([`packed_strides`], [`fits_int`], [`out_dims`]) and cuDNN's version number.
 //!
 //! The math: fp32 is true fp32 unless the case allows TF32 (cuDNN's default math type lets
 //! Ampere and newer GPUs run fp32 convolutions in TF32, so true fp32 takes `FMA` math, as
@@ -15,10 +18,19 @@
 //!
 //! Must not: call cuDNN (that is `cudnn.rs`).
 
-/// The most workspace one convolution may use: 1 GiB. An algorithm that wants more is
-/// passed over for the next one cuDNN ranks. (Implicit-GEMM algorithms want little; FFT ones
-/// can want several GiB, and the workspace counts in the process's device memory.)
-pub const WORKSPACE_CAP_BYTES: usize = 1 << 30;
+/// What the workspace cap leaves free for the tensors still to come: 2 GiB.
+pub const WORKSPACE_RESERVE_BYTES: usize = 2 << 30;
+
+/// The most workspace one convolution may use when its plan is built with `free` bytes of
+/// the GPU free: half of what is free beyond [`WORKSPACE_RESERVE_BYTES`]. torch (cuDNN's v8
+/// frontend, benchmark off) has no cap of its own: it takes the first engine whose workspace
+/// its allocator can give, so a fixed cap would pass over algorithms torch runs. The one
+/// shared workspace stays allocated for the whole case (torch's goes back to its cache after
+/// each call), hence half and a reserve rather than all of it. An algorithm that wants more
+/// is passed over for the next one cuDNN ranks, and the record says so ([`PassedOver`]).
+pub fn workspace_cap(free: usize) -> usize {
+    free.saturating_sub(WORKSPACE_RESERVE_BYTES) / 2
+}
 
 /// cuDNN's forward algorithms (`cudnnConvolutionFwdAlgo_t`, in its order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -168,7 +180,8 @@ impl MathPolicy {
 }
 
 /// What a plan (descriptors, algorithm, workspace size) is cached under: one per distinct
-/// convolution on a device. `D` names the device (candle's `DeviceId` on CUDA).
+/// convolution on a GPU. `D` names the GPU (its ordinal on CUDA): not candle's `DeviceId`,
+/// which is new for every candle device, so a plan built in one case serves the next.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PlanKey<D> {
     pub device: D,
@@ -228,6 +241,89 @@ pub fn choose(candidates: &[Candidate], policy: MathPolicy, cap: usize) -> Optio
         .position(|c| c.ok && c.algo.is_some() && c.math.is_some_and(|m| policy.allows(m)) && c.memory <= cap)
 }
 
+/// The first algorithm the math allowed, passed over because its workspace was over the cap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PassedOver {
+    /// Its place in the ranking.
+    pub index: usize,
+    pub algo: Algo,
+    pub math: MathType,
+    /// The workspace it wanted under its own math type, bytes.
+    pub wanted: usize,
+    /// The cap it was over, bytes.
+    pub cap: usize,
+}
+
+impl PassedOver {
+    /// How the plan record says it.
+    pub fn describe(&self, by: &str) -> String {
+        let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+        format!(
+            "{by}'s first choice {} ({} math, rank {}) wanted {:.2} GiB of workspace, over the cap of {:.2} GiB",
+            self.algo.name(),
+            self.math.name(),
+            self.index,
+            gib(self.wanted),
+            gib(self.cap)
+        )
+    }
+}
+
+/// The algorithm a plan runs: the first candidate, in cuDNN's order, that [`choose`] allows
+/// (its ranking's workspace ignored) whose workspace asked under its own math type
+/// (`workspace_of(index)`, cuDNN's `cudnnGetConvolutionForwardWorkspaceSize` after the math
+/// type is set) is at most `cap`; with the first allowed candidate when that one was passed
+/// over for its workspace. `None`: no allowed candidate fits.
+pub fn choose_within<E>(
+    candidates: &[Candidate],
+    policy: MathPolicy,
+    cap: usize,
+    mut workspace_of: impl FnMut(usize) -> Result<usize, E>,
+) -> Result<Option<(usize, usize, Option<PassedOver>)>, E> {
+    let mut passed = None;
+    let mut from = 0;
+    while let Some(i) = choose(&candidates[from..], policy, usize::MAX).map(|i| i + from) {
+        let ws = workspace_of(i)?;
+        if ws <= cap {
+            return Ok(Some((i, ws, passed)));
+        }
+        let c = &candidates[i];
+        passed.get_or_insert(PassedOver {
+            index: i,
+            algo: c.algo.expect("choose takes known algorithms"),
+            math: c.math.expect("choose takes known math types"),
+            wanted: ws,
+            cap,
+        });
+        from = i + 1;
+    }
+    Ok(None)
+}
+
+/// What a GPU's cuDNN handle needs when a candle device of that GPU asks for it: candle makes
+/// a device (with its own id) per case, all on the GPU's primary context, so the handle, the
+/// plans and the workspace are kept per GPU, and the handle only follows the asking device's
+/// stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandleAction {
+    /// No handle for this GPU yet.
+    Create,
+    /// The handle runs on this stream already.
+    Reuse,
+    /// Set the handle's stream to the asking device's.
+    SetStream,
+}
+
+/// The [`HandleAction`] for a GPU whose handle runs on `have` (`None`: no handle) when a
+/// device on `stream` asks.
+pub fn handle_action<S: PartialEq>(have: Option<&S>, stream: &S) -> HandleAction {
+    match have {
+        None => HandleAction::Create,
+        Some(s) if s == stream => HandleAction::Reuse,
+        Some(_) => HandleAction::SetStream,
+    }
+}
+
 /// The size the one shared workspace must be reallocated to for a convolution that needs
 /// `need` bytes when it holds `have` (`None`: it is large enough; it never shrinks, and it
 /// is not cleared between calls).
@@ -285,6 +381,8 @@ pub fn out_dims(x: [usize; 5], w: [usize; 5], stride: [usize; 3], pad: [usize; 3
 mod tests {
     use super::*;
 
+    const CAP: usize = 1 << 30;
+
     fn cand(algo: u32, ok: bool, memory: usize, math: MathType) -> Candidate {
         Candidate {
             algo: Algo::from_index(algo),
@@ -303,10 +401,10 @@ mod tests {
             cand(1, true, 1 << 20, Fma),
             cand(0, true, 0, Fma),
         ];
-        assert_eq!(choose(&ranked, MathPolicy::TrueFp32, WORKSPACE_CAP_BYTES), Some(1));
-        assert_eq!(choose(&ranked, MathPolicy::Tf32, WORKSPACE_CAP_BYTES), Some(0));
+        assert_eq!(choose(&ranked, MathPolicy::TrueFp32, CAP), Some(1));
+        assert_eq!(choose(&ranked, MathPolicy::Tf32, CAP), Some(0));
         // Nothing under FMA math: no choice (the convolution takes candle's path).
-        assert_eq!(choose(&ranked[..1], MathPolicy::TrueFp32, WORKSPACE_CAP_BYTES), None);
+        assert_eq!(choose(&ranked[..1], MathPolicy::TrueFp32, CAP), None);
     }
 
     #[test]
@@ -324,13 +422,13 @@ mod tests {
             cand(1, true, 64, TensorOpAllowConversion), // fp16 down-conversion
             cand(6, true, 64, TensorOp),
         ];
-        assert_eq!(choose(&ranked, MathPolicy::Bf16, WORKSPACE_CAP_BYTES), Some(4));
+        assert_eq!(choose(&ranked, MathPolicy::Bf16, CAP), Some(4));
         assert_eq!(
             choose(&ranked, MathPolicy::Bf16, 1 << 40),
             Some(2),
             "a larger cap takes FFT_TILING"
         );
-        assert_eq!(choose(&[], MathPolicy::Bf16, WORKSPACE_CAP_BYTES), None);
+        assert_eq!(choose(&[], MathPolicy::Bf16, CAP), None);
     }
 
     #[test]
@@ -453,5 +551,81 @@ mod tests {
             None,
             "kernel longer than input"
         );
+    }
+
+    #[test]
+    fn the_cap_follows_free_memory_and_keeps_a_reserve() {
+        const GIB: usize = 1 << 30;
+        // An H200 with 139 GiB free: 68.5 GiB; a 24 GiB card with 20 GiB free: 9 GiB.
+        assert_eq!(workspace_cap(139 * GIB), 137 * GIB / 2);
+        assert_eq!(workspace_cap(20 * GIB), 9 * GIB);
+        // Less free than the reserve: no workspace at all (zero-workspace algorithms only).
+        assert_eq!(workspace_cap(GIB), 0);
+        assert_eq!(workspace_cap(0), 0);
+    }
+
+    #[test]
+    fn a_first_choice_over_the_cap_is_passed_over_and_said() {
+        use MathType::*;
+        const GIB: usize = 1 << 30;
+        // The ranking's own workspace figures are not what decides: the size asked under the
+        // candidate's math type is (here FFT_TILING wants 3 GiB once asked).
+        let ranked = [
+            cand(1, true, 64, Default), // TF32: not allowed in true fp32
+            cand(5, true, 0, Fma),      // FFT_TILING
+            cand(1, true, 0, Fma),      // IMPLICIT_PRECOMP_GEMM
+        ];
+        let sizes = [0usize, 3 * GIB, 8 << 20];
+        let asked = |i: usize| -> Result<usize, ()> { Ok(sizes[i]) };
+        // A cap from an H200's free memory: the first choice runs, nothing passed over.
+        assert_eq!(
+            choose_within(&ranked, MathPolicy::TrueFp32, workspace_cap(139 * GIB), asked),
+            Ok(Some((1, 3 * GIB, None)))
+        );
+        // A 1 GiB cap (the old fixed one): the second allowed one runs, the first is recorded.
+        let (i, ws, passed) = choose_within(&ranked, MathPolicy::TrueFp32, GIB, asked)
+            .unwrap()
+            .unwrap();
+        assert_eq!((i, ws), (2, 8 << 20));
+        let p = passed.expect("the first choice was passed over");
+        assert_eq!(
+            (p.index, p.algo, p.math, p.wanted, p.cap),
+            (1, Algo::FftTiling, Fma, 3 * GIB, GIB)
+        );
+        assert_eq!(
+            p.describe("heuristics"),
+            "heuristics's first choice FFT_TILING (FMA math, rank 1) wanted 3.00 GiB of workspace, over the cap of 1.00 GiB"
+        );
+        // Nothing fits: no choice (candle's path runs it, and the check fails the case).
+        assert_eq!(choose_within(&ranked, MathPolicy::TrueFp32, 1 << 20, asked), Ok(None));
+        // The search's fastest, re-checked against the cap measured after the search: a
+        // smaller cap then takes the next the math allows.
+        let searched = [cand(5, true, 3 * GIB, Fma), cand(0, true, 0, Fma)];
+        let after = |i: usize| -> Result<usize, ()> { Ok([3 * GIB, 0][i]) };
+        assert_eq!(
+            choose_within(&searched, MathPolicy::TrueFp32, workspace_cap(6 * GIB), after)
+                .unwrap()
+                .map(|(i, _, p)| (i, p.map(|p| p.index))),
+            Some((1, Some(0)))
+        );
+        // An error asking the size is the caller's.
+        assert_eq!(
+            choose_within(&ranked, MathPolicy::TrueFp32, GIB, |_| Err("cuDNN")),
+            Err("cuDNN")
+        );
+    }
+
+    #[test]
+    fn a_gpus_handle_is_made_once_and_follows_the_asking_devices_stream() {
+        // Each case makes a candle device of its own (a new DeviceId) on the same GPU.
+        assert_eq!(handle_action::<u64>(None, &7), HandleAction::Create);
+        assert_eq!(handle_action(Some(&7u64), &7), HandleAction::Reuse);
+        assert_eq!(handle_action(Some(&7u64), &9), HandleAction::SetStream);
+        // The plan key names the GPU: two devices of GPU 0 share every plan.
+        let x = [1, 96, 6, 480, 832];
+        let w = [96, 96, 3, 3, 3];
+        let gpu0_case1 = PlanKey::new(0usize, candle_core::DType::F32, &x, &w, [1; 3], [0, 1, 1], false);
+        let gpu0_case2 = PlanKey::new(0usize, candle_core::DType::F32, &x, &w, [1; 3], [0, 1, 1], false);
+        assert_eq!(gpu0_case1, gpu0_case2);
     }
 }

@@ -3,19 +3,23 @@
 //! `[B, C, T, H, W]` tensor goes to `cudnnConvolutionForward` as it is (no time-tap join, no
 //! im2col), as a candle custom op on candle's stream.
 //!
-//! One plan per distinct convolution (device, dtype, shapes, stride, padding, math), built
-//! on first use and kept: the descriptors, and the algorithm of cuDNN's heuristics
-//! (`cudnnGetConvolutionForwardAlgorithm_v7`, as torch without `cudnn.benchmark`) that the
-//! case's math allows within the workspace cap ([`choice`]), under the math type it was
-//! ranked with. One workspace per device, shared by every plan, grows to the largest a plan
-//! needs and is never cleared between calls. The bias is added in place by one kernel
+//! One plan per distinct convolution (GPU, dtype, shapes, stride, padding, math), built on
+//! first use and kept for the worker's life: the descriptors, and the first algorithm of
+//! cuDNN's v7 heuristics (`cudnnGetConvolutionForwardAlgorithm_v7`; torch's default is its
+//! cuDNN v8 frontend's heuristics, docs/gpu.md) that the case's math allows within the
+//! workspace cap ([`choice::workspace_cap`], sized from the GPU's free memory when the plan is
+//! built; a first choice passed over for it is recorded), under the math type it was ranked
+//! with. The state (handle, plans, workspace) is kept per GPU, not per candle device: candle
+//! makes a device per case. One workspace per GPU, shared by every plan, grows to the largest
+//! a plan needs and is never cleared between calls. The bias is added in place by one kernel
 //! ([`ops::bias_add`]). A convolution cuDNN cannot describe (2^31 elements or more) or rank
 //! takes candle's path, and its record says why.
 //!
 //! With `WAN_VAE_BENCH_CUDNN_SEARCH=1` in the worker's environment (an env variant of a
 //! matrix) each plan's algorithm is instead the fastest of cuDNN's measured search
 //! (`cudnnFindConvolutionForwardAlgorithmEx`, as torch's `cudnn.benchmark`) among those the
-//! math allows, run once on the plan's first call with a temporary workspace of the cap.
+//! math allows, run once on the plan's first call with a temporary workspace of the cap; its
+//! choice is checked again against the cap the free memory gives after the search.
 //!
 //! The legacy API (descriptors + `cudnnConvolutionForward`) is what cudarc wraps and what
 //! cuDNN 9 still ships; the graph API would add fusions (bias, activation) that these
@@ -29,10 +33,10 @@ use std::ffi::c_void;
 use candle_core::backend::BackendStorage;
 use candle_core::cuda_backend::cudarc::cudnn::{result, sys};
 use candle_core::cuda_backend::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
-use candle_core::cuda_backend::{CudaDevice, CudaStorage, DeviceId, WrapErr};
+use candle_core::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
 use candle_core::{CpuStorage, CustomOp3, DType, Layout, Result, Shape, Tensor};
 
-use super::choice::{self, Algo, Candidate, MathPolicy, MathType, PlanKey, WORKSPACE_CAP_BYTES};
+use super::choice::{self, Algo, Candidate, HandleAction, MathPolicy, MathType, PlanKey};
 use super::ops::{self, Elem};
 use crate::model::conv::library::{self, Backend, ConvLibrary, ConvPlanRecord};
 
@@ -74,7 +78,19 @@ raw!(
     result::destroy_convolution_descriptor
 );
 
-type Key = PlanKey<DeviceId>;
+/// Plans are kept per GPU (its ordinal).
+type Key = PlanKey<usize>;
+
+/// The GPU of a candle device: its context's ordinal (candle's `DeviceId` is per instance).
+fn gpu(dev: &CudaDevice) -> usize {
+    dev.cuda_stream().context().ordinal()
+}
+
+/// The workspace cap now: from the GPU's free memory ([`choice::workspace_cap`]).
+fn cap_now(dev: &CudaDevice) -> Result<usize> {
+    let (free, _total) = dev.cuda_stream().context().mem_get_info().w()?;
+    Ok(choice::workspace_cap(free))
+}
 
 struct Plan {
     x: TensorDesc,
@@ -96,19 +112,21 @@ struct Planned {
     used_as: (String, &'static str),
 }
 
-/// A device's handle, with the stream it runs on: the stream keeps candle's CUDA context
+/// A GPU's handle, with the stream it runs on now: the stream keeps candle's CUDA context
 /// alive until the handle is destroyed (fields drop in order).
 struct DeviceHandle {
     handle: Handle,
-    _stream: std::sync::Arc<candle_core::cuda_backend::cudarc::driver::CudaStream>,
+    stream: std::sync::Arc<candle_core::cuda_backend::cudarc::driver::CudaStream>,
 }
 
 #[derive(Default)]
 struct State {
-    handles: HashMap<DeviceId, DeviceHandle>,
+    /// Per GPU ordinal.
+    handles: HashMap<usize, DeviceHandle>,
     plans: HashMap<Key, Planned>,
     records: Vec<ConvPlanRecord>,
-    workspaces: HashMap<DeviceId, CudaSlice<u8>>,
+    /// Per GPU ordinal.
+    workspaces: HashMap<usize, CudaSlice<u8>>,
     /// The largest workspace since the last reset, bytes.
     workspace_peak: usize,
     /// The policies of the convolutions since the last reset.
@@ -157,10 +175,21 @@ fn tensor_desc(dtype: DType, dims: &[usize]) -> Result<TensorDesc> {
 
 impl State {
     fn handle(&mut self, dev: &CudaDevice) -> Result<sys::cudnnHandle_t> {
-        if let Some(h) = self.handles.get(&dev.id()) {
-            return Ok(h.handle.0);
-        }
         let stream = dev.cuda_stream();
+        let here = stream.cu_stream() as usize;
+        let have = self.handles.get(&gpu(dev)).map(|h| h.stream.cu_stream() as usize);
+        match choice::handle_action(have.as_ref(), &here) {
+            HandleAction::Reuse => return Ok(self.handles[&gpu(dev)].handle.0),
+            HandleAction::SetStream => {
+                let h = self.handles.get_mut(&gpu(dev)).expect("a handle for this GPU");
+                // SAFETY: a live handle; the stream is kept beside it from now on.
+                unsafe { result::set_stream(h.handle.0, stream.cu_stream() as *mut _) }
+                    .map_err(|e| err("set the stream", e))?;
+                h.stream = stream;
+                return Ok(h.handle.0);
+            }
+            HandleAction::Create => {}
+        }
         // cudnnCreate allocates on the current context: make it candle's (as cudarc does).
         stream.context().bind_to_thread().w()?;
         let h = Handle(result::create_handle().map_err(|e| err("create a handle", e))?);
@@ -168,13 +197,7 @@ impl State {
         unsafe { result::set_stream(h.0, stream.cu_stream() as *mut _) }.map_err(|e| err("set the stream", e))?;
         self.version = Some(result::get_version());
         let raw = h.0;
-        self.handles.insert(
-            dev.id(),
-            DeviceHandle {
-                handle: h,
-                _stream: stream,
-            },
-        );
+        self.handles.insert(gpu(dev), DeviceHandle { handle: h, stream });
         Ok(raw)
     }
 
@@ -284,44 +307,47 @@ impl State {
         .map_err(|e| err("heuristics", e))?;
         let ranked = &perf[..(returned.max(0) as usize).min(COUNT)];
         let candidates: Vec<Candidate> = ranked.iter().map(candidate).collect();
-        // The first allowed candidate whose workspace, asked under its own math type, fits.
-        let mut from = 0;
-        while let Some(i) = choice::choose(&candidates[from..], policy, WORKSPACE_CAP_BYTES).map(|i| i + from) {
-            let (p, c) = (&ranked[i], &candidates[i]);
-            let math = c.math.expect("choose takes known math types");
+        // The first allowed candidate whose workspace, asked under its own math type, fits the
+        // cap the GPU's free memory gives now.
+        let cap = cap_now(dev)?;
+        let asked = |i: usize| -> Result<usize> {
             // SAFETY: live descriptor.
-            unsafe { result::set_convolution_math_type(conv.0, p.mathType) }.map_err(|e| err("math type", e))?;
+            unsafe { result::set_convolution_math_type(conv.0, ranked[i].mathType) }
+                .map_err(|e| err("math type", e))?;
             // SAFETY: live handle and descriptors.
-            let ws = unsafe { result::get_convolution_forward_workspace_size(handle, x.0, w.0, conv.0, y.0, p.algo) }
-                .map_err(|e| err("workspace size", e))?;
-            if ws <= WORKSPACE_CAP_BYTES {
-                let algo = c.algo.expect("choose takes known algorithms");
-                let name = format!("cuDNN {} ({} math)", algo.name(), math.name());
-                self.records.push(ConvPlanRecord {
-                    algorithm: algo.name().to_string(),
-                    family: algo.family().to_string(),
-                    math: math.name().to_string(),
-                    workspace_bytes: ws as u64,
-                    heuristic_rank: i,
-                    chosen_by: "heuristics".into(),
-                    ..record
-                });
-                return Ok(Planned {
-                    searched: false,
-                    plan: Some(Plan {
-                        x,
-                        w,
-                        y,
-                        conv,
-                        algo: p.algo,
-                        workspace: ws,
-                        y_dims,
-                    }),
-                    record: self.records.len() - 1,
-                    used_as: (name, algo.family()),
-                });
-            }
-            from = i + 1;
+            unsafe { result::get_convolution_forward_workspace_size(handle, x.0, w.0, conv.0, y.0, ranked[i].algo) }
+                .map_err(|e| err("workspace size", e))
+        };
+        record.workspace_cap_bytes = cap as u64;
+        if let Some((i, ws, passed)) = choice::choose_within(&candidates, policy, cap, asked)? {
+            // The descriptor holds the chosen one's math type: it was asked last.
+            let c = &candidates[i];
+            let (algo, math) = (c.algo.expect("chosen: known"), c.math.expect("chosen: known"));
+            let name = format!("cuDNN {} ({} math)", algo.name(), math.name());
+            self.records.push(ConvPlanRecord {
+                algorithm: algo.name().to_string(),
+                family: algo.family().to_string(),
+                math: math.name().to_string(),
+                workspace_bytes: ws as u64,
+                heuristic_rank: i,
+                chosen_by: "heuristics".into(),
+                passed_over: passed.map(|p| p.describe("heuristics")).unwrap_or_default(),
+                ..record
+            });
+            return Ok(Planned {
+                searched: false,
+                plan: Some(Plan {
+                    x,
+                    w,
+                    y,
+                    conv,
+                    algo: ranked[i].algo,
+                    workspace: ws,
+                    y_dims,
+                }),
+                record: self.records.len() - 1,
+                used_as: (name, algo.family()),
+            });
         }
         record.math = policy.initial().name().to_string();
         let offered: Vec<String> = candidates
@@ -335,92 +361,15 @@ impl State {
         let why = format!(
             "cuDNN ranked no algorithm allowed under {} within {} MiB of workspace: {}",
             policy.describe(),
-            WORKSPACE_CAP_BYTES >> 20,
+            cap >> 20,
             offered.join(", ")
         );
         Ok(fallback(record, &mut self.records, why))
     }
 }
 
-/// Whether plans take the measured search's algorithm (`WAN_VAE_BENCH_CUDNN_SEARCH=1`).
-fn search_enabled() -> bool {
-    static SEARCH: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *SEARCH.get_or_init(|| std::env::var("WAN_VAE_BENCH_CUDNN_SEARCH").is_ok_and(|v| v == "1"))
-}
-
-impl State {
-    /// Choose `key`'s algorithm by cuDNN's measured search on the buffers at hand (`x`, `w`,
-    /// `y`: its first call), with a temporary workspace of the cap: the fastest the math
-    /// allows; the heuristics' choice stays when the search offers none.
-    fn search(&mut self, key: &Key, dev: &CudaDevice, x: u64, w: u64, y: u64) -> Result<()> {
-        let handle = self.handle(dev)?;
-        let stream = dev.cuda_stream();
-        // SAFETY: scratch memory cuDNN writes before it reads.
-        let mut scratch = unsafe { dev.alloc::<u8>(WORKSPACE_CAP_BYTES)? };
-        let planned = self.plans.get_mut(key).expect("planned before its search");
-        planned.searched = true;
-        let Some(plan) = planned.plan.as_mut() else {
-            return Ok(());
-        };
-        const COUNT: usize = 8;
-        // SAFETY: plain C structs; zeroes are valid (cuDNN overwrites the returned ones).
-        let mut perf: [sys::cudnnConvolutionFwdAlgoPerf_t; COUNT] = unsafe { std::mem::zeroed() };
-        let mut returned = 0;
-        {
-            let (wsp, _r) = scratch.device_ptr_mut(&stream);
-            // SAFETY: live handle and descriptors describing x, w and y; the scratch holds the
-            // cap; cuDNN writes y (the op overwrites it right after).
-            unsafe {
-                sys::cudnnFindConvolutionForwardAlgorithmEx(
-                    handle,
-                    plan.x.0,
-                    x as *const c_void,
-                    plan.w.0,
-                    w as *const c_void,
-                    plan.conv.0,
-                    plan.y.0,
-                    y as *mut c_void,
-                    COUNT as i32,
-                    &mut returned,
-                    perf.as_mut_ptr(),
-                    wsp as *mut c_void,
-                    WORKSPACE_CAP_BYTES,
-                )
-            }
-            .result()
-            .map_err(|e| err("search (cudnnFindConvolutionForwardAlgorithmEx)", e))?;
-        }
-        drop(scratch);
-        let ranked = &perf[..(returned.max(0) as usize).min(COUNT)];
-        let candidates: Vec<Candidate> = ranked.iter().map(candidate).collect();
-        let Some(i) = choice::choose(&candidates, key.policy, WORKSPACE_CAP_BYTES) else {
-            return Ok(());
-        };
-        let (p, c) = (&ranked[i], &candidates[i]);
-        // SAFETY: live descriptor.
-        unsafe { result::set_convolution_math_type(plan.conv.0, p.mathType) }.map_err(|e| err("math type", e))?;
-        // SAFETY: live handle and descriptors.
-        let ws = unsafe {
-            result::get_convolution_forward_workspace_size(handle, plan.x.0, plan.w.0, plan.conv.0, plan.y.0, p.algo)
-        }
-        .map_err(|e| err("workspace size", e))?;
-        let (algo, math) = (c.algo.expect("chosen: known"), c.math.expect("chosen: known"));
-        plan.algo = p.algo;
-        plan.workspace = ws;
-        planned.used_as = (
-            format!("cuDNN {} ({} math, searched)", algo.name(), math.name()),
-            algo.family(),
-        );
-        let r = &mut self.records[planned.record];
-        r.algorithm = algo.name().to_string();
-        r.family = algo.family().to_string();
-        r.math = math.name().to_string();
-        r.workspace_bytes = ws as u64;
-        r.heuristic_rank = i;
-        r.chosen_by = "search".into();
-        Ok(())
-    }
-}
+mod search;
+use search::search_enabled;
 
 /// A ranking entry as plain data.
 fn candidate(p: &sys::cudnnConvolutionFwdAlgoPerf_t) -> Candidate {
@@ -469,13 +418,13 @@ impl ConvOp {
             let plan = planned.plan.as_ref().expect("checked above");
             let (record, used_as, need) = (planned.record, planned.used_as.clone(), plan.workspace);
             // Grow the device's one workspace when this plan needs more (never cleared).
-            let have = state.workspaces.get(&dev.id()).map_or(0, |w| w.len());
+            let have = state.workspaces.get(&gpu(dev)).map_or(0, |w| w.len());
             if let Some(size) = choice::grow_workspace(have, need) {
                 // The old one goes first.
-                state.workspaces.remove(&dev.id());
+                state.workspaces.remove(&gpu(dev));
                 // SAFETY: scratch memory cuDNN writes before it reads.
                 let fresh = unsafe { dev.alloc::<u8>(size)? };
-                state.workspaces.insert(dev.id(), fresh);
+                state.workspaces.insert(gpu(dev), fresh);
             }
             state.workspace_peak = state.workspace_peak.max(have.max(need));
             let plan = state.plans[&self.key].plan.as_ref().expect("checked above");
@@ -483,7 +432,7 @@ impl ConvOp {
                 let (xp, _rx) = x.device_ptr(&stream);
                 let (wp, _rw) = w.device_ptr(&stream);
                 let (yp, _ry) = y.device_ptr_mut(&stream);
-                let workspace = state.workspaces.get_mut(&dev.id()).filter(|_| need > 0);
+                let workspace = state.workspaces.get_mut(&gpu(dev)).filter(|_| need > 0);
                 let (wsp, _rws) = match workspace {
                     Some(ws) => {
                         let (p, r) = ws.device_ptr_mut(&stream);
@@ -577,7 +526,7 @@ impl Backend for Cudnn {
             candle_core::bail!("cuDNN convolves CUDA tensors, not {:?}", x.device());
         };
         let Some(key) = Key::new(
-            dev.id(),
+            gpu(dev),
             x.dtype(),
             x.dims(),
             weight.dims(),
@@ -623,7 +572,7 @@ impl Backend for Cudnn {
                 library: "cuDNN".into(),
                 version: state.version.map_or_else(|| "unknown".into(), choice::version_string),
                 math: math.join("; "),
-                workspace_cap_bytes: WORKSPACE_CAP_BYTES as u64,
+                workspace_cap_bytes: plans.iter().map(|p| p.workspace_cap_bytes).min().unwrap_or(0),
                 workspace_bytes: state.workspace_peak as u64,
                 plans,
             })
