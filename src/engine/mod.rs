@@ -381,6 +381,14 @@ impl EngineSpec {
         None
     }
 
+    /// [`Self::unsupported`], and what this machine cannot run for any engine: a `cuda:N`
+    /// on a machine that shows no GPU ([`crate::machine::device::no_gpu_for`]). The run's
+    /// cases take it, `unsupported` without a worker.
+    pub fn unsupported_here(&self, chunk: usize, device: &str, precision: crate::model::Precision) -> Option<String> {
+        self.unsupported(chunk, device, precision)
+            .or_else(|| crate::machine::device::no_gpu_for(device))
+    }
+
     /// Whether the `--torch-precision` mode `name` is one of this engine's (it then reaches
     /// its workers; otherwise they use their default).
     pub fn has_precision_mode(&self, name: &str) -> bool {

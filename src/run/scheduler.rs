@@ -248,7 +248,7 @@ impl Scheduler {
             let s = &case.settings;
             let device = &self.run_wide.spec.device;
             let engine = crate::engine::spec(s.engine);
-            if !s.passes.encodes() && engine.unsupported(s.chunk, device, s.precision).is_none() {
+            if !s.passes.encodes() && engine.unsupported_here(s.chunk, device, s.precision).is_none() {
                 let _ = self.input_for(s);
             }
         }
@@ -372,7 +372,8 @@ impl Scheduler {
     /// worker when its engine cannot run it, `failed` when its input could not be prepared.
     fn run_case(&mut self, case: &Case, recorded: &[String]) -> (WorkerResult, Option<PathBuf>) {
         let engine = crate::engine::spec(case.settings.engine);
-        if let Some(why) = engine.unsupported(case.settings.chunk, &self.run_wide.spec.device, case.settings.precision)
+        if let Some(why) =
+            engine.unsupported_here(case.settings.chunk, &self.run_wide.spec.device, case.settings.precision)
         {
             let env = case.env_vars.clone();
             return (WorkerResult::empty(CaseStatus::Unsupported, Some(why), env), None);
@@ -414,7 +415,11 @@ impl Scheduler {
                     WorkerEvent::Output(line) => progress.output(line),
                 },
             ),
-            Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), BTreeMap::new()),
+            Err(why) => WorkerResult::empty(
+                crate::engine::preparer::status_without_latent(&why),
+                Some(why),
+                BTreeMap::new(),
+            ),
         };
         let ran = result.outcome.status == CaseStatus::Ok;
         result.outcome.device_process_peak = match memory {
