@@ -51,10 +51,11 @@ fn metal(_index: usize, s: &str) -> Result<Device, UserError> {
 }
 
 /// Why `device` cannot be used on this machine before any worker tries it (issue 67): a
-/// `cuda:N` on a machine that shows no GPU at all, neither an AMD GPU node in the KFD
-/// topology nor a GPU's device file (`/dev/kfd` for ROCm, `/dev/nvidiactl` or `/dev/nvidia0`
-/// for CUDA, `/dev/dxg` for WSL2), all read through [`crate::machine::system::sysfs_root`].
-/// `None` for `cpu`, or where a GPU may be there.
+/// `cuda:N` on a machine that shows no sign of a GPU at all: no AMD GPU in the KFD topology
+/// or among the DRM cards, no GPU device file (`/dev/kfd` for ROCm, `/dev/nvidiactl` or
+/// `/dev/nvidia0` for CUDA, `/dev/dxg` for WSL2), no NVIDIA driver
+/// (`/proc/driver/nvidia/version`), all read through [`crate::machine::system::sysfs_root`],
+/// and no `nvidia-smi` on `PATH`. `None` for `cpu`, or wherever a GPU may be.
 pub fn no_gpu_for(device: &str) -> Option<String> {
     let spec = device.trim().to_ascii_lowercase();
     if !spec.starts_with("cuda") {
@@ -68,12 +69,21 @@ pub fn no_gpu_for(device: &str) -> Option<String> {
         "dev/dxg",
         "proc/driver/nvidia/version",
     ];
-    if files.iter().any(|f| root.join(f).exists()) || !crate::machine::system::kfd_gpu_nodes(&root).is_empty() {
+    let amd = || {
+        !crate::machine::system::kfd_gpu_nodes(&root).is_empty()
+            || !crate::machine::system::drm_cards_with(&root, "pp_dpm_sclk").is_empty()
+            || !crate::machine::system::drm_cards_with(&root, "mem_info_vram_total").is_empty()
+    };
+    let smi = || {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("nvidia-smi").is_file()))
+    };
+    if files.iter().any(|f| root.join(f).exists()) || amd() || smi() {
         return None;
     }
     Some(format!(
-        "device {device}: this machine shows no GPU (no AMD GPU in /sys/class/kfd, no /dev/kfd, /dev/nvidiactl \
-         or /dev/dxg): use --device cpu here, or run on the machine with the GPU"
+        "device {device}: this machine shows no GPU (no AMD GPU in /sys/class/kfd or /sys/class/drm, no /dev/kfd, \
+         /dev/nvidiactl or /dev/dxg, no nvidia-smi): use --device cpu here, or run on the machine with the GPU"
     ))
 }
 

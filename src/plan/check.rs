@@ -57,10 +57,11 @@ pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
 
 /// The warnings and notes a run prints once before it starts: [`frames_warning`],
 /// [`no_gpu_warning`], [`bf16_warning`], [`collapsed_knobs`], [`collapsed_temporal`] and the levers' unplanned values ([`crate::plan::levers::unplanned_note`]).
-pub fn notes(opts: &BenchOptions) -> impl Iterator<Item = String> {
+pub fn notes(opts: &BenchOptions, fault_hooks: bool) -> impl Iterator<Item = String> {
     [
         frames_warning(opts),
-        no_gpu_warning(opts),
+        // `--fault-hooks`' fake workers need no GPU.
+        no_gpu_warning(opts).filter(|_| !fault_hooks),
         bf16_warning(opts),
         collapsed_knobs(opts),
         collapsed_temporal(opts),

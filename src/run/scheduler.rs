@@ -248,7 +248,8 @@ impl Scheduler {
             let s = &case.settings;
             let device = &self.run_wide.spec.device;
             let engine = crate::engine::spec(s.engine);
-            if !s.passes.encodes() && engine.unsupported_here(s.chunk, device, s.precision).is_none() {
+            let hooks = self.run_wide.spec.fault_hooks;
+            if !s.passes.encodes() && engine.unsupported_here(s.chunk, device, s.precision, hooks).is_none() {
                 let _ = self.input_for(s);
             }
         }
@@ -372,9 +373,8 @@ impl Scheduler {
     /// worker when its engine cannot run it, `failed` when its input could not be prepared.
     fn run_case(&mut self, case: &Case, recorded: &[String]) -> (WorkerResult, Option<PathBuf>) {
         let engine = crate::engine::spec(case.settings.engine);
-        if let Some(why) =
-            engine.unsupported_here(case.settings.chunk, &self.run_wide.spec.device, case.settings.precision)
-        {
+        let (device, hooks) = (&self.run_wide.spec.device, self.run_wide.spec.fault_hooks);
+        if let Some(why) = engine.unsupported_here(case.settings.chunk, device, case.settings.precision, hooks) {
             let env = case.env_vars.clone();
             return (WorkerResult::empty(CaseStatus::Unsupported, Some(why), env), None);
         }

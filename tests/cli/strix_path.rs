@@ -191,8 +191,13 @@ fn a_timeout_of_emulated_bf16_says_why_it_is_likely() {
 fn a_gpu_device_on_a_machine_without_one_is_said_up_front_and_ends_unsupported() {
     let dir = scratch();
     let root = fake_root(dir.path(), ZEN4);
+    // No nvidia-smi either (a machine with a GPU may have one on PATH): an empty PATH, as no
+    // worker is to start.
+    let path = dir.path().join("empty-path");
+    std::fs::create_dir_all(&path).unwrap();
     let list = bench()
         .env("WAN_VAE_BENCH_SYSFS_ROOT", &root)
+        .env("PATH", &path)
         .args([
             "run", "--list", "--device", "cuda:0", "--engine", "torch", "--passes", "decode",
         ])
@@ -211,6 +216,7 @@ fn a_gpu_device_on_a_machine_without_one_is_said_up_front_and_ends_unsupported()
     let started = std::time::Instant::now();
     let out = bench()
         .env("WAN_VAE_BENCH_SYSFS_ROOT", &root)
+        .env("PATH", &path)
         .args([
             "run",
             "--device",
