@@ -20,6 +20,8 @@ mod newcomer;
 mod run_cli;
 #[path = "cli/shard_cli.rs"]
 mod shard_cli;
+#[path = "cli/strix_path.rs"]
+mod strix_path;
 #[path = "cli/validate_cli.rs"]
 mod validate_cli;
 
@@ -86,8 +88,12 @@ mod history_levels;
 mod history_oracle;
 #[path = "analysis/history_score.rs"]
 mod history_score;
+#[path = "analysis/machines.rs"]
+mod machines;
 #[path = "analysis/merge_plot_cli.rs"]
 mod merge_plot_cli;
+#[path = "analysis/tables.rs"]
+mod tables;
 
 // tests/rocm/: ROCm's logs.
 #[path = "rocm/logs_cli.rs"]

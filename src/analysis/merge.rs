@@ -5,8 +5,10 @@
 //! `CaseRecord.run`, set from its input's `system` and `run` unless it already has them);
 //! the top-level `system`, `model`, `run`, `tool` and
 //! `created_at` are the first input's. A case id already taken gets a suffix: `@HOST` (the
-//! case's host name), else `@inputN` (1-based input position), plus `-2`, `-3`, ... if still
-//! taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
+//! case's host name) when another host holds it, `@HOST-TIME` (its report's `created_at`,
+//! `20261122T044200Z`) when a run of the same host does, so two runs of one host are told
+//! apart by when they ran; else `@inputN` (1-based input position), plus `-2`, `-3`, ... if
+//! still taken; each rename is printed on stderr, and `quality.reference_id` is renamed with it.
 //!
 //! The parts of a sharded run (`run --shard K/N`, each report's `run.shard`) are checked
 //! first ([`check_parts`]): every input a part of one plan (same fingerprint, N and planned
@@ -52,7 +54,8 @@ pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
         summary: None,
         ..first.clone()
     };
-    let mut taken = BTreeSet::new();
+    // Each merged id, with the host of its case.
+    let mut taken: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut renames = Vec::new();
     for (index, report) in std::iter::once((0, first)).chain(iter) {
         let mut map = BTreeMap::new();
@@ -64,8 +67,9 @@ pub fn merge(reports: Vec<Report>) -> (Report, Vec<Rename>) {
             if case.run.is_none() {
                 case.run = Some(report.run.clone());
             }
-            let new_id = free_id(&case.id, case_host(case), index, &taken);
-            taken.insert(new_id.clone());
+            let host = case_host(case);
+            let new_id = free_id(&case.id, host.clone(), &report.created_at, index, &taken);
+            taken.insert(new_id.clone(), host);
             if new_id != case.id {
                 renames.push(Rename {
                     input: index,
@@ -104,20 +108,37 @@ fn case_host(case: &crate::report::CaseRecord) -> Option<String> {
         .filter(|h| !h.is_empty())
 }
 
-/// First id not yet taken: `id`, `id@host`, `id@inputN`, then numbered suffixes.
-fn free_id(id: &str, host: Option<String>, index: usize, taken: &BTreeSet<String>) -> String {
+/// First id not yet taken: `id`, `id@host` (the id held by another host's case) or
+/// `id@host-TIME` (held by a case of the same host: another run of it), `id@inputN`, then
+/// numbered suffixes.
+fn free_id(
+    id: &str,
+    host: Option<String>,
+    created_at: &str,
+    index: usize,
+    taken: &BTreeMap<String, Option<String>>,
+) -> String {
     let mut candidates = vec![id.to_string()];
     if let Some(h) = host {
-        candidates.push(format!("{id}@{h}"));
+        let same_host = taken
+            .get(id)
+            .is_some_and(|holder| holder.as_deref() == Some(h.as_str()));
+        let stamp: String = created_at.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+        if !same_host {
+            candidates.push(format!("{id}@{h}"));
+        }
+        if !stamp.is_empty() {
+            candidates.push(format!("{id}@{h}-{stamp}"));
+        }
     }
     let by_index = format!("{id}@input{}", index + 1);
     candidates.push(by_index.clone());
-    if let Some(free) = candidates.into_iter().find(|c| !taken.contains(c)) {
+    if let Some(free) = candidates.into_iter().find(|c| !taken.contains_key(c)) {
         return free;
     }
     (2..)
         .map(|n| format!("{by_index}-{n}"))
-        .find(|c| !taken.contains(c))
+        .find(|c| !taken.contains_key(c))
         .expect("an unbounded range always has a free id")
 }
 

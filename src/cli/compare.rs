@@ -32,7 +32,7 @@ pub struct CompareArgs {
     /// or GPU, instead of warning.
     #[arg(long = "strict-system")]
     pub strict_system: bool,
-    /// Print the comparison as JSON (see `compare::verdict::Comparison`).
+    /// Print the comparison as JSON (every field: docs/report-schema.md, "compare --json").
     #[arg(long, conflicts_with = "markdown")]
     pub json: bool,
     /// Print the comparison as Markdown (for a PR comment).

@@ -1,6 +1,7 @@
 //! `wan-vae-bench completions SHELL`: the shell completion script (clap_complete) for
 //! bash, zsh or fish (also elvish and PowerShell), printed on stdout. For bash:
 //! `wan-vae-bench completions bash > ~/.local/share/bash-completion/completions/wan-vae-bench`.
+//! bash's script works around clap_complete's bug with hyphenated binary names ([`script`]).
 //!
 //! Must not: know the commands; it renders the clap command `cli` hands it.
 use clap_complete::Shell;
@@ -16,13 +17,54 @@ pub struct CompletionsArgs {
 /// hides (the internal `worker` command, `--fault-hooks`): clap_complete offers hidden
 /// subcommands and flags as it finds them.
 pub fn command(args: CompletionsArgs, command: clap::Command) -> anyhow::Result<i32> {
-    let mut command = visible(&command);
+    crate::out!("{}", script(args.shell, &command)?);
+    Ok(0)
+}
+
+/// The completion script of `command` for `shell`.
+///
+/// bash: clap_complete (4.6.11, the newest release) spells a hyphenated binary name one way
+/// in the loop that follows the subcommands (`wan__vae__bench__subcmd__run`) and another in
+/// the arms that complete them (`wan__subcmd__vae__subcmd__bench__subcmd__run`), so no
+/// subcommand's flag ever completes (clap-rs/clap#6421, fixed by neither release nor merge).
+/// The script is rendered for the name without its hyphens, which both spell alike, and
+/// bound to the real name (the `complete` lines' last word); the test drives bash through it
+/// (`run --`, `history --`, a flag's values), so a clap_complete that changes its output
+/// fails there, not at a user's prompt.
+pub fn script(shell: Shell, command: &clap::Command) -> anyhow::Result<String> {
+    let mut command = visible(command);
     let name = command.get_name().to_string();
+    let rendered_as = match shell {
+        Shell::Bash => name.replace('-', ""),
+        _ => name.clone(),
+    };
     // Rendered into memory first: clap_complete panics when its writer fails.
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut command, name, &mut script);
-    crate::out!("{}", String::from_utf8_lossy(&script));
-    Ok(0)
+    clap_complete::generate(shell, &mut command, rendered_as.clone(), &mut script);
+    let script = String::from_utf8_lossy(&script).into_owned();
+    if rendered_as == name {
+        return Ok(script);
+    }
+    let mut bound = 0;
+    let lines: Vec<String> = script
+        .lines()
+        .map(|line| {
+            let is_complete = line.trim_start().starts_with("complete -F ");
+            match line.strip_suffix(&format!(" {rendered_as}")) {
+                Some(head) if is_complete => {
+                    bound += 1;
+                    format!("{head} {name}")
+                }
+                _ => line.to_string(),
+            }
+        })
+        .collect();
+    anyhow::ensure!(
+        bound > 0,
+        "clap_complete's bash script has no `complete -F ... {rendered_as}` line to bind to {name}: its output \
+         changed; see src/cli/completions.rs"
+    );
+    Ok(lines.join("\n") + "\n")
 }
 
 /// `c` with its hidden subcommands and arguments left out, recursively: what completion

@@ -26,7 +26,7 @@ pub struct HistoryArgs {
     /// Also write each series with its steps, marked and labelled by what changed, as SVG.
     #[arg(long = "export-svg", value_name = "FILE")]
     pub export_svg: Option<PathBuf>,
-    /// Also write the history as JSON (see `history::History`).
+    /// Also write the history as JSON (every field: docs/report-schema.md, "history --export-json").
     #[arg(long = "export-json", value_name = "FILE")]
     pub export_json: Option<PathBuf>,
     /// BMF / github-action-benchmark exports: the newest report of each machine.

@@ -219,6 +219,21 @@ pub fn command(mut args: RunArgs) -> anyhow::Result<i32> {
         }
     };
     args.isolate = isolate;
+    // A case forecast past its timeout (from this machine's earlier reports) is said now,
+    // not found after the timeout.
+    let rates = crate::plan::forecast::Rates::read(&crate::plan::forecast::folders(Some(&output)), &system);
+    let planned: Vec<_> = plan.cases.iter().map(|c| (c.id.clone(), c.settings.clone())).collect();
+    let o = &plan.opts;
+    if let Some(w) = crate::plan::forecast::past_timeout(
+        &rates,
+        &plan.model.cfg,
+        &planned,
+        &o.device,
+        o.warmup + o.runs,
+        o.timeout_s,
+    ) {
+        crate::errln!("{w}");
+    }
     // In blocks, a shuffled order is grouped by worker (an order as written stays as written:
     // a worker then ends wherever the next case needs another); in rounds, each round has an
     // order of its own (`run::rounds`).

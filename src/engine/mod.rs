@@ -394,6 +394,24 @@ impl EngineSpec {
         None
     }
 
+    /// [`Self::unsupported`], and what this machine cannot run for any engine: a `cuda:N`
+    /// on a machine that shows no GPU ([`crate::machine::device::no_gpu_for`]), except under
+    /// `--fault-hooks`, whose fake workers need none. The run's cases take it, `unsupported`
+    /// without a worker.
+    pub fn unsupported_here(
+        &self,
+        chunk: usize,
+        device: &str,
+        precision: crate::model::Precision,
+        fault_hooks: bool,
+    ) -> Option<String> {
+        self.unsupported(chunk, device, precision).or_else(|| {
+            (!fault_hooks)
+                .then(|| crate::machine::device::no_gpu_for(device))
+                .flatten()
+        })
+    }
+
     /// Whether the `--torch-precision` mode `name` is one of this engine's (it then reaches
     /// its workers; otherwise they use their default).
     pub fn has_precision_mode(&self, name: &str) -> bool {

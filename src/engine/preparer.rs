@@ -83,6 +83,22 @@ pub fn check_run(
         .map_err(crate::util::error::UserError::Other)
 }
 
+/// The words the scheduler's message uses when the untimed encode that prepares a
+/// decode-only case's latent ended `unsupported`.
+pub const ENDED_UNSUPPORTED: &str = "that prepares the latent to decode ended unsupported";
+
+/// The status of a decode-only case whose latent could not be prepared (`why`): `unsupported`
+/// when the preparing encode was (the engine, its install or the device cannot run it: a
+/// Python without torch, a `cuda:N` torch sees no GPU for), else `failed` (issue 67).
+pub fn status_without_latent(why: &str) -> crate::report::CaseStatus {
+    // A second preparer's try is `first; then second`: unsupported when both were.
+    if why.split("; then ").all(|part| part.contains(ENDED_UNSUPPORTED)) {
+        crate::report::CaseStatus::Unsupported
+    } else {
+        crate::report::CaseStatus::Failed
+    }
+}
+
 /// The engines of `cases`' settings, each once.
 pub fn engines_of<'a>(engines: impl IntoIterator<Item = &'a Engine>) -> Vec<Engine> {
     let mut v: Vec<Engine> = Vec::new();

@@ -1,4 +1,5 @@
-//! `--device` parsing (`cpu`, `cuda:N`, `metal[:N]`) and device synchronization.
+//! `--device` parsing (`cpu`, `cuda:N`, `metal[:N]`), whether this machine has a GPU for a
+//! `cuda:N` at all ([`no_gpu_for`]), and device synchronization.
 //! Accelerators exist only in builds with the matching cargo feature; asking for one that
 //! this build lacks is a clear error, not a panic.
 //!
@@ -47,6 +48,43 @@ fn metal(_index: usize, s: &str) -> Result<Device, UserError> {
     Err(UserError::Unsupported(format!(
         "device {s}: this build has no Metal support (rebuild with `cargo build --release --features metal`)"
     )))
+}
+
+/// Why `device` cannot be used on this machine before any worker tries it (issue 67): a
+/// `cuda:N` on a machine that shows no sign of a GPU at all: no AMD GPU in the KFD topology
+/// or among the DRM cards, no GPU device file (`/dev/kfd` for ROCm, `/dev/nvidiactl` or
+/// `/dev/nvidia0` for CUDA, `/dev/dxg` for WSL2), no NVIDIA driver
+/// (`/proc/driver/nvidia/version`), all read through [`crate::machine::system::sysfs_root`],
+/// and no `nvidia-smi` on `PATH`. `None` for `cpu`, or wherever a GPU may be.
+pub fn no_gpu_for(device: &str) -> Option<String> {
+    let spec = device.trim().to_ascii_lowercase();
+    if !spec.starts_with("cuda") {
+        return None;
+    }
+    let root = crate::machine::system::sysfs_root();
+    let files = [
+        "dev/kfd",
+        "dev/nvidiactl",
+        "dev/nvidia0",
+        "dev/dxg",
+        "proc/driver/nvidia/version",
+    ];
+    let amd = || {
+        !crate::machine::system::kfd_gpu_nodes(&root).is_empty()
+            || !crate::machine::system::drm_cards_with(&root, "pp_dpm_sclk").is_empty()
+            || !crate::machine::system::drm_cards_with(&root, "mem_info_vram_total").is_empty()
+    };
+    let smi = || {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| d.join("nvidia-smi").is_file()))
+    };
+    if files.iter().any(|f| root.join(f).exists()) || amd() || smi() {
+        return None;
+    }
+    Some(format!(
+        "device {device}: this machine shows no GPU (no AMD GPU in /sys/class/kfd or /sys/class/drm, no /dev/kfd, \
+         /dev/nvidiactl or /dev/dxg, no nvidia-smi): use --device cpu here, or run on the machine with the GPU"
+    ))
 }
 
 /// Cargo features compiled into this build.

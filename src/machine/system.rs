@@ -33,6 +33,14 @@ pub struct SystemInfo {
     pub cpu_governor: Option<String>,
     /// Total RAM, bytes.
     pub memory_total_bytes: Option<u64>,
+    /// A keyed hash of `/etc/machine-id` ([`crate::machine::identity::machine_id`]): with
+    /// `board` and the memory, what tells two machines of one host name and CPU apart;
+    /// absent in reports written before it, or where there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
+    /// The board as DMI names it (vendor and name; [`crate::machine::identity::board`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board: Option<String>,
     /// GPUs found.
     pub gpus: Vec<GpuInfo>,
     /// ROCm version from `$ROCM_PATH/.info/version`.
@@ -57,12 +65,10 @@ pub struct SystemInfo {
     pub unavailable: std::collections::BTreeMap<String, String>,
 }
 
-/// The distinct machines ([`SystemInfo::machine`]) of `systems`, sorted.
+/// The distinct machines of `systems`, sorted, each by its name
+/// ([`crate::machine::identity::Machines`]: two runners of one host name and CPU are two).
 pub fn distinct_machines<'a>(systems: impl IntoIterator<Item = &'a SystemInfo>) -> Vec<String> {
-    let mut machines: Vec<String> = systems.into_iter().map(SystemInfo::machine).collect();
-    machines.sort();
-    machines.dedup();
-    machines
+    crate::machine::identity::Machines::of(systems).all()
 }
 
 impl SystemInfo {
@@ -74,8 +80,9 @@ impl SystemInfo {
         )
     }
 
-    /// `host (CPU; GPU, GPU)`: what makes two runs (or two cases of a merged report) the same
-    /// machine.
+    /// `host (CPU; GPU, GPU)`: the machine's label. Two records of one label are one machine
+    /// unless their machine id, board or memory differ
+    /// ([`crate::machine::identity::Machines`] names them then).
     pub fn machine(&self) -> String {
         let gpus: Vec<&str> = self
             .gpus
@@ -205,6 +212,8 @@ pub fn collect() -> SystemInfo {
         cpu_simd: simd_features(),
         cpu_governor: sys_read("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         memory_total_bytes: Some(sys.total_memory()).filter(|&m| m > 0),
+        machine_id: crate::machine::identity::machine_id(),
+        board: crate::machine::identity::board(),
         gpus,
         rocm_version: rocm_version(),
         nvidia_driver_version,
@@ -504,6 +513,11 @@ pub fn render_text(info: &SystemInfo) -> String {
     line("simd", info.cpu_simd.join(" "));
     line("governor", opt(&info.cpu_governor));
     line("memory", gib(info.memory_total_bytes));
+    line("board", opt(&info.board));
+    line(
+        "machine id",
+        format!("{} (a keyed hash of /etc/machine-id)", opt(&info.machine_id)),
+    );
     if info.gpus.is_empty() {
         line("gpus", "none found".into());
     }

@@ -136,6 +136,86 @@ pub fn passes_gflop(
     (e, d)
 }
 
+/// [`passes_gflop`] as the model computes a tiled case (issue 67): every spatial tile is
+/// encoded or decoded whole, its overlap with its neighbours included, on the grid
+/// [`super::tiling`] cuts (origins every `tile - overlap` up to the edge, the last tiles cut
+/// short; spatial tiling acts only where the clip is larger than a tile), and every temporal
+/// tile ([`super::temporal_tiling::tile_spans`]) decodes its latent frames, `conv2`
+/// included, as the candle worker calls the decode per tile. Untiled, it is
+/// [`passes_gflop`]. The engines that tile as diffusers does (candle, torch, diffusers)
+/// compute this grid; ComfyUI's own tiled nodes cut theirs.
+#[allow(clippy::too_many_arguments)]
+pub fn computed_gflop(
+    cfg: &Config,
+    encodes: bool,
+    decodes: bool,
+    frames: usize,
+    width: usize,
+    height: usize,
+    tiling: Option<super::Tiling>,
+    temporal: Option<super::temporal_tiling::TemporalTiling>,
+) -> (f64, f64) {
+    let (plain_e, plain_d) = passes_gflop(cfg, encodes, decodes, frames, width, height);
+    let sc = cfg.spatial_compression();
+    let e = match tiling {
+        Some(tl) if encodes && (height > tl.tile_px || width > tl.tile_px) => grid(height, tl.tile_px, tl.stride_px())
+            .into_iter()
+            .flat_map(|th| {
+                grid(width, tl.tile_px, tl.stride_px())
+                    .into_iter()
+                    .map(move |tw| (th, tw))
+            })
+            .map(|(th, tw)| encode_gflop(cfg, frames, tw, th))
+            .sum(),
+        _ => plain_e,
+    };
+    if !decodes {
+        return (e, plain_d);
+    }
+    let tc = cfg.temporal_compression();
+    let latent_t = 1 + (frames.max(1) - 1) / tc;
+    let spans = match temporal {
+        Some(tt) => {
+            let (tile, overlap) = tt.latent_frames(tc);
+            super::temporal_tiling::tile_spans(latent_t, tile, overlap)
+        }
+        None => vec![(0, latent_t)],
+    };
+    let conv2 = |f: usize, w: usize, h: usize| -> f64 {
+        decode_layers(cfg, f, w, h)
+            .into_iter()
+            .find(|(n, _)| n == "conv2")
+            .map_or(0.0, |(_, g)| g)
+    };
+    let mut d = 0.0;
+    for (_, n) in spans {
+        let video_frames = 1 + tc * (n - 1);
+        d += match tiling {
+            Some(tl) if height > tl.tile_px || width > tl.tile_px => {
+                // The latent is cut in latent units; each tile decodes (without conv2, which
+                // ran once on the whole latent) to `sc` pixels per position.
+                let (lh, lw, t, st) = (height / sc, width / sc, tl.tile_px / sc, tl.stride_px() / sc);
+                let tiles: f64 = grid(lh, t, st)
+                    .into_iter()
+                    .flat_map(|th| grid(lw, t, st).into_iter().map(move |tw| (th, tw)))
+                    .map(|(th, tw)| {
+                        decode_gflop(cfg, video_frames, sc * tw, sc * th) - conv2(video_frames, sc * tw, sc * th)
+                    })
+                    .sum();
+                conv2(video_frames, width, height) + tiles
+            }
+            _ => decode_gflop(cfg, video_frames, width, height),
+        };
+    }
+    (e, d)
+}
+
+/// The lengths of the tiles [`super::tiling`]'s grid cuts along a dimension of `len`:
+/// origins `0, stride, ...` below `len`, each `min(tile, len - origin)` long.
+fn grid(len: usize, tile: usize, stride: usize) -> Vec<usize> {
+    (0..len).step_by(stride.max(1)).map(|o| tile.min(len - o)).collect()
+}
+
 /// [`decode_gflop`] per layer, as [`encode_layers`] (`conv2`, `decoder.conv1`,
 /// `decoder.upsamples.N...`, `decoder.head.2`).
 pub fn decode_layers(cfg: &Config, frames: usize, width: usize, height: usize) -> Vec<(String, f64)> {
@@ -216,6 +296,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Issue 67: a tiled case costs its tiles, overlap included, counted on the grid the
+    /// model code cuts (64x64 with 32:16 tiles: 4x4 tiles), and a tiling the clip fits in
+    /// costs nothing more.
+    #[test]
+    fn tiles_cost_their_overlap() {
+        let c = Config::wan21();
+        let tl = |t, o| {
+            Some(crate::model::Tiling {
+                tile_px: t,
+                overlap_px: o,
+            })
+        };
+        let (e0, d0) = computed_gflop(&c, true, true, 5, 64, 64, None, None);
+        assert_eq!((e0, d0), passes_gflop(&c, true, true, 5, 64, 64));
+        assert_eq!(computed_gflop(&c, true, true, 5, 64, 64, tl(64, 16), None), (e0, d0));
+        // Encode: pixel origins 0, 16, 32, 48 (stride 16): tiles of 32, 32, 32, 16 px.
+        let (e, d) = computed_gflop(&c, true, true, 5, 64, 64, tl(32, 16), None);
+        let sides = [32, 32, 32, 16];
+        let want: f64 = sides
+            .iter()
+            .flat_map(|h| sides.iter().map(|w| encode_gflop(&c, 5, *w, *h)).collect::<Vec<_>>())
+            .sum();
+        assert!((e - want).abs() < 1e-9, "{e} {want}");
+        assert!(e > 1.5 * e0, "the overlap is recomputed: {e} vs {e0}");
+        // Decode: latent 8x8, tile 4, stride 2: origins 0, 2, 4, 6 -> 4, 4, 4, 2 positions.
+        assert!(d > 1.5 * d0, "{d} vs {d0}");
+        // Decode-only costs no encode; temporal tiles of 17 frames (5 latent) at 8:4
+        // (2 latent frames, overlap 1): spans (0,2) (1,2) (2,2) (3,2): 4 decodes of 5 frames.
+        let tt = crate::model::temporal_tiling::TemporalTiling::new(8, 4).ok();
+        let (e, d) = computed_gflop(&c, false, true, 17, 64, 64, None, tt);
+        assert_eq!(e, 0.0);
+        assert!((d - 4.0 * decode_gflop(&c, 5, 64, 64)).abs() < 1e-9, "{d}");
     }
 
     #[test]

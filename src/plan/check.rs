@@ -8,9 +8,10 @@ use std::fmt::Write;
 
 use unicode_width::UnicodeWidthStr;
 
+use super::forecast::{self, Rates};
 use super::matrix;
 use super::options::BenchOptions;
-use crate::model::flops::passes_gflop;
+use crate::machine::cpu_bf16::CpuBf16;
 use crate::model::Config;
 use crate::plan::axes::{Applies, AXES, ENGINE, FRAMES};
 use crate::report::settings::CaseSettings;
@@ -55,10 +56,13 @@ pub fn frames_warning(opts: &BenchOptions) -> Option<String> {
 }
 
 /// The warnings and notes a run prints once before it starts: [`frames_warning`],
-/// [`collapsed_knobs`], [`collapsed_temporal`] and the levers' unplanned values ([`crate::plan::levers::unplanned_note`]).
-pub fn notes(opts: &BenchOptions) -> impl Iterator<Item = String> {
+/// [`no_gpu_warning`], [`bf16_warning`], [`collapsed_knobs`], [`collapsed_temporal`] and the levers' unplanned values ([`crate::plan::levers::unplanned_note`]).
+pub fn notes(opts: &BenchOptions, fault_hooks: bool) -> impl Iterator<Item = String> {
     [
         frames_warning(opts),
+        // `--fault-hooks`' fake workers need no GPU.
+        no_gpu_warning(opts).filter(|_| !fault_hooks),
+        bf16_warning(opts),
         collapsed_knobs(opts),
         collapsed_temporal(opts),
         crate::plan::levers::unplanned_note(opts),
@@ -145,8 +149,10 @@ pub fn collapsed_temporal(opts: &BenchOptions) -> Option<String> {
 }
 
 /// `run --list`: every planned case (references included; with `--shard K/N`, those of part
-/// K) with its passes and the analytic GFLOP of each pass, and the total over warmup and
-/// timed passes.
+/// K) with its passes, the GFLOP of each pass as the model computes it (a tiled case's
+/// tiles with their overlap: [`crate::model::flops::computed_gflop`]), the total over warmup
+/// and timed passes, and its forecast from the rates measured on this machine
+/// ([`super::forecast`]; "no rate measured yet" without one).
 pub fn list(
     opts: &BenchOptions,
     cfg: &Config,
@@ -161,7 +167,10 @@ pub fn list(
     if opts.control {
         super::control::add_controls(&mut cases);
     }
-    let passes = (opts.warmup + opts.runs) as f64;
+    let passes = opts.warmup + opts.runs;
+    let this = crate::machine::system::collect();
+    let rates = Rates::read(&forecast::folders(opts.output.as_deref()), &this);
+    let cpu = crate::machine::cpu_bf16::cpu_bf16();
     let ids: Vec<String> = cases
         .iter()
         .map(|c| {
@@ -179,23 +188,42 @@ pub fn list(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<width$}  {:<13}  {:>12}  {:>12}  {:>14}",
+        "{:<width$}  {:<13}  {:>12}  {:>12}  {:>14}  forecast",
         "case", "passes", "encode GFLOP", "decode GFLOP", "total GFLOP"
     );
-    let mut grand = 0.0;
+    let (mut grand, mut grand_s, mut unrated) = (0.0, 0.0, std::collections::BTreeSet::new());
+    let mut emulated = 0;
     for (c, id) in cases.iter().zip(&ids) {
         let s = &c.settings;
-        // Only the passes the case runs are counted.
-        let (e, d) = passes_gflop(cfg, s.passes.encodes(), s.passes.decodes(), s.frames, s.width, s.height);
+        // Only the passes the case runs are counted, each tile with its overlap.
+        let (e, d) = forecast::gflop(cfg, s);
         let label = match (s.passes.encodes(), s.passes.decodes()) {
             (true, true) => "encode+decode",
             (true, false) => "encode",
             _ => "decode",
         };
-        let total = (e + d) * passes;
+        let total = (e + d) * passes as f64;
         grand += total;
+        let mut when = match rates.forecast(cfg, s, &opts.device, passes) {
+            Some(f) => {
+                grand_s += f;
+                let past = if f > opts.timeout_s { " (past the timeout)" } else { "" };
+                format!("{}{past}", forecast::duration(f))
+            }
+            None => {
+                unrated.insert(format!("{} {} on {}", s.engine.name(), s.precision.name(), opts.device));
+                "-".to_string()
+            }
+        };
+        if bf16_emulated(s, &opts.device, &cpu) {
+            emulated += 1;
+            when.push_str(" (bf16 emulated: may wait out the timeout)");
+        }
         let pad = " ".repeat(width - id.width());
-        let _ = writeln!(out, "{id}{pad}  {label:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}");
+        let _ = writeln!(
+            out,
+            "{id}{pad}  {label:<13}  {e:>12.2}  {d:>12.2}  {total:>14.2}  {when}"
+        );
     }
     if let Some(p) = part {
         let _ = write!(
@@ -221,7 +249,102 @@ pub fn list(
             crate::report::values::Schedule::Blocks => "blocks, one worker at a time".to_string(),
         }
     );
+    let rated = cases.len()
+        - cases
+            .iter()
+            .filter(|c| rates.forecast(cfg, &c.settings, &opts.device, passes).is_none())
+            .count();
+    let _ = writeln!(out, "{}", forecast_line(&rates, rated, cases.len(), grand_s, &unrated));
+    if emulated > 0 {
+        let _ = writeln!(
+            out,
+            "{} in bf16 on a CPU without native bf16, which PyTorch emulates (the warning above): leave bf16 out \
+             or raise --timeout",
+            crate::util::format::count(emulated, "PyTorch case")
+        );
+    }
     Ok(out)
+}
+
+/// The forecast's line under `--list`: the total of the cases with a measured rate, where the
+/// rates come from, and which engines and precisions have none yet.
+fn forecast_line(
+    rates: &Rates,
+    rated: usize,
+    all: usize,
+    seconds: f64,
+    unrated: &std::collections::BTreeSet<String>,
+) -> String {
+    let none: Vec<&str> = unrated.iter().map(String::as_str).collect();
+    let missing = format!(
+        "no rate measured yet for {} (a run of one small case of each on this machine, its report in {}, gives one)",
+        crate::util::format::bounded(&none, ", ", 4),
+        rates.places()
+    );
+    if rated == 0 {
+        return format!("forecast: {missing}");
+    }
+    let of = if rated == all {
+        format!("the {}", crate::util::format::count(all, "case"))
+    } else {
+        format!("{rated} of the {all} cases")
+    };
+    let mut line = format!(
+        "forecast: {} for the passes of {of} (from {}; a forecast, not a measurement: model loads and worker \
+         starts not included)",
+        forecast::duration(seconds),
+        rates.source()
+    );
+    if !unrated.is_empty() {
+        line.push_str(&format!("; {missing}"));
+    }
+    line
+}
+
+/// The warning of a `cuda:N` run on a machine that shows no GPU
+/// ([`crate::machine::device::no_gpu_for`]): its cases end `unsupported` without a worker.
+pub fn no_gpu_warning(opts: &BenchOptions) -> Option<String> {
+    let why = crate::machine::device::no_gpu_for(&opts.device)?;
+    Some(format!(
+        "warning: {why}; the {} of this matrix will each end `unsupported` without running",
+        crate::util::format::count(opts.case_count() as usize, "case")
+    ))
+}
+
+/// Whether a case's bf16 is emulated on this CPU (issue 67, item 2): a PyTorch engine in
+/// bf16 on the CPU of a machine whose flags name no native bf16
+/// ([`crate::machine::cpu_bf16`]); candle has its own kernels.
+pub fn bf16_emulated(s: &CaseSettings, device: &str, cpu: &CpuBf16) -> bool {
+    *cpu == CpuBf16::Emulated
+        && device.trim().eq_ignore_ascii_case("cpu")
+        && s.precision == crate::model::Precision::Bf16
+        && crate::engine::spec(s.engine).runs_python()
+}
+
+/// The warning, before a run (and `--list`), of PyTorch bf16 cases on a CPU that emulates
+/// bf16: each may run until its timeout. `None` when no case is one.
+pub fn bf16_warning(opts: &BenchOptions) -> Option<String> {
+    let cpu = crate::machine::cpu_bf16::cpu_bf16();
+    if cpu != CpuBf16::Emulated {
+        return None;
+    }
+    let cases: Vec<matrix::Case> = matrix::expand(opts)
+        .into_iter()
+        .filter(|c| bf16_emulated(&c.settings, &opts.device, &cpu))
+        .collect();
+    let first = cases.first()?;
+    let engines: std::collections::BTreeSet<&str> = cases.iter().map(|c| c.settings.engine.name()).collect();
+    Some(format!(
+        "warning: this CPU has no native bf16 (neither {} in /proc/cpuinfo's flags): PyTorch emulates it, so \
+         the {} in bf16 on the cpu ({}, e.g. {}) may each run until the timeout ({}): on such a CPU a torch bf16 \
+         case of 5 frames at 64x64 took over 8 minutes where fp32 takes seconds; leave bf16 out (--precision \
+         fp32) or raise --timeout",
+        crate::machine::cpu_bf16::NATIVE_BF16_FLAGS.join(" nor "),
+        crate::util::format::count(cases.len(), "case"),
+        engines.into_iter().collect::<Vec<_>>().join(", "),
+        first.id,
+        forecast::duration(opts.timeout_s)
+    ))
 }
 
 /// The model config `run --list` costs the cases with: the checkpoint's when it is local

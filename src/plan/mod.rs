@@ -5,8 +5,9 @@
 //! file; [`weights_choice`] which weights the run loads; [`budgets`] the `[budgets]` limits
 //! (and, after the run, their verdicts); [`levers`] which engines take which lever values;
 //! [`matrix`] case expansion and the references; [`control`] the A/A control of each compared
-//! workload's default; [`check`] the size limit, the one-per-run
-//! notes and `run --list`; [`shard`] the part a `--shard K/N` run measures; [`run_files`]
+//! workload's default; [`check`] the size limit, the one-per-run notes and `run --list`;
+//! [`forecast`] how long the cases will take, from rates measured on this machine (`--list`'s
+//! forecast, the run's warning); [`shard`] the part a `--shard K/N` run measures; [`run_files`]
 //! the run's input and output files, checked against each other; [`ready`] the checked
 //! [`ready::Plan`], built in one step, which is all `crate::run` takes.
 //!
@@ -19,6 +20,7 @@ pub mod config;
 pub mod control;
 pub mod env_sweep;
 pub mod flags;
+pub mod forecast;
 pub mod levers;
 pub mod matrix;
 pub mod options;

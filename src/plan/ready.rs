@@ -48,7 +48,7 @@ pub enum Checked {
 /// when the frames and size are the flags', else by [`Plan::build`] once the input is read.
 pub fn check_matrix(opts: &BenchOptions, req: &Request) -> anyhow::Result<Checked> {
     check::check_size(opts, req.max_cases)?;
-    for w in check::notes(opts) {
+    for w in check::notes(opts, req.fault_hooks) {
         crate::errln!("{w}");
     }
     if !req.list {

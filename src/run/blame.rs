@@ -55,6 +55,33 @@ pub fn outcome(
     }
 }
 
+/// A timed-out case's message, with why the timeout was likely when the tool can tell
+/// (issue 67): a PyTorch case in bf16 on a CPU without native bf16, which emulates it
+/// ([`crate::plan::check::bf16_emulated`]). Said after `timed out after N s`, before the
+/// stderr tail.
+pub fn explain_timeout(result: &mut WorkerResult, spec: &crate::engine::protocol::WorkerSpec) {
+    let o = &mut result.outcome;
+    if o.status != CaseStatus::Timeout {
+        return;
+    }
+    let cpu = crate::machine::cpu_bf16::cpu_bf16();
+    if !crate::plan::check::bf16_emulated(&spec.settings, &spec.run.device, &cpu) {
+        return;
+    }
+    let why = format!(
+        " (likely why: {} computes bf16 by emulation on this CPU, which has neither {}; leave bf16 out, or \
+         raise --timeout)",
+        spec.settings.engine.name(),
+        crate::machine::cpu_bf16::NATIVE_BF16_FLAGS.join(" nor ")
+    );
+    if let Some(e) = &mut o.error {
+        match e.find('\n') {
+            Some(at) => e.insert_str(at, &why),
+            None => e.push_str(&why),
+        }
+    }
+}
+
 pub fn stderr_suffix(tail: &str) -> String {
     if tail.is_empty() {
         String::new()

@@ -293,6 +293,7 @@ impl Executor {
         };
         let tail_text = watched.tail.join("\n");
         let mut result = super::blame::outcome(how.timeout, timed_out, status, result_path, &tail_text, vars);
+        super::blame::explain_timeout(&mut result, spec);
         if let Err(why) = result.check(spec) {
             let msg = format!(
                 "the worker's result is not valid: {why}{}",

@@ -246,7 +246,8 @@ impl Scheduler {
             let case = self.cases[v.case].clone();
             let engine = crate::engine::spec(case.settings.engine);
             let device = &self.run_wide.spec.device;
-            if let Some(why) = engine.unsupported(case.settings.chunk, device, case.settings.precision) {
+            let hooks = self.run_wide.spec.fault_hooks;
+            if let Some(why) = engine.unsupported_here(case.settings.chunk, device, case.settings.precision, hooks) {
                 closed[v.case] = true;
                 self.drop_passes(v.case, v.round);
                 let result = WorkerResult::empty(CaseStatus::Unsupported, Some(why), case.env_vars.clone());

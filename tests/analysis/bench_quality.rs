@@ -121,12 +121,15 @@ fn missing_reference_is_added_and_every_case_is_compared_with_it() {
         );
     }
 
-    // Exports: every case id in both files.
+    // Exports: every case in both files, by its row's name (issue 67: what differs among
+    // the cases; the full ids stay in the report).
     let md = std::fs::read_to_string(&md).unwrap();
     let svg = std::fs::read_to_string(&svg).unwrap();
+    let names = wan_vae_bench::analysis::export::rows::ShortIds::of(&r);
     for id in &ids {
-        assert!(md.contains(id), "{id} missing from\n{md}");
-        assert!(svg.contains(id), "{id} missing from the SVG");
+        let name = names.name(id);
+        assert!(md.contains(&format!("`{name}`")), "{name} ({id}) missing from\n{md}");
+        assert!(svg.contains(name), "{name} ({id}) missing from the SVG");
     }
     assert!(md.contains("reference") && md.contains("round-trip"), "{md}");
 }
@@ -188,6 +191,7 @@ WAN_VAE_BENCH_FAULT = "fail"
     assert_eq!(r.cases.iter().filter(|c| c.added_as_reference).count(), 2);
     assert!(r.cases.iter().all(|c| c.quality.is_none()));
     let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(r.cases.iter().all(|c| svg.contains(&c.id)));
+    let names = wan_vae_bench::analysis::export::rows::ShortIds::of(&r);
+    assert!(r.cases.iter().all(|c| svg.contains(names.name(&c.id))));
     assert!(entries(tmp.path()).is_empty());
 }

@@ -29,14 +29,19 @@ fn merge_keeps_every_case_and_disambiguates_duplicates() {
 
     let merged = Report::load(&all).unwrap();
     let ids: Vec<&str> = merged.cases.iter().map(|c| c.id.as_str()).collect();
-    assert_eq!(ids, ["fp32", "only-a", "fp32@beta", "bf16", "fp32@alpha"]);
+    // Issue 67: a second run of alpha is named by when it ran, not `@alpha`, which said
+    // nothing of which of alpha's two runs it was.
+    assert_eq!(
+        ids,
+        ["fp32", "only-a", "fp32@beta", "bf16", "fp32@alpha-20250101T000000Z"]
+    );
     let host = |i: usize| merged.cases[i].system.as_ref().unwrap().hostname.clone().unwrap();
     assert_eq!([host(0), host(2), host(3), host(4)], ["alpha", "beta", "beta", "alpha"]);
     assert_eq!(merged.system.hostname.as_deref(), Some("alpha"));
     // The reference of b's bf16 was renamed with b's fp32.
     assert_eq!(merged.cases[3].quality.as_ref().unwrap().reference_id, "fp32@beta");
 
-    // Same host twice and a taken `@host` suffix: fall back to the input position.
+    // Same host three times, one time stamp: fall back to the input position.
     let d = report("alpha", vec![case("fp32", &steady(4.0), &steady(4.0))]);
     let pd = save(dir.path(), "d.json", &d);
     let out = bench(&[
@@ -49,7 +54,7 @@ fn merge_keeps_every_case_and_disambiguates_duplicates() {
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let ids: Vec<String> = Report::load(&all).unwrap().cases.into_iter().map(|c| c.id).collect();
-    assert_eq!(ids, ["fp32", "only-a", "fp32@alpha", "fp32@input3"]);
+    assert_eq!(ids, ["fp32", "only-a", "fp32@alpha-20250101T000000Z", "fp32@input3"]);
 }
 
 #[test]
@@ -152,7 +157,12 @@ fn markdown_table_has_a_row_per_case() {
     assert!(md.contains("2.000 ± 0.0316"), "{md}");
     // Relative within one size (issue 10): fp32-64x64 (1 + 2 s) is the fastest 64x64 case,
     // the 2 + 4 s case the fastest 128x96 one; the 128x96 reference (2.5 + 5 s) is 1.25x.
-    assert!(lines[3].contains("| 1.00 |") && lines[2].contains("| 1.00 |"), "{md}");
+    // Rows by size, then id (issue 67): fp16-64x64, fp32-64x64, bf16-128x96, its reference.
+    assert!(
+        lines[2].contains("fp16-64x64") && lines[4].contains("bf16-128x96"),
+        "{md}"
+    );
+    assert!(lines[3].contains("| 1.00 |") && lines[4].contains("| 1.00 |"), "{md}");
     assert!(lines[5].contains("| 1.25 |"), "{md}");
     assert!(md.contains("| timeout |") && md.contains("reference"), "{md}");
 }

@@ -11,11 +11,13 @@ use std::process::Command;
 use crate::need;
 use crate::util::cli::{python, scratch, BIN};
 
-/// One documented command: where it is written, and its words.
+/// One documented command: where it is written, its words, and whether its line marks it
+/// as one for the GPU (`# on the GPU`).
 #[derive(Debug)]
 struct Example {
     at: String,
     command: String,
+    gpu_marked: bool,
 }
 
 /// The commands of the fenced code blocks of `file` (relative to the repository).
@@ -84,6 +86,7 @@ fn push(out: &mut Vec<Example>, file: &str, at: usize, line: &str) {
             out.push(Example {
                 at: format!("{file}:{at}"),
                 command: part.split_whitespace().collect::<Vec<_>>().join(" "),
+                gpu_marked: line.contains("# on the GPU"),
             });
         }
     }
@@ -107,6 +110,25 @@ fn needs_the_users(command: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Whether a `run` measures on a GPU: `--device cuda...`, or a matrix file whose `[model]`
+/// device is one (and no `--device cpu` over it).
+fn needs_a_gpu(command: &str) -> bool {
+    if !command.starts_with("wan-vae-bench run ") {
+        return false;
+    }
+    let words: Vec<&str> = command.split(' ').collect();
+    let flag = |name: &str| words.windows(2).find(|w| w[0] == name).map(|w| w[1]);
+    if let Some(device) = flag("--device") {
+        return device.starts_with("cuda");
+    }
+    let Some(config) = flag("-c").or(flag("--config")) else {
+        return false;
+    };
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(config)).unwrap_or_default();
+    text.lines()
+        .any(|l| l.trim().starts_with("device") && l.contains("\"cuda"))
 }
 
 /// A small real report, made once: the inputs of `compare`, `merge`, `plot` and `history`.
@@ -196,8 +218,17 @@ fn every_documented_command_runs_as_written() {
             continue;
         }
         let mut command = fill(&ex.command);
-        if command.starts_with("wan-vae-bench run ") {
+        if command.starts_with("wan-vae-bench run ") && !command.split(' ').any(|w| w == "--list") {
             command.push_str(" --list");
+        }
+        // The README's commands that need a GPU say so on their line (issue 67); here they
+        // are planned only.
+        if ex.at.starts_with("README.md") && needs_a_gpu(&command) {
+            assert!(
+                ex.gpu_marked,
+                "{}: `{}` runs on the GPU but its line does not say `# on the GPU`",
+                ex.at, ex.command
+            );
         }
         let out = Command::new("bash")
             .arg("-c")
@@ -231,4 +262,36 @@ fn every_documented_command_runs_as_written() {
         failed.join("\n")
     );
     assert!(skipped.len() <= 2, "skipped: {skipped:#?}");
+}
+
+/// Issue 67: the README's `history` reads a folder of the user's own runs, one its `run`
+/// examples write to with `-o` (it read `results/`, which held the project's reports too);
+/// and its GPU commands are marked as such (checked as they run, above).
+#[test]
+fn the_readmes_history_reads_the_users_own_runs() {
+    let readme = examples("README.md");
+    let written: Vec<String> = readme
+        .iter()
+        .filter(|e| e.command.starts_with("wan-vae-bench run "))
+        .filter_map(|e| {
+            let words: Vec<&str> = e.command.split(' ').collect();
+            let out = words.windows(2).find(|w| w[0] == "-o" || w[0] == "--output")?[1];
+            Some(out.rsplit_once('/')?.0.to_string())
+        })
+        .collect();
+    let histories: Vec<&Example> = readme
+        .iter()
+        .filter(|e| e.command.starts_with("wan-vae-bench history "))
+        .collect();
+    assert!(!histories.is_empty());
+    for h in histories {
+        let folder = h.command.split(' ').nth(2).unwrap().trim_end_matches('/');
+        assert!(
+            written.iter().any(|w| w == folder),
+            "{}: `{}` reads {folder}, where no README run writes (runs write to {written:?})",
+            h.at,
+            h.command
+        );
+    }
+    assert!(readme.iter().filter(|e| e.gpu_marked).count() >= 4, "{readme:#?}");
 }

@@ -8,7 +8,9 @@
 //! quality was measured on synthetic weights, `file` on a weights file; empty without
 //! quality), and the first line of the error.
 //!
-//! Numbers are plain (full precision, `.` decimal point); unknown values are empty cells.
+//! Rows in the order of their axes ([`super::rows::sorted`]), not the shuffled order they
+//! ran in. Numbers are plain (full precision, `.` decimal point); unknown values are empty
+//! cells.
 //!
 //! Must not: write files (the [`super::ExportManager`] does).
 use crate::report::{CaseRecord, ErrorStats, PassStats, Report};
@@ -159,7 +161,8 @@ fn result_cells(c: &CaseRecord, synthetic: bool) -> Vec<String> {
 
 /// The report's cases as CSV text (header row first).
 pub fn csv_rows(report: &Report) -> anyhow::Result<String> {
-    let settings: Vec<_> = report.cases.iter().map(settings_map).collect::<anyhow::Result<_>>()?;
+    let cases = super::rows::sorted(report);
+    let settings: Vec<_> = cases.iter().map(|c| settings_map(c)).collect::<anyhow::Result<_>>()?;
     let axes = axis_keys(&settings);
     let mut w = csv::Writer::from_writer(Vec::new());
     let header = std::iter::once("id")
@@ -167,7 +170,7 @@ pub fn csv_rows(report: &Report) -> anyhow::Result<String> {
         .chain(RESULT_COLUMNS)
         .chain(std::iter::once("error"));
     w.write_record(header)?;
-    for (c, m) in report.cases.iter().zip(&settings) {
+    for (c, m) in cases.iter().zip(&settings) {
         let mut row = vec![text(&c.id)];
         row.extend(axes.iter().map(|k| m.get(k).map(cell).unwrap_or_default()));
         row.extend(result_cells(c, report.model.is_synthetic()));

@@ -1,8 +1,10 @@
 //! The results table in Markdown (`run --export-markdown FILE`), one row per case.
 //!
-//! Columns: case, encode and decode median ± stddev [s], encode and decode GFLOP/s,
-//! relative (the case's encode+decode median total over the fastest ok case's total among
-//! cases of the same frames and size), median alone when a pass has one run,
+//! Rows in the order of their axes, named by what differs, what every case shares said
+//! above ([`super::rows`]). Columns: case, encode and decode median ± stddev [s], encode and
+//! decode GFLOP/s, time / fastest (the case's encode+decode median total over the fastest ok
+//! case's total among cases of the same frames and size: above 1, slower; said under the
+//! table), median alone when a pass has one run,
 //! status, PSNR [dB] of the decoded and latent output when any case has quality (`reference`
 //! for a reference case, `∞` when identical), and the round-trip PSNR [dB] when any case has it.
 //!
@@ -76,8 +78,12 @@ pub fn markdown_table(report: &Report) -> String {
         .filter_map(|c| c.quality.as_ref())
         .map(|q| q.reference_id.as_str())
         .collect();
+    let names = super::rows::ShortIds::of(report);
     let mut o = String::new();
-    o.push_str("| case | encode [s] | decode [s] | encode GFLOP/s | decode GFLOP/s | relative | status |");
+    if let Some(line) = names.common_line() {
+        let _ = writeln!(o, "{}\n", md_cell(&line));
+    }
+    o.push_str("| case | encode [s] | decode [s] | encode GFLOP/s | decode GFLOP/s | time / fastest | status |");
     let synthetic = report.model.is_synthetic();
     if has_quality {
         o.push_str(if synthetic {
@@ -97,7 +103,7 @@ pub fn markdown_table(report: &Report) -> String {
         o.push_str("---:|");
     }
     o.push('\n');
-    for case in &report.cases {
+    for case in super::rows::sorted(report) {
         let best = fastest(case);
         let relative = total(case)
             .filter(|_| best > 0.0 && best.is_finite())
@@ -109,7 +115,7 @@ pub fn markdown_table(report: &Report) -> String {
         let _ = write!(
             o,
             "| `{}` | {} | {} | {} | {} | {} | {} |",
-            md_cell(&case.id),
+            md_cell(names.name(&case.id)),
             time_cell(case.outcome.encode.as_ref()),
             time_cell(case.outcome.decode.as_ref()),
             gflops_cell(case.outcome.encode.as_ref()),
@@ -125,6 +131,11 @@ pub fn markdown_table(report: &Report) -> String {
         }
         o.push('\n');
     }
+    let _ = write!(
+        o,
+        "\ntime / fastest: this case's encode+decode median / the fastest ok case's of the same frames and size \
+         (1.00 is the fastest; the answer's \"faster\" divides the other way: the default's time / the case's).\n"
+    );
     if has_quality && synthetic {
         let _ = write!(o, "\n† {}\n", crate::report::SYNTHETIC_QUALITY_NOTE);
     }

@@ -2,7 +2,8 @@
 //! `export/` module): the terminal table ([`text`]), the Markdown table ([`markdown`]), both
 //! followed by the answer block ([`answer`]) when the report has a `summary`, the CSV rows
 //! ([`csv_table`]), the SVG bar chart ([`svg`]) and the CI dashboard formats
-//! ([`dashboards`]: Bencher's BMF, github-action-benchmark's); [`ExportManager`] writes the
+//! ([`dashboards`]: Bencher's BMF, github-action-benchmark's); [`rows`] orders the tables'
+//! and the chart's rows by their axes and names them by what differs; [`ExportManager`] writes the
 //! ones a command asked for ([`flags`]: which). Also the `plot REPORT.json -o FILE.svg` command.
 //!
 //! A new export format is one module here with an [`Exporter`] impl, plus its flag in
@@ -17,6 +18,7 @@ pub mod dashboards;
 pub mod flags;
 pub mod markdown;
 pub mod profile;
+pub mod rows;
 pub mod svg;
 pub mod text;
 

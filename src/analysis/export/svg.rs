@@ -38,14 +38,14 @@ enum Row<'a> {
     Case(&'a CaseRecord),
 }
 
-/// Cases grouped by (pixels, width, height, frames), original order within a group.
+/// Cases grouped by frames and size, in the order of their axes within a group
+/// ([`super::rows::sorted`]), not the order they ran in.
 fn rows(report: &Report) -> Vec<Row<'_>> {
-    let mut cases: Vec<&CaseRecord> = report.cases.iter().collect();
+    let cases = super::rows::sorted(report);
     let key = |c: &CaseRecord| {
         let s = &c.settings;
         (s.width * s.height, s.width, s.height, s.frames)
     };
-    cases.sort_by_key(|c| key(c));
     let mut out = Vec::new();
     let mut last = None;
     for c in cases {
@@ -59,23 +59,26 @@ fn rows(report: &Report) -> Vec<Row<'_>> {
     out
 }
 
-fn case_label(c: &CaseRecord) -> String {
+/// A row's label: the case's name among the report's ([`super::rows::ShortIds`]).
+fn case_label(c: &CaseRecord, names: &super::rows::ShortIds) -> String {
+    let name = names.name(&c.id);
     if c.added_as_reference {
-        format!("{} (reference)", c.id)
+        format!("{name} (reference)")
     } else {
-        c.id.clone()
+        name.to_string()
     }
 }
 
 /// Render the chart as an SVG document.
 pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
     let rows = rows(report);
+    let names = super::rows::ShortIds::of(report);
     let n = rows.len().max(1);
     let label_chars = rows
         .iter()
         .map(|r| match r {
             Row::Group(g) => g.chars().count(),
-            Row::Case(c) => case_label(c).chars().count(),
+            Row::Case(c) => case_label(c, &names).chars().count(),
         })
         .max()
         .unwrap_or(10);
@@ -106,7 +109,14 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
         if let Some(t) = &timeline {
             telemetry_panel(&below, t)?;
         }
-        let title = format!("wan-vae-bench: median time per case ({})", report.run.device);
+        let title = match names.common.is_empty() {
+            true => format!("wan-vae-bench: median time per case ({})", report.run.device),
+            false => format!(
+                "wan-vae-bench: median time per case ({}; every case: {})",
+                report.run.device,
+                names.common.join(", ")
+            ),
+        };
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 20))
             .margin(10)
@@ -142,7 +152,7 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
                         .map_err(plot_err)?;
                 }
                 Row::Case(c) => {
-                    root.draw(&Text::new(case_label(c), (lx - 8, ly), label_style.clone()))
+                    root.draw(&Text::new(case_label(c, &names), (lx - 8, ly), label_style.clone()))
                         .map_err(plot_err)?;
                     let measured = c.outcome.status == CaseStatus::Ok
                         && (c.outcome.encode.is_some() || c.outcome.decode.is_some());
@@ -169,19 +179,24 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
                 }
             }
         }
+        // A pass no case ran has no bar, and no legend entry (a decode-only run's legend
+        // said `encode` too).
+        let mut labelled = false;
         let [enc, dec] = bars;
-        chart
-            .draw_series(enc)
-            .map_err(plot_err)?
-            .label("encode")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], ENCODE.filled()));
-        chart
-            .draw_series(dec)
-            .map_err(plot_err)?
-            .label("decode")
-            .legend(|(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], DECODE.filled()));
+        for (name, color, rects) in [("encode", ENCODE, enc), ("decode", DECODE, dec)] {
+            if rects.is_empty() {
+                continue;
+            }
+            labelled = true;
+            chart
+                .draw_series(rects)
+                .map_err(plot_err)?
+                .label(name)
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        }
         for ((name, color), rects) in OPS.iter().zip(by_op) {
             if !rects.is_empty() {
+                labelled = true;
                 chart
                     .draw_series(rects)
                     .map_err(plot_err)?
@@ -190,13 +205,15 @@ pub fn svg_chart(report: &Report) -> anyhow::Result<String> {
             }
         }
         chart.draw_series(whiskers).map_err(plot_err)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_err)?;
+        if labelled {
+            chart
+                .configure_series_labels()
+                .position(SeriesLabelPosition::UpperRight)
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .draw()
+                .map_err(plot_err)?;
+        }
         if report.cases.is_empty() {
             root.draw(&Text::new(
                 "no cases in this report",

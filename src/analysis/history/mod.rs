@@ -2,7 +2,8 @@
 //! which update made a case slower.
 //!
 //! One series per case id, pass (encode, decode) and machine (host, CPU and GPUs as the
-//! system context records them), its runs ordered by the reports' `created_at`. Each run's
+//! system context records them, told apart by machine id, board and memory:
+//! [`crate::machine::identity`]), its runs ordered by the reports' `created_at`. Each run's
 //! level varies by its samples and by the run-to-run variation a series estimates
 //! ([`model`]); the series' run medians are fitted with a penalized piecewise-constant
 //! model in those units, its likelihood's exact optimum ([`steps`]); at each step the
@@ -211,10 +212,16 @@ pub fn model_label(m: &crate::report::ModelInfo) -> String {
 pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64) -> History {
     let mut stacks = Vec::new();
     let mut by_key: BTreeMap<(String, &'static str, String, String), Vec<Point>> = BTreeMap::new();
+    // Machines by more than host and CPU (issue 67): two runners called `vm` are two series.
+    let machines = crate::machine::identity::Machines::of(
+        reports
+            .iter()
+            .flat_map(|r| r.cases.iter().map(move |c| c.system.as_ref().unwrap_or(&r.system))),
+    );
     for (ri, report) in reports.iter().enumerate() {
         let model = model_label(&report.model);
         for case in report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok) {
-            let m = case.system.as_ref().unwrap_or(&report.system).machine();
+            let m = machines.name(case.system.as_ref().unwrap_or(&report.system));
             let mut stack = None;
             for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
                 let Some(p) = stats.as_ref().filter(|p| p.median_s > 0.0) else {
@@ -343,8 +350,9 @@ fn fit(
 /// The newest report of each machine, merged (the dashboards' view of "now").
 pub fn newest_per_machine(reports: Vec<Report>) -> Report {
     let mut newest: BTreeMap<String, Report> = BTreeMap::new();
+    let machines = crate::machine::identity::Machines::of(reports.iter().map(|r| &r.system));
     for r in reports {
-        newest.insert(r.system.machine(), r);
+        newest.insert(machines.name(&r.system), r);
     }
     // Every case named with its machine before they meet: no name depends on the others.
     let parts: Vec<Report> = newest

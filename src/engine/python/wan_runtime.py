@@ -36,7 +36,8 @@ def import_torch():
     try:
         import torch
     except ImportError as e:
-        raise Unsupported(f"torch is not installed for {interpreter()}: {e}") from e
+        raise Unsupported(f"torch is not installed for {interpreter()}: {e}; give the Python that has torch with "
+                          "--python PATH or WAN_VAE_BENCH_PYTHON=PATH (your ComfyUI's venv: --comfyui DIR finds it)") from e
     version = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2] if p.isdigit())
     if version < MIN_TORCH:
         raise Unsupported(f"torch {torch.__version__} for {interpreter()} is too old: the engines need torch >= "

@@ -147,7 +147,8 @@ impl Scheduler {
             let s = &case.settings;
             let device = &self.run_wide.spec.device;
             let engine = crate::engine::spec(s.engine);
-            if !s.passes.encodes() && engine.unsupported(s.chunk, device, s.precision).is_none() {
+            let hooks = self.run_wide.spec.fault_hooks;
+            if !s.passes.encodes() && engine.unsupported_here(s.chunk, device, s.precision, hooks).is_none() {
                 let _ = self.input_for(s);
             }
         }

@@ -103,7 +103,11 @@ impl Scheduler {
                 WorkerEvent::Done => close(&mut window, pid, &mut load),
                 WorkerEvent::Output(line) => progress.output(line),
             }),
-            Err(why) => WorkerResult::empty(CaseStatus::Failed, Some(why), Default::default()),
+            Err(why) => WorkerResult::empty(
+                crate::engine::preparer::status_without_latent(&why),
+                Some(why),
+                Default::default(),
+            ),
         };
         // A window the worker never closed (it ended first): its CPU time is then unread.
         close(&mut window, None, &mut load);
