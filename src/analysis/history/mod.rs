@@ -55,6 +55,19 @@ pub struct History {
     /// How many series drift slower within their newest segment beyond the threshold
     /// (exit 1 when any).
     pub drifts: usize,
+    /// Reports, or some of their cases, not counted, and why: a merged report's cases that
+    /// its parts beside it hold already ([`copies`]), a report dated in the future
+    /// (`--skip-future-dates`).
+    pub set_aside: Vec<SetAside>,
+}
+
+/// A report, or some of its cases, that a history did not count.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetAside {
+    /// Its file.
+    pub path: String,
+    /// Why, and what of it.
+    pub reason: String,
 }
 
 /// One report of the history.
@@ -211,9 +224,11 @@ pub fn model_label(m: &crate::report::ModelInfo) -> String {
 pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64) -> History {
     let mut stacks = Vec::new();
     let mut by_key: BTreeMap<(String, &'static str, String, String), Vec<Point>> = BTreeMap::new();
+    let (copied, set_aside) = copies(paths, reports);
     for (ri, report) in reports.iter().enumerate() {
         let model = model_label(&report.model);
-        for case in report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok) {
+        let ok = report.cases.iter().enumerate().filter(|(_, c)| c.outcome.status == CaseStatus::Ok);
+        for (_, case) in ok.filter(|(ci, _)| !copied[ri].contains(ci)) {
             let m = case.system.as_ref().unwrap_or(&report.system).machine();
             let mut stack = None;
             for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
@@ -271,7 +286,90 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
             .count(),
         reports: infos,
         series,
+        set_aside,
     }
+}
+
+/// A measurement as another report may hold a copy of it: the case's machine and weights and
+/// the bits of its passes' samples (two runs never time alike to the nanosecond).
+type Fingerprint = (String, String, Vec<u64>, Vec<u64>);
+
+fn fingerprint(report: &Report, case: &crate::report::CaseRecord) -> Option<Fingerprint> {
+    let bits = |p: &Option<crate::report::PassStats>| -> Vec<u64> {
+        p.as_ref()
+            .map(|p| p.samples_s.iter().map(|x| x.to_bits()).collect())
+            .unwrap_or_default()
+    };
+    let (e, d) = (bits(&case.outcome.encode), bits(&case.outcome.decode));
+    (!e.is_empty() || !d.is_empty()).then(|| {
+        let machine = case.system.as_ref().unwrap_or(&report.system).machine();
+        (machine, model_label(&report.model), e, d)
+    })
+}
+
+/// The cases of each report that are copies of another report's measurements, and what was
+/// set aside: `merge` copies its inputs' cases as they are, so a merged report read beside
+/// its parts (or its inputs) would count each measurement twice (issue 64). Report `m`
+/// merges report `p` when every ok case of `p` is one of `m`'s, bit for bit, and `m` holds
+/// more cases than `p` or `p` is a shard part and `m` not (so the relation runs one way);
+/// `m`'s copies are then set aside and `p`'s counted, with `p`'s own time and stack. Runs
+/// whose samples happen to be equal (a fixture's identical runs) hold as many cases each:
+/// neither merges the other.
+pub fn copies(paths: &[PathBuf], reports: &[Report]) -> (Vec<std::collections::BTreeSet<usize>>, Vec<SetAside>) {
+    use std::collections::{BTreeSet, HashMap};
+    let mut skip = vec![BTreeSet::new(); reports.len()];
+    let mut held: HashMap<Fingerprint, Vec<(usize, usize)>> = HashMap::new();
+    let mut ok_cases = vec![0usize; reports.len()];
+    for (ri, report) in reports.iter().enumerate() {
+        for (ci, case) in report.cases.iter().enumerate() {
+            if case.outcome.status != CaseStatus::Ok {
+                continue;
+            }
+            ok_cases[ri] += 1;
+            if let Some(f) = fingerprint(report, case) {
+                held.entry(f).or_default().push((ri, ci));
+            }
+        }
+    }
+    // For each pair of reports sharing measurements: how many of the second's are the
+    // first's, and which of the first's cases they are.
+    let mut shared: BTreeMap<(usize, usize), (BTreeSet<usize>, BTreeSet<usize>)> = BTreeMap::new();
+    for holders in held.values().filter(|h| h.len() > 1) {
+        for &(m, mc) in holders {
+            for &(p, pc) in holders.iter().filter(|(p, _)| *p != m) {
+                let e = shared.entry((m, p)).or_default();
+                e.0.insert(mc);
+                e.1.insert(pc);
+            }
+        }
+    }
+    let sharded = |r: usize| reports[r].run.shard.is_some();
+    let mut parts: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for ((m, p), (in_m, of_p)) in shared {
+        let merges = of_p.len() == ok_cases[p] && (ok_cases[m] > ok_cases[p] || (sharded(p) && !sharded(m)));
+        if merges {
+            skip[m].extend(in_m);
+            parts.entry(m).or_default().push(p);
+        }
+    }
+    let name = |r: usize| file_name(&paths[r].display().to_string());
+    let set_aside = parts
+        .into_iter()
+        .map(|(m, ps)| {
+            let named: Vec<String> = ps.iter().map(|&p| name(p)).collect();
+            SetAside {
+                path: paths[m].display().to_string(),
+                reason: format!(
+                    "{} of its {} are copies of those in {} (a merged report beside its parts): each counted once, \
+                     from the part",
+                    skip[m].len(),
+                    crate::util::format::count(ok_cases[m], "case"),
+                    crate::util::format::bounded(&named, ", ", 5)
+                ),
+            }
+        })
+        .collect();
+    (skip, set_aside)
 }
 
 #[allow(clippy::too_many_arguments)]

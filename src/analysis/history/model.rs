@@ -301,11 +301,10 @@ impl Model {
     pub fn test(&self, a: &Level, b: &Level) -> (f64, f64) {
         let tau = a.tau_part + b.tau_part;
         let parts = a.within_parts.iter().chain(&b.within_parts);
-        let var = tau + parts.clone().map(|p| p.0).sum::<f64>();
-        if var <= 0.0 {
-            let p = if a.mean == b.mean { 1.0 } else { 0.0 };
-            return (p, (a.mean - b.mean).signum() * f64::INFINITY);
-        }
+        // No difference is told below a timer's resolution, the fit's floor of a run's
+        // variance: runs that do not differ at all (every variance zero) differ in the last
+        // bits of their weighted means, which is no step (issue 64).
+        let var = (tau + parts.clone().map(|p| p.0).sum::<f64>()).max(super::steps::MIN_VARIANCE);
         let denom = tau * tau / self.df.max(1.0) + parts.map(|(v, d)| v * v / d).sum::<f64>();
         let df = if denom > 0.0 { var * var / denom } else { f64::INFINITY };
         let t = (a.mean - b.mean) / var.sqrt();

@@ -252,6 +252,9 @@ fn summary(h: &History) -> String {
              not significantly or with too few samples to tell: more runs will tell"
         );
     }
+    for a in &h.set_aside {
+        let _ = write!(out, "\nset aside: {}: {}", file_name(&a.path), a.reason);
+    }
     out
 }
 
@@ -355,6 +358,7 @@ mod tests {
             reports: Vec::new(),
             regressions: usize::from(verdict.regressed()),
             drifts: usize::from(verdict.drift.as_ref().is_some_and(|d| d.regression)),
+            set_aside: Vec::new(),
             series: vec![Series {
                 case_id: "c".into(),
                 pass: "decode",
