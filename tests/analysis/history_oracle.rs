@@ -35,7 +35,7 @@ const PENALTIES: [(f64, f64); 12] = [
 
 /// Exact optimal partitioning of `y` (variances `v`) at `pen` per step, O(n²): the
 /// exclusive right bounds.
-fn optimal(y: &[f64], v: &[f64], pen: f64) -> Vec<usize> {
+pub(crate) fn optimal(y: &[f64], v: &[f64], pen: f64) -> Vec<usize> {
     let n = y.len();
     let mut sums = vec![(0.0, 0.0, 0.0); n + 1];
     for i in 0..n {
@@ -68,15 +68,16 @@ fn optimal(y: &[f64], v: &[f64], pen: f64) -> Vec<usize> {
 
 /// The oracle's steps (in the order `history` reads the runs, as the tool's) and its
 /// verdict: the newest segment's level against the best earlier one's, more than 5% and
-/// z > 1.96 on the true variances.
-fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
+/// z > 1.96 on the true variances (each run's own within-run noise, where its history's
+/// runs have their own: issue 66).
+pub(crate) fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
     let order = g.order();
     let y: Vec<f64> = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
     let v: Vec<f64> = order
         .iter()
         .map(|&i| {
             let k = g.runs[i].len();
-            g.between.powi(2) + g.within.powi(2) * MEDIAN_FACTOR[k - 1] / k as f64
+            g.between.powi(2) + g.withins[i].powi(2) * MEDIAN_FACTOR[k - 1] / k as f64
         })
         .collect();
     let n = y.len();
