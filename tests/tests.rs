@@ -80,6 +80,8 @@ mod history_levels;
 mod history_oracle;
 #[path = "analysis/history_score.rs"]
 mod history_score;
+#[path = "analysis/history_spread.rs"]
+mod history_spread;
 #[path = "analysis/merge_plot_cli.rs"]
 mod merge_plot_cli;
 

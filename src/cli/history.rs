@@ -27,6 +27,11 @@ pub struct HistoryArgs {
     /// report dated in the future would stay the newest run of every later history.
     #[arg(long = "skip-future-dates")]
     pub skip_future_dates: bool,
+    /// Exit 1 also where the newest run of a series alone is slower beyond the threshold but
+    /// its one or two samples cannot tell a noisy run from a slower one (said `RERUN`,
+    /// exit 0 without it).
+    #[arg(long = "fail-on-rerun")]
+    pub fail_on_rerun: bool,
     /// Print the table as Markdown (for a CI job summary).
     #[arg(long)]
     pub markdown: bool,
@@ -149,5 +154,6 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
         args.dashboards.add_to(&mut exports);
         exports.write_all(&newest_per_machine(reports))?;
     }
-    Ok(i32::from(history.series.iter().any(|s| s.verdict.fails())))
+    let fails = history.series.iter().any(|s| s.verdict.fails());
+    Ok(i32::from(fails || (args.fail_on_rerun && history.reruns > 0)))
 }

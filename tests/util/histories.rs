@@ -228,6 +228,18 @@ pub struct Generated {
     /// Each run's within-run noise, in true order (all `within` but where runs have their
     /// own).
     pub withins: Vec<f64>,
+    /// Where runs have their own within-run noise, the law it was drawn from for this
+    /// history (what an oracle may know without knowing each run's).
+    pub law: Option<Law>,
+}
+
+/// The law of a history's runs' own within-run noise.
+#[derive(Clone, Copy, Debug)]
+pub enum Law {
+    /// Log-uniform over `(lo, hi)`.
+    LogUniform(f64, f64),
+    /// `quiet`, or `quiet * factor` with probability `noisy`.
+    TwoClass { quiet: f64, factor: f64, noisy: f64 },
 }
 
 /// `count` histories of `mix` from `seed`.
@@ -291,6 +303,11 @@ fn one(rng: &mut Rng, mix: &Mix, index: usize) -> Generated {
         let tied = i > 0 && rng.uniform() < mix.tie;
         minutes.push(if tied { minutes[i - 1] } else { i });
     }
+    let law = match (own, mix.spread) {
+        (false, _) => None,
+        (true, Spread::LogUniform(lo, hi)) => Some(Law::LogUniform(lo, hi)),
+        (true, Spread::TwoClass { factor, .. }) => Some(Law::TwoClass { quiet, factor, noisy }),
+    };
     let within = match own {
         false => within,
         true => {
@@ -320,6 +337,7 @@ fn one(rng: &mut Rng, mix: &Mix, index: usize) -> Generated {
         between,
         within,
         withins,
+        law,
     }
 }
 

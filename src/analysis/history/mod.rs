@@ -15,12 +15,16 @@
 //! and never less than `compare` says of its two newest runs; [`judge`]), or the newest
 //! segment drifts slower by more than `--threshold` (Mann-Kendall at `--alpha / 2`,
 //! [`trend`]); 2: unusable input (an unreadable report, timings `compare` would refuse, a
-//! time that is not RFC 3339, no report).
+//! time that is not RFC 3339 or no real time, one more than an hour after now, no report).
+//! A newest run alone far off, whose one or two samples cannot show whether it is a noisy
+//! run or a slower one, is said so, rerun to tell (exit 0; 1 under `--fail-on-rerun`).
 //!
 //! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
+pub mod grid;
 pub mod judge;
 pub mod model;
 pub mod render;
+pub mod spread;
 pub mod stack;
 pub mod steps;
 pub mod svg;
@@ -55,6 +59,10 @@ pub struct History {
     /// How many series drift slower within their newest segment beyond the threshold
     /// (exit 1 when any).
     pub drifts: usize,
+    /// How many series' newest run alone is off, slower beyond the threshold, its samples
+    /// unable to show its own spread (one or two of them): rerun to tell (exit 0; 1 under
+    /// `--fail-on-rerun`).
+    pub reruns: usize,
     /// Reports, or some of their cases, not counted, and why: a merged report's cases that
     /// its parts beside it hold already ([`copies`]), a report dated in the future
     /// (`--skip-future-dates`).
@@ -280,6 +288,7 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
         threshold,
         alpha,
         regressions: series.iter().filter(|s| s.verdict.regressed()).count(),
+        reruns: series.iter().filter(|s| s.verdict.rerun(threshold)).count(),
         drifts: series
             .iter()
             .filter(|s| s.verdict.drift.as_ref().is_some_and(|d| d.regression))
