@@ -100,7 +100,7 @@ pub(crate) fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
         steps: right[..right.len() - 1].to_vec(),
         regression,
         fails: regression,
-        compare: false,
+        ..Said::default()
     }
 }
 
@@ -289,9 +289,7 @@ pub(crate) fn told_the_law(g: &Generated, (a, b): (f64, f64)) -> Said {
     steps.reverse();
     Said {
         steps,
-        regression: false,
-        fails: false,
-        compare: false,
+        ..Said::default()
     }
 }
 

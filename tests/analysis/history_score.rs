@@ -89,6 +89,7 @@ fn said(s: &Series, g: &Generated) -> Said {
         regression: s.verdict.regressed(),
         fails: s.verdict.fails(),
         compare: compare_fails(g),
+        rerun: s.verdict.rerun(0.05),
     }
 }
 
@@ -262,6 +263,7 @@ fn asv_score(mix: &Mix, seed: u64, who: &str) -> Result<(Score, Score), crate::u
         regression: asvs[i].1,
         fails: asvs[i].1,
         compare: compare_fails(g),
+        rerun: false,
     });
     Ok((tool, asv))
 }

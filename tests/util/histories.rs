@@ -417,12 +417,16 @@ impl Generated {
 
 /// What a tool said of one history: where it put steps, and whether it failed the gate by a
 /// step (a regression verdict) or otherwise (a drift); `compare`: whether `compare` of its
-/// two newest reports fails the gate (which a history must not contradict).
+/// two newest reports fails the gate (which a history must not contradict); `rerun`: whether
+/// it said the newest run alone is slower but cannot tell a noisy run from a slower one
+/// (issue 66: exit 0, but under `--fail-on-rerun`).
+#[derive(Default)]
 pub struct Said {
     pub steps: Vec<usize>,
     pub regression: bool,
     pub fails: bool,
     pub compare: bool,
+    pub rerun: bool,
 }
 
 /// A tool's score over histories (module docs).
@@ -448,6 +452,10 @@ pub struct Score {
     pub compare_alarms: usize,
     /// Failing verdicts on histories that do not truly regress (flat ones included).
     pub alarms_not_regressing: usize,
+    /// Histories whose newest run alone was said slower, rerun to tell (issue 66), and of
+    /// them the flat ones.
+    pub reruns: usize,
+    pub flat_reruns: usize,
 }
 
 impl Score {
@@ -498,6 +506,8 @@ impl Score {
         if !regresses && said.fails {
             self.alarms_not_regressing += 1;
         }
+        self.reruns += usize::from(said.rerun);
+        self.flat_reruns += usize::from(said.rerun && g.steps.is_empty());
     }
 
     /// The score as the rows of docs/ci.md's table.
@@ -506,7 +516,7 @@ impl Score {
             "{who}: {} histories; clear steps located {} of {}; false steps {}; detectable regressions flagged \
              {} of {} (by a regression verdict: {}; failing the gate at all: {}; {} truly regress); flat {}: \
              false alarms {} (and {} where compare of the two newest reports fails too); alarms on histories \
-             that do not truly regress: {}",
+             that do not truly regress: {}; newest run said off, rerun to tell: {} ({} flat)",
             self.histories,
             self.located,
             self.clear,
@@ -519,7 +529,9 @@ impl Score {
             self.flat,
             self.false_alarms,
             self.compare_alarms,
-            self.alarms_not_regressing
+            self.alarms_not_regressing,
+            self.reruns,
+            self.flat_reruns
         )
     }
 }
