@@ -25,7 +25,8 @@ base = json.load(open(template))
 base["cases"] = [c for c in base["cases"] if c["status"] == "ok"][:ncases]
 assert len(base["cases"]) == ncases, f"the template has {len(base['cases'])} ok cases"
 rng = random.Random(41)
-t0 = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+# Dated from 2000 on: 20,000 reports six hours apart end in 2013, never after now.
+t0 = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
 def stats(p, level):
     s = [level * (1 + 0.02 * rng.uniform(-1, 1)) for _ in range(5)]
     p.update(samples_s=s, min_s=min(s), max_s=max(s), mean_s=statistics.fmean(s),

@@ -82,12 +82,16 @@ mod compare_cli;
 mod history_asv;
 #[path = "analysis/history_cli.rs"]
 mod history_cli;
+#[path = "analysis/history_inputs.rs"]
+mod history_inputs;
 #[path = "analysis/history_levels.rs"]
 mod history_levels;
 #[path = "analysis/history_oracle.rs"]
 mod history_oracle;
 #[path = "analysis/history_score.rs"]
 mod history_score;
+#[path = "analysis/history_spread.rs"]
+mod history_spread;
 #[path = "analysis/machines.rs"]
 mod machines;
 #[path = "analysis/merge_plot_cli.rs"]

@@ -3,7 +3,9 @@
 //! is slower now, 2 on unusable input.
 use std::path::PathBuf;
 
-use crate::analysis::history::{analyse, keep_what_history_reads, newest_per_machine, render, report_files, svg, time};
+use crate::analysis::history::{
+    analyse, keep_what_history_reads, newest_per_machine, render, report_files, svg, time, SetAside,
+};
 use crate::report::Report;
 use crate::util::error::UserError;
 
@@ -20,6 +22,16 @@ pub struct HistoryArgs {
     /// Significance level of Welch's t-test between the two segments' samples.
     #[arg(long, default_value_t = 0.05)]
     pub alpha: f64,
+    /// Read the other reports when some are dated more than an hour after now (a clock set
+    /// wrong), and set those aside, each named; without it they are refused (exit 2): a
+    /// report dated in the future would stay the newest run of every later history.
+    #[arg(long = "skip-future-dates")]
+    pub skip_future_dates: bool,
+    /// Exit 1 also where the newest run of a series alone is slower beyond the threshold but
+    /// its one or two samples cannot tell a noisy run from a slower one (said `RERUN`,
+    /// exit 0 without it).
+    #[arg(long = "fail-on-rerun")]
+    pub fail_on_rerun: bool,
     /// Print the table as Markdown (for a CI job summary).
     #[arg(long)]
     pub markdown: bool,
@@ -64,16 +76,50 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
     .concat();
     crate::util::files::check_distinct(&inputs, &outputs)?;
     let mut loaded = Vec::with_capacity(files.len());
+    let mut future = Vec::new();
+    let now = time::now();
     for path in files {
         let mut report = crate::analysis::compare::compat::load(&path)?;
         keep_what_history_reads(&mut report);
-        let t = time::parse(&report.created_at).ok_or_else(|| {
-            UserError::file(
-                &path,
-                format!("created_at {:?} is not an RFC 3339 time", report.created_at),
-            )
-        })?;
+        let t = time::check(&report.created_at)
+            .map_err(|why| UserError::file(&path, format!("created_at {:?} {why}", report.created_at)))?;
+        // Reports are ordered by their time: one a clock put in the future would be the
+        // newest run of every later history, and hide tonight's (issue 64).
+        if t.0 > now + time::FUTURE_SLACK_S {
+            let ahead = time::span(t.0 - now);
+            if !args.skip_future_dates {
+                return Err(UserError::file(
+                    &path,
+                    format!(
+                        "created_at {:?} is {ahead} after now ({} by this machine's clock): a clock set wrong? \
+                         Reports are ordered by their time, so this one would stay the newest run of every \
+                         later history. Correct its created_at, move it aside, or pass --skip-future-dates \
+                         to read the others",
+                        report.created_at,
+                        time::format(now)
+                    ),
+                )
+                .into());
+            }
+            future.push(SetAside {
+                path: path.display().to_string(),
+                reason: format!(
+                    "dated {}, {ahead} after now by this machine's clock: its place in time is unknown \
+                     (--skip-future-dates)",
+                    report.created_at
+                ),
+            });
+            continue;
+        }
         loaded.push((t, path, report));
+    }
+    if loaded.is_empty() {
+        return Err(UserError::Other(format!(
+            "every report is dated more than an hour after now ({}), and --skip-future-dates set them all \
+             aside: nothing to read",
+            future.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(", ")
+        ))
+        .into());
     }
     if let Some((_, p, r)) = loaded
         .iter()
@@ -90,7 +136,8 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
     }
     loaded.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(&b.1)));
     let (paths, reports): (Vec<PathBuf>, Vec<Report>) = loaded.into_iter().map(|(_, p, r)| (p, r)).unzip();
-    let history = analyse(&paths, &reports, args.threshold, args.alpha);
+    let mut history = analyse(&paths, &reports, args.threshold, args.alpha);
+    history.set_aside.splice(0..0, future);
     let out = if args.markdown {
         render::markdown(&history)
     } else {
@@ -108,7 +155,8 @@ pub fn command(args: HistoryArgs) -> anyhow::Result<i32> {
         args.dashboards.add_to(&mut exports);
         exports.write_all(&newest_per_machine(reports))?;
     }
-    Ok(i32::from(history.series.iter().any(|s| s.verdict.fails())))
+    let fails = history.series.iter().any(|s| s.verdict.fails());
+    Ok(i32::from(fails || (args.fail_on_rerun && history.reruns > 0)))
 }
 
 /// No export may be a `*.json` file of a folder given as input: the next `history` of that

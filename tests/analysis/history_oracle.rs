@@ -10,7 +10,7 @@
 //! and finding 90% takes a penalty that puts more than 41 of those. d0048e9 had few false
 //! steps there because it found few steps (57% located). On the tuned mix both halves hold
 //! (a control: the oracle is not merely weak).
-use crate::util::histories::{generate, Generated, Mix, Said, Score, HELD_OUT, TUNED};
+use crate::util::histories::{generate, Generated, Law, Mix, Said, Score, HELD_OUT, SPREAD, TUNED};
 use wan_vae_bench::analysis::history::model::MEDIAN_FACTOR;
 use wan_vae_bench::util::stats::median;
 
@@ -35,7 +35,7 @@ const PENALTIES: [(f64, f64); 12] = [
 
 /// Exact optimal partitioning of `y` (variances `v`) at `pen` per step, O(n²): the
 /// exclusive right bounds.
-fn optimal(y: &[f64], v: &[f64], pen: f64) -> Vec<usize> {
+pub(crate) fn optimal(y: &[f64], v: &[f64], pen: f64) -> Vec<usize> {
     let n = y.len();
     let mut sums = vec![(0.0, 0.0, 0.0); n + 1];
     for i in 0..n {
@@ -68,15 +68,16 @@ fn optimal(y: &[f64], v: &[f64], pen: f64) -> Vec<usize> {
 
 /// The oracle's steps (in the order `history` reads the runs, as the tool's) and its
 /// verdict: the newest segment's level against the best earlier one's, more than 5% and
-/// z > 1.96 on the true variances.
-fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
+/// z > 1.96 on the true variances (each run's own within-run noise, where its history's
+/// runs have their own: issue 66).
+pub(crate) fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
     let order = g.order();
     let y: Vec<f64> = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
     let v: Vec<f64> = order
         .iter()
         .map(|&i| {
             let k = g.runs[i].len();
-            g.between.powi(2) + g.within.powi(2) * MEDIAN_FACTOR[k - 1] / k as f64
+            g.between.powi(2) + g.withins[i].powi(2) * MEDIAN_FACTOR[k - 1] / k as f64
         })
         .collect();
     let n = y.len();
@@ -99,7 +100,7 @@ fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
         steps: right[..right.len() - 1].to_vec(),
         regression,
         fails: regression,
-        compare: false,
+        ..Said::default()
     }
 }
 
@@ -192,5 +193,132 @@ fn the_oracle_fit_is_exact() {
             .fold(f64::INFINITY, f64::min);
         let fit = total(&optimal(&y, &v, pen));
         assert!((fit - least).abs() < 1e-9 * (1.0 + least.abs()), "{fit} vs {least}");
+    }
+}
+
+/// The oracle told the law of the runs' own spreads but not each run's (issue 66): each run's
+/// level a mixture of normals over the law (a run of two samples or more weighing the law's
+/// variances by how likely its samples make them), fitted exactly on a grid of levels at a
+/// tenth of the narrowest run's standard deviation (the functional recursion of optimal
+/// partitioning, `Q(m) <- min(Q(m), F + pen) + cost(y - m)`). Where a history's runs share
+/// one within-run noise, the same fit as [`oracle`]'s.
+pub(crate) fn told_the_law(g: &Generated, (a, b): (f64, f64)) -> Said {
+    let order = g.order();
+    let n = order.len();
+    let y: Vec<f64> = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
+    let tau2 = g.between * g.between;
+    // Each run's density: (weight, variance) parts.
+    let parts: Vec<Vec<(f64, f64)>> = order
+        .iter()
+        .map(|&i| {
+            let s = &g.runs[i];
+            let k = s.len();
+            let factor = MEDIAN_FACTOR[k - 1] / k as f64;
+            let law: Vec<(f64, f64)> = match g.law {
+                None => vec![(1.0, g.within)],
+                Some(Law::LogUniform(lo, hi)) => (0..24)
+                    .map(|q| (1.0, (lo.ln() + (hi.ln() - lo.ln()) * (q as f64 + 0.5) / 24.0).exp()))
+                    .collect(),
+                Some(Law::TwoClass { quiet, factor, noisy }) => vec![(1.0 - noisy, quiet), (noisy, quiet * factor)],
+            };
+            let m = median(s);
+            let mean = s.iter().sum::<f64>() / k as f64;
+            let s2 = match k {
+                1 => 0.0,
+                _ => s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64 / (m * m),
+            };
+            let d = (k - 1) as f64;
+            let mut w: Vec<(f64, f64)> = law
+                .iter()
+                .map(|&(p, sd)| {
+                    let v = sd * sd;
+                    (p.ln() - 0.5 * d * (v.ln() + s2 / v), tau2 + factor * v)
+                })
+                .collect();
+            let top = w.iter().map(|x| x.0).fold(f64::NEG_INFINITY, f64::max);
+            let total: f64 = w.iter().map(|x| (x.0 - top).exp()).sum();
+            for x in &mut w {
+                x.0 = (x.0 - top).exp() / total;
+            }
+            w
+        })
+        .collect();
+    let cost = |i: usize, m: f64| -> f64 {
+        let e = y[i] - m;
+        let p: f64 = parts[i]
+            .iter()
+            .map(|&(w, v)| w * (-e * e / (2.0 * v)).exp() / v.sqrt())
+            .sum();
+        -2.0 * p.max(1e-300).ln()
+    };
+    let (lo, hi) = y.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+    let narrowest = parts
+        .iter()
+        .flat_map(|p| p.iter().map(|x| x.1.sqrt()))
+        .fold(f64::INFINITY, f64::min);
+    let m = (((hi - lo) / (0.1 * narrowest)).ceil() as usize + 1).clamp(2, 20_000);
+    let levels: Vec<f64> = (0..m).map(|j| lo + (hi - lo) * j as f64 / (m - 1) as f64).collect();
+    let pen = a + b * (n as f64).ln();
+    let (mut q, mut start) = (vec![0.0; m], vec![0usize; m]);
+    let mut last = vec![0usize; n + 1];
+    let mut best = 0.0;
+    for t in 0..n {
+        let fresh = best + pen;
+        let mut low = (f64::INFINITY, 0);
+        for (j, &level) in levels.iter().enumerate() {
+            if t > 0 && fresh < q[j] {
+                q[j] = fresh;
+                start[j] = t;
+            }
+            q[j] += cost(t, level);
+            if q[j] < low.0 {
+                low = (q[j], j);
+            }
+        }
+        best = low.0;
+        last[t + 1] = start[low.1];
+    }
+    let mut steps = Vec::new();
+    let mut r = n;
+    while r > 0 {
+        r = last[r];
+        if r > 0 {
+            steps.push(r);
+        }
+    }
+    steps.reverse();
+    Said {
+        steps,
+        ..Said::default()
+    }
+}
+
+/// Located and false steps of `said` over `gens`.
+fn steps_score(gens: &[Generated], said: impl Fn(&Generated) -> Said) -> Score {
+    let mut s = Score::default();
+    for g in gens {
+        s.add(g, &said(g), &mut Vec::new());
+    }
+    s
+}
+
+#[test]
+fn told_the_law_of_the_runs_spreads_the_oracle_meets_issue_66s_bar_on_the_spread_mix() {
+    // Issue 66's bar on the mix of runs with their own spreads (3,000 histories, seeds 5001-
+    // 5010, as history_score's): false steps at most the oracle's (told each run's own
+    // spread) plus 20, located within 4 points of it. The oracle told only the law of the
+    // spreads, as a tool that knew how its runs vary but not which run is noisy, meets it:
+    // what is left to a tool is to estimate that law from its own series.
+    let gens: Vec<Generated> = (1..=10).flat_map(|s| generate(&SPREAD, 5000 + s, 300)).collect();
+    let told = steps_score(&gens, |g| oracle(g, (4.0, 4.0)));
+    let law = steps_score(&gens, |g| told_the_law(g, (4.0, 4.0)));
+    eprintln!("oracle at 4 + 4 ln n, spread mix: {}", told.table("each run's spread"));
+    eprintln!("oracle at 4 + 4 ln n, spread mix: {}", law.table("the law of the spreads"));
+    assert!(law.false_steps <= told.false_steps + 20, "{law:?}\n{told:?}");
+    assert!(law.located * 100 >= told.located * 100 - told.clear * 4, "{law:?}\n{told:?}");
+    // Where runs share one noise it is the oracle itself.
+    let tuned: Vec<Generated> = generate(&TUNED, 1001, 300);
+    for g in &tuned {
+        assert_eq!(told_the_law(g, (4.0, 4.0)).steps, oracle(g, (4.0, 4.0)).steps, "{}", g.name);
     }
 }

@@ -26,6 +26,18 @@
 //! where a count of false steps is no longer a matter of a few histories, the false-step
 //! half holds on the tuned mix and the second and third held-out ones, located falls short
 //! on the held-out ones (by 2.0, 0.8 and 0.4 points), and flagged holds everywhere.
+//!
+//! Issue 66 (written down before its held-out mix was scored): runs with their own spreads and
+//! one or two samples, [`SPREAD`] (tuned on, seeds 5001-5010 of 300) and [`SPREAD_HELD_OUT`]
+//! (drawn up with it, seeds 6001-6010 of 300, scored once the design is settled, never tuned
+//! on). Scored on 3,000 histories of every mix: clear steps located, false steps, detectable
+//! regressions flagged, false alarms (where `compare` of the two newest reports fails too,
+//! counted apart), and how often the newest run alone is said to be off (rerun to tell);
+//! against the oracle at the tool's penalty (`tests/analysis/history_oracle.rs`, told the true
+//! noise, each run's own within-run noise where runs have their own) on the same histories.
+//! The bar: no false alarm on any mix; false steps at most the oracle's plus 20 (2 per 300);
+//! located within 4 points of the oracle's; and on the four earlier mixes no fewer steps
+//! located than at a6a8830 (2661, 2998, 2589, 3178).
 use std::process::Command;
 
 use crate::need;
@@ -77,6 +89,7 @@ fn said(s: &Series, g: &Generated) -> Said {
         regression: s.verdict.regressed(),
         fails: s.verdict.fails(),
         compare: compare_fails(g),
+        rerun: s.verdict.rerun(0.05),
     }
 }
 
@@ -250,6 +263,7 @@ fn asv_score(mix: &Mix, seed: u64, who: &str) -> Result<(Score, Score), crate::u
         regression: asvs[i].1,
         fails: asvs[i].1,
         compare: compare_fails(g),
+        rerun: false,
     });
     Ok((tool, asv))
 }

@@ -14,6 +14,9 @@
 //!
 //! The generator is ours (SplitMix64 and Box-Muller: no crate's stream), and its [`Mix`]
 //! says how often each kind of history comes: the tuned-on mix and the held-out one differ.
+//! Issue 66 adds runs with their own spreads ([`Spread`]: some runs quiet, some ten times
+//! noisier, each run's own within-run noise) and one or two samples a run: [`SPREAD`], and
+//! [`SPREAD_HELD_OUT`], drawn up with it before either was scored.
 use std::path::PathBuf;
 
 use crate::util::reports::{case, report};
@@ -61,9 +64,24 @@ impl Rng {
     }
 }
 
+/// How a history whose runs have their own spreads draws each run's within-run noise (a
+/// relative standard deviation).
+#[derive(Clone, Copy, Debug)]
+pub enum Spread {
+    /// Log-uniform over `(lo, hi)`, each run on its own.
+    LogUniform(f64, f64),
+    /// Quiet runs at a noise drawn log-uniform over `quiet` for the history, each run `factor`
+    /// times noisier with a probability drawn uniform over `noisy` for the history.
+    TwoClass {
+        quiet: (f64, f64),
+        factor: f64,
+        noisy: (f64, f64),
+    },
+}
+
 /// How often each kind of history comes (the family is fixed: 2 to 300 runs, 1 to 10
 /// samples a run, up to 3 steps of -18% to +35%, run-to-run noise 0-3%, within-run noise
-/// 0.2-5%, some runs tied in time).
+/// 0.2-5% or, issue 66, each run's own, some runs tied in time).
 #[derive(Clone, Copy)]
 pub struct Mix {
     /// Run counts: `(lo, hi, weight)`, uniform within each range.
@@ -72,12 +90,19 @@ pub struct Mix {
     pub steps: [f64; 4],
     /// Samples a run: one of these for the whole series...
     pub samples: &'static [usize],
-    /// ... except with this probability, when each run draws its own count (1 to 10).
+    /// ... except with this probability, when each run draws its own count (in
+    /// `varying_range`).
     pub varying_samples: f64,
+    /// The counts a run draws its own from (1 to 10 but in the issue 66 mixes).
+    pub varying_range: (usize, usize),
     /// Within-run noise drawn log-uniform (else uniform) over 0.2-5%.
     pub log_within: bool,
     /// Probability that a run has its predecessor's time.
     pub tie: f64,
+    /// Probability that a history's runs each have their own within-run noise, drawn by
+    /// `spread` (0 in the mixes before issue 66: their streams are as they were).
+    pub own_spread: f64,
+    pub spread: Spread,
 }
 
 /// The tuned-on mix.
@@ -91,9 +116,12 @@ pub const TUNED: Mix = Mix {
     ],
     steps: [0.25, 0.35, 0.25, 0.15],
     samples: &[1, 2, 3, 5, 10],
+    varying_range: (1, 10),
     varying_samples: 0.1,
     log_within: true,
     tie: 0.05,
+    own_spread: 0.0,
+    spread: Spread::LogUniform(0.002, 0.05),
 };
 
 /// The held-out mix: the same family, other proportions (not used while tuning).
@@ -101,9 +129,12 @@ pub const HELD_OUT: Mix = Mix {
     lengths: &[(2, 4, 0.1), (5, 20, 0.3), (21, 80, 0.3), (81, 300, 0.3)],
     steps: [0.2, 0.3, 0.3, 0.2],
     samples: &[1, 2, 3, 4, 6, 8, 10],
+    varying_range: (1, 10),
     varying_samples: 0.2,
     log_within: false,
     tie: 0.1,
+    own_spread: 0.0,
+    spread: Spread::LogUniform(0.002, 0.05),
 };
 
 /// A second held-out mix, drawn up after the first had been scored once (with the design
@@ -113,9 +144,12 @@ pub const HELD_OUT_2: Mix = Mix {
     lengths: &[(2, 4, 0.12), (5, 30, 0.35), (31, 150, 0.33), (151, 300, 0.2)],
     steps: [0.3, 0.3, 0.25, 0.15],
     samples: &[1, 2, 3, 5, 7, 10],
+    varying_range: (1, 10),
     varying_samples: 0.15,
     log_within: false,
     tie: 0.08,
+    own_spread: 0.0,
+    spread: Spread::LogUniform(0.002, 0.05),
 };
 
 /// A third held-out mix, drawn up at the start of the session that replaced the fit (before
@@ -124,9 +158,54 @@ pub const HELD_OUT_3: Mix = Mix {
     lengths: &[(2, 6, 0.1), (7, 25, 0.3), (26, 100, 0.35), (101, 300, 0.25)],
     steps: [0.22, 0.33, 0.28, 0.17],
     samples: &[1, 2, 3, 5, 6, 9, 10],
+    varying_range: (1, 10),
     varying_samples: 0.12,
     log_within: true,
     tie: 0.06,
+    own_spread: 0.0,
+    spread: Spread::LogUniform(0.002, 0.05),
+};
+
+/// Issue 66's mix, tuned on: runs of one or two samples (a fifth of the histories drawing
+/// each run's count), and in four histories of five each run with its own within-run noise,
+/// log-uniform over 0.1% to 10% (some runs quiet, some ten times noisier and more); the
+/// lengths and steps of [`TUNED`].
+pub const SPREAD: Mix = Mix {
+    lengths: &[
+        (2, 4, 0.15),
+        (5, 12, 0.2),
+        (13, 40, 0.25),
+        (41, 120, 0.25),
+        (121, 300, 0.15),
+    ],
+    steps: [0.25, 0.35, 0.25, 0.15],
+    samples: &[1, 2],
+    varying_samples: 0.2,
+    varying_range: (1, 2),
+    log_within: true,
+    tie: 0.05,
+    own_spread: 0.8,
+    spread: Spread::LogUniform(0.001, 0.1),
+};
+
+/// Issue 66's held-out mix, drawn up with [`SPREAD`] before either was scored and never
+/// tuned on: runs of one or two samples, and in nine histories of ten quiet runs (0.1% to
+/// 1%, log-uniform, for the history) among runs ten times noisier (each with a probability
+/// of 10% to 50%, for the history); the lengths and steps of [`HELD_OUT_2`].
+pub const SPREAD_HELD_OUT: Mix = Mix {
+    lengths: &[(2, 4, 0.12), (5, 30, 0.35), (31, 150, 0.33), (151, 300, 0.2)],
+    steps: [0.3, 0.3, 0.25, 0.15],
+    samples: &[1, 2],
+    varying_samples: 0.25,
+    varying_range: (1, 2),
+    log_within: false,
+    tie: 0.08,
+    own_spread: 0.9,
+    spread: Spread::TwoClass {
+        quiet: (0.001, 0.01),
+        factor: 10.0,
+        noisy: (0.1, 0.5),
+    },
 };
 
 /// A generated history of one case's decode pass, with its truth.
@@ -143,8 +222,24 @@ pub struct Generated {
     pub minutes: Vec<usize>,
     /// The run-to-run noise (relative standard deviation of a run's level).
     pub between: f64,
-    /// The within-run noise (relative standard deviation of a sample about its run).
+    /// The within-run noise (relative standard deviation of a sample about its run): the
+    /// history's, or where its runs have their own, their median.
     pub within: f64,
+    /// Each run's within-run noise, in true order (all `within` but where runs have their
+    /// own).
+    pub withins: Vec<f64>,
+    /// Where runs have their own within-run noise, the law it was drawn from for this
+    /// history (what an oracle may know without knowing each run's).
+    pub law: Option<Law>,
+}
+
+/// The law of a history's runs' own within-run noise.
+#[derive(Clone, Copy, Debug)]
+pub enum Law {
+    /// Log-uniform over `(lo, hi)`.
+    LogUniform(f64, f64),
+    /// `quiet`, or `quiet * factor` with probability `noisy`.
+    TwoClass { quiet: f64, factor: f64, noisy: f64 },
 }
 
 /// `count` histories of `mix` from `seed`.
@@ -173,9 +268,18 @@ fn one(rng: &mut Rng, mix: &Mix, index: usize) -> Generated {
     };
     let fixed = mix.samples[rng.int(0, mix.samples.len() - 1)];
     let varying = rng.uniform() < mix.varying_samples;
+    // Drawn only in the issue 66 mixes, so that the others' streams are as they were.
+    let own = mix.own_spread > 0.0 && rng.uniform() < mix.own_spread;
+    let (quiet, noisy) = match (own, mix.spread) {
+        (true, Spread::TwoClass { quiet, noisy, .. }) => (
+            rng.range(quiet.0.ln(), quiet.1.ln()).exp(),
+            rng.range(noisy.0, noisy.1),
+        ),
+        _ => (0.0, 0.0),
+    };
     let mut level = 0.05 * (1.0 + 20.0 * rng.uniform());
     let mut changes = Vec::new();
-    let (mut levels, mut runs, mut minutes) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut levels, mut runs, mut minutes, mut withins) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
         if steps.contains(&i) {
             let c = rng.range(-0.18, 0.35);
@@ -184,17 +288,46 @@ fn one(rng: &mut Rng, mix: &Mix, index: usize) -> Generated {
         }
         levels.push(level);
         let run_level = level * (1.0 + between * rng.gauss());
-        let k = if varying { rng.int(1, 10) } else { fixed };
-        runs.push((0..k).map(|_| run_level * (1.0 + within * rng.gauss())).collect());
+        let k = if varying {
+            rng.int(mix.varying_range.0, mix.varying_range.1)
+        } else {
+            fixed
+        };
+        let w = match (own, mix.spread) {
+            (false, _) => within,
+            (true, Spread::LogUniform(lo, hi)) => rng.range(lo.ln(), hi.ln()).exp(),
+            (true, Spread::TwoClass { factor, .. }) => quiet * if rng.uniform() < noisy { factor } else { 1.0 },
+        };
+        withins.push(w);
+        runs.push((0..k).map(|_| run_level * (1.0 + w * rng.gauss())).collect());
         let tied = i > 0 && rng.uniform() < mix.tie;
         minutes.push(if tied { minutes[i - 1] } else { i });
     }
+    let law = match (own, mix.spread) {
+        (false, _) => None,
+        (true, Spread::LogUniform(lo, hi)) => Some(Law::LogUniform(lo, hi)),
+        (true, Spread::TwoClass { factor, .. }) => Some(Law::TwoClass { quiet, factor, noisy }),
+    };
+    let within = match own {
+        false => within,
+        true => {
+            let mut w = withins.clone();
+            w.sort_by(f64::total_cmp);
+            w[w.len() / 2]
+        }
+    };
     Generated {
         name: format!(
-            "#{index}: {n} runs x {} samples, run-to-run {:.2}%, within {:.2}%, steps {:?} {changes:?}",
-            if varying { "1-10".to_string() } else { fixed.to_string() },
+            "#{index}: {n} runs x {} samples, run-to-run {:.2}%, within {}, steps {:?} {changes:?}",
+            match varying {
+                true => format!("{}-{}", mix.varying_range.0, mix.varying_range.1),
+                false => fixed.to_string(),
+            },
             between * 100.0,
-            within * 100.0,
+            match own {
+                true => format!("each run's own (median {:.2}%)", within * 100.0),
+                false => format!("{:.2}%", within * 100.0),
+            },
             steps
         ),
         runs,
@@ -203,6 +336,8 @@ fn one(rng: &mut Rng, mix: &Mix, index: usize) -> Generated {
         minutes,
         between,
         within,
+        withins,
+        law,
     }
 }
 
@@ -282,12 +417,16 @@ impl Generated {
 
 /// What a tool said of one history: where it put steps, and whether it failed the gate by a
 /// step (a regression verdict) or otherwise (a drift); `compare`: whether `compare` of its
-/// two newest reports fails the gate (which a history must not contradict).
+/// two newest reports fails the gate (which a history must not contradict); `rerun`: whether
+/// it said the newest run alone is slower but cannot tell a noisy run from a slower one
+/// (issue 66: exit 0, but under `--fail-on-rerun`).
+#[derive(Default)]
 pub struct Said {
     pub steps: Vec<usize>,
     pub regression: bool,
     pub fails: bool,
     pub compare: bool,
+    pub rerun: bool,
 }
 
 /// A tool's score over histories (module docs).
@@ -313,6 +452,10 @@ pub struct Score {
     pub compare_alarms: usize,
     /// Failing verdicts on histories that do not truly regress (flat ones included).
     pub alarms_not_regressing: usize,
+    /// Histories whose newest run alone was said slower, rerun to tell (issue 66), and of
+    /// them the flat ones.
+    pub reruns: usize,
+    pub flat_reruns: usize,
 }
 
 impl Score {
@@ -363,6 +506,8 @@ impl Score {
         if !regresses && said.fails {
             self.alarms_not_regressing += 1;
         }
+        self.reruns += usize::from(said.rerun);
+        self.flat_reruns += usize::from(said.rerun && g.steps.is_empty());
     }
 
     /// The score as the rows of docs/ci.md's table.
@@ -371,7 +516,7 @@ impl Score {
             "{who}: {} histories; clear steps located {} of {}; false steps {}; detectable regressions flagged \
              {} of {} (by a regression verdict: {}; failing the gate at all: {}; {} truly regress); flat {}: \
              false alarms {} (and {} where compare of the two newest reports fails too); alarms on histories \
-             that do not truly regress: {}",
+             that do not truly regress: {}; newest run said off, rerun to tell: {} ({} flat)",
             self.histories,
             self.located,
             self.clear,
@@ -384,7 +529,9 @@ impl Score {
             self.flat,
             self.false_alarms,
             self.compare_alarms,
-            self.alarms_not_regressing
+            self.alarms_not_regressing,
+            self.reruns,
+            self.flat_reruns
         )
     }
 }

@@ -2,8 +2,10 @@
 //! segment is slower than its best earlier one, and whether it drifts.
 //!
 //! - **Series of 5 runs or more** (the run-to-run variance is estimated, [`super::model`]).
-//!   The fit ([`super::steps`]) is run in the model's units, `tau²` estimated again from
-//!   the differences within its segments, and the fit run again. A run at either end, when
+//!   The fit ([`super::steps`]; on a grid of levels where runs' noises are mixtures, issue
+//!   66, [`super::grid`]) is run in the model's units, `tau²` estimated again from the
+//!   differences within its segments (where no run has two samples, the law of the run
+//!   levels' residuals read off that fit), and the fit run again. A run at either end, when
 //!   the fit kept it in a longer segment, is split off when it alone is off the rest of that
 //!   segment at p < [`NEWEST_ALPHA`] (one test of one run, not a search over every place,
 //!   which allows for the uncertainty of `tau²`: a newest run far off is what a nightly job
@@ -16,7 +18,11 @@
 //!   that makes the run levels more likely ([`super::model::Model::profile`]), less
 //!   [`STEP_PENALTY`] `ln n` per step, is kept. Two or more steps in a row up to the newest
 //!   segment, the same way and each within the threshold, that a line fits as well, are
-//!   one drift (a slow-down of 0.5% a run is not nine steps of 2% at no update).
+//!   one drift (a slow-down of 0.5% a run is not nine steps of 2% at no update). A level
+//!   held by one run whose samples cannot show its own spread (one or two samples, or samples
+//!   on both sides of the level before it) is no level: the newest so split off, or one that
+//!   `compare`'s reading makes between two others, joins the level before it ([`alone`];
+//!   issue 66: one sample cannot tell a noisy run from a slower one).
 //!
 //!   The verdict: the newest segment's level against the best earlier one's (`run-levels`),
 //!   Student's t on the difference of their inverse-variance weighted means, each run's
@@ -25,9 +31,13 @@
 //!   run-to-run variation, never against its samples' spread alone (the machine on another
 //!   day is not a regression), and with many runs a consistent slow-down is seen through a
 //!   hiccup in each (its median moves little). The verdict says how many runs hold each
-//!   level, and for a level of one run whether that was enough. A newest run beyond the
-//!   threshold above the rest of its segment but not far enough off to be a level is said
-//!   too (`newest_run`): one run, not enough to tell, never "ok".
+//!   level, and for a level of one run whether that was enough; a best earlier level of one
+//!   run must show its spread (at least [`SPREAD_SAMPLES`] samples): the lowest of several
+//!   levels is the one noise put lowest. A newest run beyond the threshold off the rest of
+//!   its level, significantly (at `alpha`), whose samples cannot show its spread, is said to
+//!   be off, rerun to tell (`newest_off`: not a step, not a regression, exit 0 but under
+//!   `--fail-on-rerun`); one beyond the threshold but not significantly so is said too
+//!   (`newest_run`): one run, not enough to tell, never "ok".
 //! - **Short series** (2 to 4 runs: no run-to-run variance can be estimated from 1 to 3
 //!   differences). Judged on the samples as `compare` judges two reports
 //!   ([`crate::analysis::compare::verdict::timing_rule`]: Welch's test on the samples less their
@@ -55,7 +65,7 @@
 //! Must not: format text (that is [`super::render`]) or read reports.
 use serde::Serialize;
 
-use super::model::Model;
+use super::model::{LawOf, Model};
 use super::steps::{self, Segment};
 use super::{trend, Point};
 use crate::analysis::compare::verdict::{timing_rule, Test as Rule, Verdict as Call};
@@ -82,6 +92,9 @@ pub const SHORT_STEP_FACTOR: f64 = 1.5;
 fn short_step_threshold(threshold: f64) -> f64 {
     (threshold * SHORT_STEP_FACTOR).min(threshold + (1.0 - threshold) / 2.0)
 }
+
+/// Samples a run needs to show its own spread (and be a level of its own at either end).
+pub const SPREAD_SAMPLES: usize = 3;
 
 /// The two-sided level at which the newest run alone is split off the rest of its segment.
 pub const NEWEST_ALPHA: f64 = 0.001;
@@ -141,6 +154,23 @@ pub struct NewestRun {
     pub p_value: f64,
 }
 
+/// The newest run alone off the rest of its level, beyond the threshold and significantly
+/// (at `--alpha`, under the runs' noise), where its samples cannot show its own spread: one
+/// or two samples, or samples on both sides of that level (issue 66). Not a step and not a
+/// regression: rerun to tell (`history --fail-on-rerun` fails on it where it is slower).
+#[derive(Debug, Clone, Serialize)]
+pub struct NewestOff {
+    /// The run (an index into the series' points).
+    pub point: usize,
+    /// `newest / rest - 1` of the levels.
+    pub slower: f64,
+    /// The two-sided p-value of the newest run against the rest of its level, under the
+    /// runs' noise.
+    pub p_value: f64,
+    /// Its samples (less their outliers).
+    pub samples: usize,
+}
+
 /// Whether the newest segment is slower than the best earlier one, and whether it drifts.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct Verdict {
@@ -170,6 +200,9 @@ pub struct Verdict {
     /// The newest run beyond the threshold above the rest of its segment, but not far
     /// enough off to be a level of its own: one run, not enough to tell.
     pub newest_run: Option<NewestRun>,
+    /// The newest run alone far off the rest of its level, its samples unable to show its
+    /// spread: rerun to tell ([`NewestOff`]).
+    pub newest_off: Option<NewestOff>,
     /// The trend within the newest segment (null below [`MIN_DRIFT_RUNS`] runs);
     /// `drift.regression`: slower beyond the threshold and significant.
     pub drift: Option<Drift>,
@@ -184,6 +217,12 @@ impl Verdict {
     /// A step, the two newest runs or a drift make this series a regression (exit 1).
     pub fn fails(&self) -> bool {
         self.regressed() || self.drift.as_ref().is_some_and(|d| d.regression)
+    }
+
+    /// The newest run alone is off, slower beyond `threshold`, and cannot tell whether it is
+    /// a noisy run or a slower one: rerun to tell (exit 0, or 1 under `--fail-on-rerun`).
+    pub fn rerun(&self, threshold: f64) -> bool {
+        !self.fails() && self.newest_off.as_ref().is_some_and(|o| o.slower > threshold)
     }
 }
 
@@ -200,12 +239,14 @@ pub struct Judged {
 pub fn series(points: &[Point], threshold: f64, alpha: f64) -> Judged {
     let kept: Vec<Vec<f64>> = points.iter().map(|p| without_outliers(&p.samples_s)).collect();
     let runs: Vec<(f64, &[f64])> = points.iter().zip(&kept).map(|(p, k)| (p.median_s, &k[..])).collect();
-    let mut model = Model::new(&runs);
+    let trimmed: Vec<bool> = points.iter().zip(&kept).map(|(p, k)| k.len() < p.samples_s.len()).collect();
+    let mut model = Model::trimmed(&runs, &trimmed);
     let (right, mut last_two) = if !model.estimated() {
         short_steps(points, &kept, threshold, alpha)
     } else {
         let right = weigh(&mut model, points, &kept, threshold, alpha);
-        (staircase(right, &model, threshold), None)
+        let right = staircase(right, &model, threshold);
+        (alone(right, &mut model, &kept), None)
     };
     let w = model.weights();
     // Each segment at its level: its runs' weighted mean (runs far off set aside), seconds.
@@ -222,7 +263,7 @@ pub fn series(points: &[Point], threshold: f64, alpha: f64) -> Judged {
         })
         .collect();
     let mut verdict = match model.estimated() {
-        true => long_verdict(&segs, &model, threshold, alpha),
+        true => long_verdict(&segs, &model, &kept, threshold, alpha),
         false => short_verdict(&segs, points, &kept, threshold, alpha),
     };
     if let Some(l) = last_two.take() {
@@ -248,10 +289,17 @@ pub fn series(points: &[Point], threshold: f64, alpha: f64) -> Judged {
 fn long_steps(model: &mut Model) -> Vec<usize> {
     let n = model.y.len();
     let pen = steps::penalty(n);
-    let right = steps::detect(&model.y, &model.weights(), pen);
+    let right = fit(model, pen);
     model.refine(&right);
-    let mut right = steps::detect(&model.y, &model.weights(), pen);
+    model.residual_law(&right);
+    let mut right = fit(model, pen);
     model.refine(&right);
+    if model.law.as_ref().is_some_and(|l| l.1 == LawOf::Residuals) {
+        // The law of the run levels was read off a fit without it: read it off this one, and
+        // fit again.
+        model.residual_law(&right);
+        right = fit(model, pen);
+    }
     let mut split = false;
     // The newest run, then the first (each against the rest of its segment).
     let newest_start = right.len().checked_sub(2).map_or(0, |i| right[i]);
@@ -269,10 +317,64 @@ fn long_steps(model: &mut Model) -> Vec<usize> {
     right
 }
 
+/// The fit of the model's run levels at `pen` per step: exact on their normal noise, or on
+/// a grid of levels where some run's noise is a mixture ([`super::grid`]).
+fn fit(model: &Model, pen: f64) -> Vec<usize> {
+    match model.mixed() {
+        true => steps::detect_mixture(&model.y, &model.noises(), pen),
+        false => steps::detect(&model.y, &model.weights(), pen),
+    }
+}
+
 /// Is run `i` alone off the level of runs `rest` at p < [`NEWEST_ALPHA`]?
 fn far_off(model: &Model, i: usize, rest: std::ops::Range<usize>) -> bool {
     let (p, _) = model.test(&model.level(i, i + 1), &model.level(rest.start, rest.end));
     p < NEWEST_ALPHA
+}
+
+/// A run whose samples show its own spread: at least [`SPREAD_SAMPLES`] of them, all beyond
+/// `level` (seconds) on the side it lies.
+fn shows_spread(samples: &[f64], level: f64) -> bool {
+    let (lo, hi) = samples
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+    samples.len() >= SPREAD_SAMPLES && (lo > level || hi < level)
+}
+
+/// A level held by one run whose samples cannot show its own spread (one or two of them, or
+/// samples on both sides of the level before it, [`shows_spread`]) is no level: one sample
+/// cannot tell a noisy run from a slower one (issue 66). The newest run split off
+/// ([`long_steps`]), or a run `compare`'s reading of a short series makes a level between two
+/// others, is merged into the level before it; where a middle one stood between two levels
+/// that the fit's penalty does not tell apart, those two are one. (A first run split off
+/// pays for its step: a step after a single run.) The verdict then says whether the newest
+/// run is off the rest of its level ([`long_verdict`]).
+fn alone(mut right: Vec<usize>, model: &mut Model, kept: &[Vec<f64>]) -> Vec<usize> {
+    let n = model.y.len();
+    let pen = steps::penalty(n);
+    let mut merged = false;
+    loop {
+        let starts: Vec<usize> = std::iter::once(0).chain(right[..right.len() - 1].iter().copied()).collect();
+        let lone = (1..right.len()).find(|&j| {
+            let i = starts[j];
+            right[j] - i == 1 && !shows_spread(&kept[i], model.level(starts[j - 1], i).mean.exp())
+        });
+        let Some(j) = lone else { break };
+        merged = true;
+        right.remove(j - 1);
+        if j < right.len() {
+            // Are the level before it and the one after one level?
+            let (a, b, c) = (starts[j - 1], right[j - 1], right[j]);
+            let (_, t) = model.test(&model.level(a, b), &model.level(b, c));
+            if t * t < pen {
+                right.remove(j - 1);
+            }
+        }
+    }
+    if merged {
+        model.refine(&right);
+    }
+    right
 }
 
 /// The model's steps ([`long_steps`]), and for a series of fewer than [`SMALL`] runs
@@ -448,10 +550,23 @@ fn short_steps(points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) 
 }
 
 /// The newest segment and the best (lowest) earlier one.
-fn newest_and_best(segs: &[Segment]) -> Option<(&Segment, &Segment)> {
+/// The best earlier level: among the earlier segments that can hold one (`holds`), the
+/// lowest.
+fn newest_and_best<'a>(segs: &'a [Segment], holds: impl Fn(&Segment) -> bool) -> Option<(&'a Segment, &'a Segment)> {
     let (newest, earlier) = segs.split_last()?;
-    let best = earlier.iter().min_by(|a, b| a.level.total_cmp(&b.level))?;
+    let best = earlier
+        .iter()
+        .filter(|s| holds(s))
+        .min_by(|a, b| a.level.total_cmp(&b.level))?;
     Some((newest, best))
+}
+
+/// Whether a segment can be the best earlier level a regression is judged against: the
+/// lowest of several levels is the one noise put lowest, and one run, whose samples cannot
+/// show the machine's day (a short series: no run-to-run variation is known) or its own
+/// spread (one or two samples), is no level to hold the newest against (issue 66).
+fn holds_a_level(s: &Segment, kept: &[Vec<f64>]) -> bool {
+    s.end - s.start >= 2 || kept[s.start].len() >= SPREAD_SAMPLES
 }
 
 fn base(segs: &[Segment]) -> Verdict {
@@ -464,21 +579,28 @@ fn base(segs: &[Segment]) -> Verdict {
 }
 
 /// A long series' verdict: `run-levels` (module docs).
-fn long_verdict(segs: &[Segment], model: &Model, threshold: f64, alpha: f64) -> Verdict {
+fn long_verdict(segs: &[Segment], model: &Model, kept: &[Vec<f64>], threshold: f64, alpha: f64) -> Verdict {
     let mut v = base(segs);
     v.run_to_run = Some(model.tau2.sqrt());
     if let Some(newest) = segs.last().filter(|s| s.end - s.start >= 2) {
-        let (run, rest) = (
-            model.level(newest.end - 1, newest.end),
-            model.level(newest.start, newest.end - 1),
-        );
+        let last = newest.end - 1;
+        let (run, rest) = (model.level(last, newest.end), model.level(newest.start, last));
         let slower = (run.mean - rest.mean).exp() - 1.0;
-        if slower > threshold {
+        if slower.abs() > threshold {
             let (p_value, _) = model.test(&run, &rest);
-            v.newest_run = Some(NewestRun { slower, p_value });
+            if p_value < alpha && !shows_spread(&kept[last], rest.mean.exp()) {
+                v.newest_off = Some(NewestOff {
+                    point: last,
+                    slower,
+                    p_value,
+                    samples: kept[last].len(),
+                });
+            } else if slower > threshold {
+                v.newest_run = Some(NewestRun { slower, p_value });
+            }
         }
     }
-    let Some((newest, best)) = newest_and_best(segs) else {
+    let Some((newest, best)) = newest_and_best(segs, |s| holds_a_level(s, kept)) else {
         return v;
     };
     let (p, t) = model.test(
@@ -499,7 +621,7 @@ fn long_verdict(segs: &[Segment], model: &Model, threshold: f64, alpha: f64) -> 
 /// A short series' verdict: `compare`'s rule on the segments' samples (module docs).
 fn short_verdict(segs: &[Segment], points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) -> Verdict {
     let mut v = base(segs);
-    let Some((newest, best)) = newest_and_best(segs) else {
+    let Some((newest, best)) = newest_and_best(segs, |s| holds_a_level(s, kept)) else {
         return v;
     };
     let (test, p, call, _) = rule(

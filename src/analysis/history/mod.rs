@@ -16,12 +16,16 @@
 //! and never less than `compare` says of its two newest runs; [`judge`]), or the newest
 //! segment drifts slower by more than `--threshold` (Mann-Kendall at `--alpha / 2`,
 //! [`trend`]); 2: unusable input (an unreadable report, timings `compare` would refuse, a
-//! time that is not RFC 3339, no report).
+//! time that is not RFC 3339 or no real time, one more than an hour after now, no report).
+//! A newest run alone far off, whose one or two samples cannot show whether it is a noisy
+//! run or a slower one, is said so, rerun to tell (exit 0; 1 under `--fail-on-rerun`).
 //!
 //! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
+pub mod grid;
 pub mod judge;
 pub mod model;
 pub mod render;
+pub mod spread;
 pub mod stack;
 pub mod steps;
 pub mod svg;
@@ -56,6 +60,23 @@ pub struct History {
     /// How many series drift slower within their newest segment beyond the threshold
     /// (exit 1 when any).
     pub drifts: usize,
+    /// How many series' newest run alone is off, slower beyond the threshold, its samples
+    /// unable to show its own spread (one or two of them): rerun to tell (exit 0; 1 under
+    /// `--fail-on-rerun`).
+    pub reruns: usize,
+    /// Reports, or some of their cases, not counted, and why: a merged report's cases that
+    /// its parts beside it hold already ([`copies`]), a report dated in the future
+    /// (`--skip-future-dates`).
+    pub set_aside: Vec<SetAside>,
+}
+
+/// A report, or some of its cases, that a history did not count.
+#[derive(Debug, Clone, Serialize)]
+pub struct SetAside {
+    /// Its file.
+    pub path: String,
+    /// Why, and what of it.
+    pub reason: String,
 }
 
 /// One report of the history.
@@ -218,9 +239,11 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
             .iter()
             .flat_map(|r| r.cases.iter().map(move |c| c.system.as_ref().unwrap_or(&r.system))),
     );
+    let (copied, set_aside) = copies(paths, reports);
     for (ri, report) in reports.iter().enumerate() {
         let model = model_label(&report.model);
-        for case in report.cases.iter().filter(|c| c.outcome.status == CaseStatus::Ok) {
+        let ok = report.cases.iter().enumerate().filter(|(_, c)| c.outcome.status == CaseStatus::Ok);
+        for (_, case) in ok.filter(|(ci, _)| !copied[ri].contains(ci)) {
             let m = machines.name(case.system.as_ref().unwrap_or(&report.system));
             let mut stack = None;
             for (pass, stats) in [("encode", &case.outcome.encode), ("decode", &case.outcome.decode)] {
@@ -272,13 +295,97 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
         threshold,
         alpha,
         regressions: series.iter().filter(|s| s.verdict.regressed()).count(),
+        reruns: series.iter().filter(|s| s.verdict.rerun(threshold)).count(),
         drifts: series
             .iter()
             .filter(|s| s.verdict.drift.as_ref().is_some_and(|d| d.regression))
             .count(),
         reports: infos,
         series,
+        set_aside,
     }
+}
+
+/// A measurement as another report may hold a copy of it: the case's machine and weights and
+/// the bits of its passes' samples (two runs never time alike to the nanosecond).
+type Fingerprint = (String, String, Vec<u64>, Vec<u64>);
+
+fn fingerprint(report: &Report, case: &crate::report::CaseRecord) -> Option<Fingerprint> {
+    let bits = |p: &Option<crate::report::PassStats>| -> Vec<u64> {
+        p.as_ref()
+            .map(|p| p.samples_s.iter().map(|x| x.to_bits()).collect())
+            .unwrap_or_default()
+    };
+    let (e, d) = (bits(&case.outcome.encode), bits(&case.outcome.decode));
+    (!e.is_empty() || !d.is_empty()).then(|| {
+        let machine = case.system.as_ref().unwrap_or(&report.system).machine();
+        (machine, model_label(&report.model), e, d)
+    })
+}
+
+/// The cases of each report that are copies of another report's measurements, and what was
+/// set aside: `merge` copies its inputs' cases as they are, so a merged report read beside
+/// its parts (or its inputs) would count each measurement twice (issue 64). Report `m`
+/// merges report `p` when every ok case of `p` is one of `m`'s, bit for bit, and `m` holds
+/// more cases than `p` or `p` is a shard part and `m` not (so the relation runs one way);
+/// `m`'s copies are then set aside and `p`'s counted, with `p`'s own time and stack. Runs
+/// whose samples happen to be equal (a fixture's identical runs) hold as many cases each:
+/// neither merges the other.
+pub fn copies(paths: &[PathBuf], reports: &[Report]) -> (Vec<std::collections::BTreeSet<usize>>, Vec<SetAside>) {
+    use std::collections::{BTreeSet, HashMap};
+    let mut skip = vec![BTreeSet::new(); reports.len()];
+    let mut held: HashMap<Fingerprint, Vec<(usize, usize)>> = HashMap::new();
+    let mut ok_cases = vec![0usize; reports.len()];
+    for (ri, report) in reports.iter().enumerate() {
+        for (ci, case) in report.cases.iter().enumerate() {
+            if case.outcome.status != CaseStatus::Ok {
+                continue;
+            }
+            ok_cases[ri] += 1;
+            if let Some(f) = fingerprint(report, case) {
+                held.entry(f).or_default().push((ri, ci));
+            }
+        }
+    }
+    // For each pair of reports sharing measurements: how many of the second's are the
+    // first's, and which of the first's cases they are.
+    let mut shared: BTreeMap<(usize, usize), (BTreeSet<usize>, BTreeSet<usize>)> = BTreeMap::new();
+    for holders in held.values().filter(|h| h.len() > 1) {
+        for &(m, mc) in holders {
+            for &(p, pc) in holders.iter().filter(|(p, _)| *p != m) {
+                let e = shared.entry((m, p)).or_default();
+                e.0.insert(mc);
+                e.1.insert(pc);
+            }
+        }
+    }
+    let sharded = |r: usize| reports[r].run.shard.is_some();
+    let mut parts: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+    for ((m, p), (in_m, of_p)) in shared {
+        let merges = of_p.len() == ok_cases[p] && (ok_cases[m] > ok_cases[p] || (sharded(p) && !sharded(m)));
+        if merges {
+            skip[m].extend(in_m);
+            parts.entry(m).or_default().push(p);
+        }
+    }
+    let name = |r: usize| file_name(&paths[r].display().to_string());
+    let set_aside = parts
+        .into_iter()
+        .map(|(m, ps)| {
+            let named: Vec<String> = ps.iter().map(|&p| name(p)).collect();
+            SetAside {
+                path: paths[m].display().to_string(),
+                reason: format!(
+                    "{} of its {} are copies of those in {} (a merged report beside its parts): each counted once, \
+                     from the part",
+                    skip[m].len(),
+                    crate::util::format::count(ok_cases[m], "case"),
+                    crate::util::format::bounded(&named, ", ", 5)
+                ),
+            }
+        })
+        .collect();
+    (skip, set_aside)
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -142,6 +142,24 @@ pub fn verdict(h: &History, s: &Series) -> String {
             ),
         });
     }
+    if let Some(o) = &v.newest_off {
+        let which = s
+            .points
+            .get(o.point)
+            .map(|p| format!("run {} of {}, {}", o.point + 1, s.points.len(), file_name(&h.reports[p.report].path)))
+            .unwrap_or_default();
+        let why = match o.samples {
+            0 | 1 => "one sample, which cannot show its spread".to_string(),
+            2 => "two samples, which cannot show its spread".to_string(),
+            k => format!("{k} samples on both sides of that level"),
+        };
+        more.push(format!(
+            "{} the newest run alone is {:+.1}% off the rest of its level ({which}; {why}; {}): rerun to tell",
+            if o.slower > h.threshold { "RERUN:" } else { "note:" },
+            o.slower * 100.0,
+            p_value(o.p_value)
+        ));
+    }
     if let Some(r) = &v.newest_run {
         more.push(format!(
             "the newest run is {:+.1}% above the rest of its level: one run, not enough against the run-to-run \
@@ -239,8 +257,16 @@ fn summary(h: &History) -> String {
             h.drifts
         );
     }
+    if h.reruns > 0 {
+        let _ = write!(
+            out,
+            "\nRERUN: {} series whose newest run alone is slower beyond the threshold, with too few samples to tell a \
+             noisy run from a slower one: rerun to tell (exit 0; --fail-on-rerun fails)",
+            h.reruns
+        );
+    }
     if h.regressions == 0 && h.drifts == 0 {
-        out.push_str(match unproven {
+        out.push_str(match unproven + h.reruns {
             0 => "\nno case is slower now than its best earlier segment",
             _ => "\nno significant slow-down",
         });
@@ -251,6 +277,9 @@ fn summary(h: &History) -> String {
             "\n{unproven} series slower beyond the threshold (their newest segment, or their newest run alone), but \
              not significantly or with too few samples to tell: more runs will tell"
         );
+    }
+    for a in &h.set_aside {
+        let _ = write!(out, "\nset aside: {}: {}", file_name(&a.path), a.reason);
     }
     out
 }
@@ -355,6 +384,8 @@ mod tests {
             reports: Vec::new(),
             regressions: usize::from(verdict.regressed()),
             drifts: usize::from(verdict.drift.as_ref().is_some_and(|d| d.regression)),
+            reruns: usize::from(verdict.rerun(0.05)),
+            set_aside: Vec::new(),
             series: vec![Series {
                 case_id: "c".into(),
                 pass: "decode",

@@ -1,6 +1,8 @@
 //! Change points in one series: the segmentation of the run levels into constant levels
 //! that the series' noise model ([`super::model`]) makes most likely, less a penalty per
-//! step, found exactly.
+//! step, found exactly. Where runs' noises are mixtures (issue 66: runs of their own spread)
+//! no prefix sums give a segment's cost, and the same search runs on a grid of levels
+//! ([`super::grid`], [`detect_mixture`]); the hiccups below are set aside alike ([`Fit`]).
 //!
 //! `y` is each run's level (the log of its median) and `v_i` its variance (its samples' and
 //! the run-to-run variation's), so a segment's cost is `sum (y_i - m)² / v_i` about its
@@ -86,22 +88,60 @@ pub fn penalty(n: usize) -> f64 {
 /// fewer than 2 points. Runs the fit would make a level of their own are set aside (module
 /// docs) and fall in the segment before them.
 pub fn detect(y: &[f64], w: &[f64], pen: f64) -> Vec<usize> {
-    let n = y.len();
-    if n < 2 {
-        return vec![n];
-    }
     // A run's variance, floored at 0.01%² (a timer's resolution): with every run one sample
     // and most of them equal, the model may say zero, and prefix sums of 1e24 lose the digits.
     let v: Vec<f64> = w.iter().map(|w| (1.0 / (w * w)).max(MIN_VARIANCE)).collect();
+    detect_with(&Normal { y, v: &v }, y.len(), pen)
+}
+
+/// [`detect`] where each run's noise is a mixture of normals ([`super::spread::Noise`]):
+/// the exact best segmentation on a grid of levels ([`super::grid`]).
+pub fn detect_mixture(y: &[f64], noise: &[super::spread::Noise], pen: f64) -> Vec<usize> {
+    detect_with(&super::grid::Grid::new(y, noise), y.len(), pen)
+}
+
+/// What [`detect_with`] asks of a fit: the best segmentation of runs `kept` (indices, in
+/// order; exclusive right bounds into `kept`), and whether two ranges of `kept` are one level.
+pub trait Fit {
+    fn optimal(&self, kept: &[usize], pen: f64) -> Vec<usize>;
+    fn agree(&self, kept: &[usize], a: std::ops::Range<usize>, b: std::ops::Range<usize>, pen: f64) -> bool;
+}
+
+/// Normal run levels of known variances: prefix sums ([`optimal`]).
+struct Normal<'a> {
+    y: &'a [f64],
+    v: &'a [f64],
+}
+
+impl Normal<'_> {
+    fn sums(&self, kept: &[usize]) -> Sums {
+        let ky: Vec<f64> = kept.iter().map(|&i| self.y[i]).collect();
+        let kv: Vec<f64> = kept.iter().map(|&i| self.v[i]).collect();
+        Sums::new(&ky, &kv)
+    }
+}
+
+impl Fit for Normal<'_> {
+    fn optimal(&self, kept: &[usize], pen: f64) -> Vec<usize> {
+        optimal(&self.sums(kept), pen)
+    }
+    fn agree(&self, kept: &[usize], a: std::ops::Range<usize>, b: std::ops::Range<usize>, pen: f64) -> bool {
+        self.sums(kept).agree(a, b, pen)
+    }
+}
+
+/// [`detect`] for any [`Fit`] of `n` runs (module docs: hiccups set aside, the fit run
+/// again).
+fn detect_with(fit: &dyn Fit, n: usize, pen: f64) -> Vec<usize> {
+    if n < 2 {
+        return vec![n];
+    }
     let mut aside = vec![false; n];
     let mut hiccups = false;
     let mut round = 0;
     loop {
         let kept: Vec<usize> = (0..n).filter(|&i| !aside[i]).collect();
-        let ky: Vec<f64> = kept.iter().map(|&i| y[i]).collect();
-        let kv: Vec<f64> = kept.iter().map(|&i| v[i]).collect();
-        let sums = Sums::new(&ky, &kv);
-        let right = optimal(&sums, pen);
+        let right = fit.optimal(&kept, pen);
         let mut more = false;
         if round < ASIDE_ROUNDS {
             // A single run after another (between two others, or the newest).
@@ -122,7 +162,7 @@ pub fn detect(y: &[f64], w: &[f64], pen: f64) -> Vec<usize> {
                 let middle = j > 0 && j + 1 < right.len();
                 if hiccups && !singles && middle && r - l == 2 {
                     let before = if j >= 2 { right[j - 2] } else { 0 };
-                    if sums.agree(before..l, r..right[j + 1], pen) {
+                    if fit.agree(&kept, before..l, r..right[j + 1], pen) {
                         aside[kept[l]] = true;
                         aside[kept[l + 1]] = true;
                         more = true;
