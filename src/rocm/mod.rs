@@ -6,7 +6,7 @@
 //! ([`rocblas_trace`], paired with their calls' bench lines) and of the bench tools' result
 //! rows ([`bench_result`])). [`paste`] undoes what a paste adds (`grep -n` numbers, `uniq -c`
 //! counts, records joined by `;`, a diff's markers, Markdown, `<br>`) before any reader sees a
-//! line; [`dropped`] says what was not kept and why; [`conclusion`] what a log shows. One [`LogReader`] takes
+//! line, and [`wrapped`] joins back a command a narrow terminal cut into lines; [`dropped`] says what was not kept and why; [`conclusion`] what a log shows. One [`LogReader`] takes
 //! lines from anywhere (a worker's stderr in `run`, any program's output in `wan-vae-bench
 //! logs`), and [`read_stream`] feeds it a file or stdin in bounded pieces, so a log of
 //! hundreds of MB costs flat memory and linear time. Every form it reads is tested on
@@ -35,6 +35,7 @@ pub mod solver_lines;
 pub mod summary;
 #[cfg(test)]
 mod tests;
+pub mod wrapped;
 
 /// The longest piece of a line read at once; a longer line is read in pieces of this size,
 /// each ending at a `\r` where it has one (a progress line's part is never cut in two, up to
@@ -54,6 +55,8 @@ pub struct LogReader {
     markup: paste::Markup,
     /// Lines a pasted diff removed (`-`), not read.
     removed_lines: u64,
+    /// Physical lines joined to the command a terminal cut them from ([`wrapped`]).
+    rejoined_lines: u64,
 }
 
 /// What a [`LogReader`] found.
@@ -105,6 +108,12 @@ impl LogReader {
     /// How many lines so far a pasted diff removed (`-`): not read.
     pub fn removed_lines(&self) -> u64 {
         self.removed_lines
+    }
+
+    /// How many physical lines so far [`read_stream`] joined to the command a narrow
+    /// terminal cut them from ([`wrapped`]).
+    pub fn rejoined_lines(&self) -> u64 {
+        self.rejoined_lines
     }
 
     /// One record: MIOpen's, else a GEMM's (a hipBLASLt line never names MIOpen, and the
@@ -164,7 +173,8 @@ impl LogReader {
 }
 
 /// Feed every line of `input` to `reader`, bytes that are not UTF-8 replaced; the number of
-/// lines read (newlines, and a last line without one). A line longer than
+/// lines read (newlines, and a last line without one: physical lines, whatever
+/// [`wrapped::Rejoin`] joins before the reader sees them). A line longer than
 /// [`MAX_LINE_BYTES`] is read in pieces that end at its last `\r` (the rest is carried into
 /// the next piece), so memory stays under twice that size and time linear.
 pub fn read_stream(input: impl std::io::Read, reader: &mut LogReader) -> std::io::Result<u64> {
@@ -174,6 +184,11 @@ pub fn read_stream(input: impl std::io::Read, reader: &mut LogReader) -> std::io
     let mut lines = 0;
     // Whether pieces of the line being read were read already.
     let mut in_line = false;
+    let mut rejoin = wrapped::Rejoin::default();
+    fn whole(text: &str, reader: &mut LogReader) {
+        reader.piece(text);
+        reader.end_line();
+    }
     loop {
         let carried = buf.len();
         let n = std::io::Read::take(&mut input, MAX_LINE_BYTES as u64).read_until(b'\n', &mut buf)?;
@@ -182,15 +197,26 @@ pub fn read_stream(input: impl std::io::Read, reader: &mut LogReader) -> std::io
             if !buf.is_empty() || in_line {
                 lines += 1;
                 let text = String::from_utf8_lossy(&buf);
-                reader.piece(text.trim_end_matches(['\n', '\r']));
-                reader.end_line();
+                let text = text.trim_end_matches(['\n', '\r']);
+                if in_line {
+                    // The end of a long line read in pieces: never a terminal's cut.
+                    reader.piece(text);
+                    reader.end_line();
+                } else {
+                    rejoin.push(text, &mut |t: &str| whole(t, reader));
+                }
             }
             if n == 0 {
+                rejoin.finish(&mut |t: &str| whole(t, reader));
+                reader.rejoined_lines += rejoin.rejoined();
                 return Ok(lines);
             }
             buf.clear();
             in_line = false;
             continue;
+        }
+        if !in_line {
+            rejoin.finish(&mut |t: &str| whole(t, reader));
         }
         in_line = true;
         // A long line's piece: read up to its last `\r`, carry the rest, unless that rest is

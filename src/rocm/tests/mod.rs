@@ -11,6 +11,7 @@ mod forms;
 mod heldout;
 mod hostile;
 mod pastes;
+mod wraps;
 
 /// A fixture's lines after its `# Source:` header, read as `logs` reads a file.
 fn read(text: &str) -> RocmLogs {
