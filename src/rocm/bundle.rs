@@ -340,6 +340,7 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
                 lines: read,
                 rocm_lines: read,
                 diff_removed_lines: 0,
+                rejoined_lines: 0,
             });
         }
     }

@@ -29,6 +29,14 @@ pub fn text(j: &LogsJson) -> String {
             if f.diff_removed_lines > 0 {
                 let _ = write!(t, "; {} a pasted diff removed (`-`), not read", f.diff_removed_lines);
             }
+            if f.rejoined_lines > 0 {
+                let _ = write!(
+                    t,
+                    "; {} rejoined to the command a narrow terminal cut {} from",
+                    f.rejoined_lines,
+                    plural(f.rejoined_lines, "it", "them")
+                );
+            }
             t
         })
         .collect();

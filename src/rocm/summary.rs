@@ -49,6 +49,10 @@ pub struct FileRead {
     /// Lines a pasted diff removed (`-`): not read, not counted as calls. Absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub diff_removed_lines: u64,
+    /// Physical lines joined back to the command a narrow terminal cut them from
+    /// ([`crate::rocm::wrapped`]): `lines` counts them as they came. Absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rejoined_lines: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -188,7 +192,7 @@ fn identity(path: &std::path::Path) -> Option<Identity> {
 /// `summary.json`, a report) is refused: it is no log, and its commands and GEMMs would be
 /// read as logged once each ([`own_output`]).
 fn read_one(path: &std::path::Path, shown: &str, reader: &mut LogReader) -> anyhow::Result<FileRead> {
-    let before = (reader.rocm_lines(), reader.removed_lines());
+    let before = (reader.rocm_lines(), reader.removed_lines(), reader.rejoined_lines());
     let cannot = |e: std::io::Error| UserError::Other(format!("cannot read {shown}: {e}"));
     let lines = if path.as_os_str() == "-" {
         let meta = stdin_metadata().map_err(cannot)?;
@@ -225,6 +229,7 @@ fn read_one(path: &std::path::Path, shown: &str, reader: &mut LogReader) -> anyh
     reader.end_of_input();
     let rocm_lines = reader.rocm_lines() - before.0;
     let diff_removed_lines = reader.removed_lines() - before.1;
+    let rejoined_lines = reader.rejoined_lines() - before.2;
     if rocm_lines == 0 {
         return Err(UserError::Other(format!(
             "{shown}: no MIOpen line and no hipBLASLt or rocBLAS GEMM line in {lines} lines; run the program with \
@@ -238,6 +243,7 @@ fn read_one(path: &std::path::Path, shown: &str, reader: &mut LogReader) -> anyh
         lines,
         rocm_lines,
         diff_removed_lines,
+        rejoined_lines,
     })
 }
 

@@ -270,3 +270,62 @@ fn every_command_of_a_bundle_replays_and_reads_back_whatever_form_it_was_logged_
         .iter()
         .any(|c| c.starts_with("./bin/MIOpenDriver convfp16") && c.ends_with("-F 2")));
 }
+
+/// `text` with each line naming a bench tool or the driver cut into lines of `width`
+/// characters, as a terminal that wide shows it.
+fn cut_at(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let chars: Vec<char> = line.chars().collect();
+        let command = ["hipblaslt-bench", "rocblas-bench", "MIOpenDriver"]
+            .iter()
+            .any(|c| line.contains(c));
+        let pieces: Vec<String> = if command {
+            chars.chunks(width).map(|p| p.iter().collect()).collect()
+        } else {
+            vec![line.to_string()]
+        };
+        for p in pieces {
+            out.push_str(&p);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn a_command_a_narrow_terminal_cut_is_read_whole_and_the_output_says_it_was_rejoined() {
+    // Issue 68 item 2. The command is a real one (ROCm/rocm-libraries #12243, hipBLASLt's
+    // own bench line, 320 characters), cut by the test at 80 columns: 3 lines joined back.
+    let dir = scratch();
+    let whole = log_of(dir.path(), "rocm-libraries-12243-hipblaslt-bench-bf16.log");
+    let wrapped = write(
+        dir.path(),
+        "wrapped.log",
+        &cut_at(&std::fs::read_to_string(&whole).unwrap(), 80),
+    );
+    let (a, b) = (logs_json(&[&whole]), logs_json(&[&wrapped]));
+    assert!(a["files"][0].get("rejoined_lines").is_none(), "{}", a["files"]);
+    let cut = b["files"][0]["rejoined_lines"].as_u64().unwrap();
+    assert!(cut >= 3, "{}", b["files"]);
+    assert_eq!(
+        b["files"][0]["lines"].as_u64().unwrap(),
+        a["files"][0]["lines"].as_u64().unwrap() + cut,
+        "lines are counted as they came"
+    );
+    assert_eq!(a["hipblaslt"], b["hipblaslt"]);
+    let g = &b["hipblaslt"]["gemms"][0];
+    assert_eq!(
+        (g["transA"].as_str(), g["a_type"].as_str()),
+        (Some("N"), Some("bf16_r"))
+    );
+    let out = bench().arg("logs").arg(&wrapped).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!(
+            "; {cut} rejoined to the command a narrow terminal cut them from"
+        )),
+        "{}",
+        stdout(&out)
+    );
+}
