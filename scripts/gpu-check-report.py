@@ -546,6 +546,8 @@ def cmd_profile(a):
             line("UNSUPPORTED" if c.get("status") == "unsupported" else "FAIL", label,
                  first_line(c.get("error") or c.get("status")))
             continue
+        if c.get("added_as_control"):
+            continue  # an A/A control is its default again: it is not profiled
         p = c.get("profile") or {}
         if p.get("error") or not any(p.get(k) for k in ("encode", "decode")):
             line("FAIL", label, f"no profile: {p.get('error')}")

@@ -66,7 +66,7 @@ declare -A cap=([validate]=60 [wan21]=150 [conv-bench]=90 [profile]=60 [wan22-de
 declare -A runs=([wan21]="--warmup 1 --runs 3" [wan22-decode]="--warmup 1 --runs 2" [decode-81]="--warmup 1 --runs 2")
 check=("$here/gpu-check.sh")
 [[ $smoke == 1 ]] && check+=(--smoke)
-vs=(--tf32 off --cudnn on --cudnn-benchmark off)
+vs=(--tf32 off --control off --cudnn on --cudnn-benchmark off)
 [[ $smoke == 1 ]] || vs+=(--tile none) # --smoke sets its own size, tiling and runs
 step_args() { # the gpu-check.sh arguments of a step (OUT last but one)
     local name=$1 out=$2 r=()
@@ -74,12 +74,12 @@ step_args() { # the gpu-check.sh arguments of a step (OUT last but one)
     case $name in
         validate) echo "${check[*]} --steps system,validate --engines candle --out $out" ;;
         wan21) echo "${check[*]} --steps wan21 --engines torch,candle --out $out -- ${vs[*]} ${r[*]}" ;;
-        profile) echo "${check[*]} --quick --steps profile --engines torch,candle --out $out -- --tf32 off" ;;
+        profile) echo "${check[*]} --quick --steps profile --engines torch,candle --out $out -- --tf32 off --control off" ;;
         wan22-decode) echo "${check[*]} --steps wan22 --engines torch,candle --out $out -- ${vs[*]} ${r[*]} --passes decode" ;;
         decode-81) echo "${check[*]} --steps decode-81 --engines torch,candle --out $out -- ${vs[*]} ${r[*]}" ;;
-        decode-320) echo "${check[*]} --quick --steps decode-320 --engines torch,candle --out $out -- --tf32 off" ;;
+        decode-320) echo "${check[*]} --quick --steps decode-320 --engines torch,candle --out $out -- --tf32 off --control off" ;;
         levers) echo "${check[*]} --steps levers --engines torch --out $out" ;;
-        wan22) echo "${check[*]} --quick --steps wan22 --engines torch,candle --out $out -- --tf32 off" ;;
+        wan22) echo "${check[*]} --quick --steps wan22 --engines torch,candle --out $out -- --tf32 off --control off" ;;
         search) echo "${check[*]} --configs $root/configs/gpu-check-cudnn-search.toml --steps cudnn-search --engines torch,candle --out $out" ;;
         oom) echo "${check[*]} --steps oom --engines torch --out $out" ;;
         conv-bench) echo "$here/conv-bench.sh $out" ;;

@@ -287,7 +287,13 @@ pub fn render(cases: &[CaseRecord]) -> String {
                 "  {:<9} {}{}  {} {value} (limit {op} {}, {})\n",
                 b.verdict.name(),
                 c.id,
-                if c.added_as_reference { " (added)" } else { "" },
+                if c.added_as_reference {
+                    " (added)"
+                } else if c.added_as_control {
+                    " (A/A control)"
+                } else {
+                    ""
+                },
                 b.budget,
                 b.limit,
                 b.scope
@@ -303,11 +309,12 @@ pub fn render(cases: &[CaseRecord]) -> String {
 
 /// The broken budgets of the user's `ok` cases, one line each (the run's summary and exit
 /// code). An added reference's broken budget shows in [`render`] and keeps the answer from
-/// naming it, but is not the user's case: it does not fail the run.
+/// naming it, but is not the user's case: it does not fail the run; nor does an A/A control's
+/// (its default's own verdict counts).
 pub fn broken(cases: &[CaseRecord]) -> Vec<String> {
     cases
         .iter()
-        .filter(|c| c.outcome.status == CaseStatus::Ok && !c.added_as_reference)
+        .filter(|c| c.outcome.status == CaseStatus::Ok && !c.added_as_reference && !c.added_as_control)
         .flat_map(|c| {
             c.budgets
                 .iter()

@@ -163,10 +163,10 @@ pub fn list(
     check_cases(&cases, cfg)?;
     matrix::add_references(&mut cases);
     matrix::check_unique(&cases)?;
-    let part = super::shard::apply(&mut cases, shard, opts, cfg);
     if opts.control {
         super::control::add_controls(&mut cases);
     }
+    let part = super::shard::apply(&mut cases, shard, opts, cfg);
     let passes = opts.warmup + opts.runs;
     let this = crate::machine::system::collect();
     let rates = Rates::read(&forecast::folders(opts.output.as_deref()), &this);

@@ -100,12 +100,13 @@ impl Plan {
         check::check_cases(&cases, &model.cfg)?;
         matrix::add_references(&mut cases);
         matrix::check_unique(&cases)?;
-        let shard = shard::apply(&mut cases, req.shard, &opts, &model.cfg);
-        // After the shard: a default and its control run in one part, on one machine.
+        // Before the shard, so that the plan's fingerprint and counts hold the controls
+        // whichever part runs them; a control shares its default's part (`shard::units`).
         if opts.control {
             super::control::add_controls(&mut cases);
             matrix::check_unique(&cases)?;
         }
+        let shard = shard::apply(&mut cases, req.shard, &opts, &model.cfg);
         let seed = order(&mut cases, opts.order, opts.seed);
         if let Some(dir) = req.export_trace {
             check_traces(&cases, dir)?;

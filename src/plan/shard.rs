@@ -78,7 +78,8 @@ pub fn assign(cases: &[Case], parts: usize, device: &str, cost: impl Fn(&Case) -
 }
 
 /// Each case's unit, named by the smallest id in it: a case with its reference (when the
-/// plan has it) and a reference with its cross-engine twin (when the plan has it).
+/// plan has it), a reference with its cross-engine twin (when the plan has it), and an A/A
+/// control with its default.
 fn units(cases: &[Case], device: &str) -> Vec<String> {
     let index: BTreeMap<&str, usize> = cases.iter().enumerate().map(|(i, c)| (c.id.as_str(), i)).collect();
     let mut parent: Vec<usize> = (0..cases.len()).collect();
@@ -94,6 +95,12 @@ fn units(cases: &[Case], device: &str) -> Vec<String> {
         parent[ra.max(rb)] = ra.min(rb);
     };
     for (i, c) in cases.iter().enumerate() {
+        // An A/A control runs in its default's part: the drift it measures is that part's.
+        if let Some(default) = c.id.strip_suffix(super::control::SUFFIX).filter(|_| c.added_as_control) {
+            if let Some(&d) = index.get(default) {
+                join(&mut parent, i, d);
+            }
+        }
         let reference = c.reference_id();
         if let Some(&r) = index.get(reference.as_str()) {
             join(&mut parent, i, r);

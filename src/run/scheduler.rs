@@ -286,7 +286,13 @@ impl Scheduler {
                 }
                 let mut result = self.case_result(&case, &mut states[v.case]);
                 if signal.is_none() {
-                    if let Some(p) = self.profile(&case, &out.spec, &result) {
+                    if let Some(mut p) = self.profile(&case, &out.spec, &result) {
+                        // A signal during the profiled pass (an extra): the case is kept, its
+                        // profile marked as the signal left it; the next visit ends the run.
+                        if let Some(sig) = crate::util::interrupt::received() {
+                            let name = crate::util::interrupt::name(sig);
+                            p.error = p.error.take().map(|why| format!("interrupted by {name}: {why}"));
+                        }
                         result.profile = Some(p);
                     }
                 }

@@ -185,16 +185,15 @@ impl CaseVisits {
             return None;
         }
         let visits = std::mem::take(&mut self.telemetry);
-        if visits.is_empty() {
-            return self
-                .telemetry_error
-                .clone()
-                .map(|why| CaseTelemetry::unavailable(interval_ms, why));
-        }
-        let mut t = super::telemetry::summarize_visits(visits, interval_ms, outcome);
-        if let Some(why) = &self.telemetry_error {
-            t.unavailable.entry("visits".to_string()).or_insert_with(|| why.clone());
-        }
+        let mut t = if visits.is_empty() {
+            CaseTelemetry::unavailable(interval_ms, self.telemetry_error.clone()?)
+        } else {
+            let mut t = super::telemetry::summarize_visits(visits, interval_ms, outcome);
+            if let Some(why) = &self.telemetry_error {
+                t.unavailable.entry("visits".to_string()).or_insert_with(|| why.clone());
+            }
+            t
+        };
         if let Some(w) = &self.wait {
             t.unavailable.insert("wait_temp".to_string(), w.clone());
         }

@@ -116,6 +116,8 @@ fn temporal_tiles_are_not_planned_for_encode_only_cases() {
             "encode,decode",
             "--temporal-tile",
             "none,8:4",
+            "--control",
+            "off",
         ])
         .output()
         .unwrap();

@@ -69,7 +69,8 @@ fn missing_reference_is_added_and_every_case_is_compared_with_it() {
         ],
     );
     let ids: Vec<&str> = r.cases.iter().map(|c| c.id.as_str()).collect();
-    assert_eq!(ids.len(), 5, "{ids:?}");
+    // Four asked for, the added reference and its A/A control (the default, timed twice).
+    assert_eq!(ids.len(), 6, "{ids:?}");
     for c in &r.cases {
         assert_eq!(c.outcome.status, CaseStatus::Ok, "{}: {:?}", c.id, c.outcome.error);
         assert_eq!(c.added_as_reference, c.id == REF, "{}", c.id);

@@ -208,7 +208,11 @@ fn settings_an_engine_cannot_run_are_unsupported_without_a_worker() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = load(&report);
-    assert_eq!(r.cases.len(), 2, "the chunk-2 case and its reference");
+    assert_eq!(
+        r.cases.len(),
+        3,
+        "the chunk-2 case, its reference and the reference's A/A control"
+    );
     for c in &r.cases {
         assert_eq!(c.outcome.status, CaseStatus::Unsupported, "{}", c.id);
         let e = c.outcome.error.as_deref().unwrap();

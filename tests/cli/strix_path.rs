@@ -364,6 +364,7 @@ fn the_amd_configs_count_their_cases_as_list_does() {
             .join(" ");
         let cases = number(&header, "cases,");
         let refs = number(&header, "fp32 untiled references");
+        let controls = number(&header, "A/A control");
         let out = bench()
             .env("HF_HUB_OFFLINE", "1")
             .env("HF_HOME", dir.path().join("hf"))
@@ -382,10 +383,11 @@ fn the_amd_configs_count_their_cases_as_list_does() {
         let total: usize = number(&listed, "case(s),");
         assert_eq!(
             total,
-            cases + refs,
-            "{config}: the header says {cases} + {refs}:\n{listed}"
+            cases + refs + controls,
+            "{config}: the header says {cases} + {refs} + {controls}:\n{listed}"
         );
         assert_eq!(listed.matches(" (added)").count(), refs, "{config}");
+        assert_eq!(listed.matches(" (A/A control)").count(), controls, "{config}");
     }
 }
 

@@ -42,7 +42,16 @@ fn run_comfy(dir: &Path, folder: &Path, py: &Path, env: &[(&str, &str)], extra: 
             "--runs",
             "1",
         ])
-        .args(["--timeout", "300", "--quiet", "--order", "as-written", "-o"])
+        .args([
+            "--timeout",
+            "300",
+            "--quiet",
+            "--order",
+            "as-written",
+            "--control",
+            "off",
+            "-o",
+        ])
         .arg(&report)
         .args(extra)
         .output()

@@ -22,6 +22,9 @@ fn comfy_run(dir: &Path, folder: &Path, python: &Path, extra: &[&str]) -> Report
         "1",
         "--timeout",
         "300",
+        // ComfyUI's nodes are the subject, not the drift: no A/A control (issue 63).
+        "--control",
+        "off",
     ];
     args.extend_from_slice(extra);
     if !extra.contains(&"--frames") {

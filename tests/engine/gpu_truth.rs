@@ -26,6 +26,8 @@ fn listed(device: &str, args: &[&str], root: Option<&Path>) -> Vec<String> {
             "32x32",
             "--precision",
             "fp32",
+            "--control",
+            "off",
         ])
         .args(args)
         .output()

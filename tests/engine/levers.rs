@@ -70,7 +70,16 @@ fn candle_refuses_the_levers_in_validate() {
 fn lever_cases_of_candle_are_not_planned_and_the_run_says_so_once() {
     let dir = scratch();
     let out = bench()
-        .args(["run", "--list", "--engine", "candle,torch", "--precision", "fp32"])
+        .args([
+            "run",
+            "--list",
+            "--engine",
+            "candle,torch",
+            "--precision",
+            "fp32",
+            "--control",
+            "off",
+        ])
         .args(["--layout", "ncdhw,cl3d"])
         .args(["--conv3d", "native,split", "--frames", "1", "--size", "16x16"])
         .output()
@@ -156,6 +165,8 @@ fn a_case_of_each_lever_reaches_the_report_with_its_values_read_back() {
         &[
             "--engine",
             "torch",
+            "--control",
+            "off",
             "--python",
             py.to_str().unwrap(),
             "--weights",
@@ -221,6 +232,8 @@ fn comfyui_takes_both_levers_exactly_against_its_default_case() {
         &[
             "--engine",
             "comfyui",
+            "--control",
+            "off",
             "--comfyui",
             folder.to_str().unwrap(),
             "--python",

@@ -69,6 +69,12 @@ fn a_grouped_run_gives_each_case_its_settings_and_env_variants_their_own_process
             "WAN_VAE_BENCH_TEST_MARK=a,b",
             "--seed",
             "7",
+            // Blocks: a worker per engine and variant, its precisions in turn (rounds keep
+            // one per precision as well: the test below).
+            "--schedule",
+            "blocks",
+            "--control",
+            "off",
         ],
         &[],
     );
@@ -109,6 +115,58 @@ fn a_grouped_run_gives_each_case_its_settings_and_env_variants_their_own_process
     // The model is kept while the precision stays: each worker builds it once per precision.
     let reused = all.iter().filter(|c| c["worker"]["model_reused"] == true).count();
     assert_eq!(reused, 12, "{report}");
+}
+
+/// In rounds (the default), the compared settings' workers are alive side by side: one per
+/// precision, and the A/A control in one of its own; each visit returns to its case's worker.
+#[test]
+fn rounds_keep_a_worker_per_precision_and_one_for_the_control() {
+    let dir = scratch();
+    let path = dir.path().join("rounds.json");
+    let out = bench()
+        .args([
+            "run",
+            "--weights",
+            "synthetic",
+            "--frames",
+            "1",
+            "--size",
+            "16x16",
+            "--quiet",
+        ])
+        .args([
+            "--warmup",
+            "0",
+            "--runs",
+            "2",
+            "--precision",
+            "fp32,bf16",
+            "--chunk",
+            "1,2",
+        ])
+        .args(["--seed", "3", "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(report["run"]["schedule"], "rounds", "{report}");
+    let all = cases(&report);
+    assert_eq!(all.len(), 5, "{report}");
+    let mut lanes: BTreeMap<(String, bool), BTreeSet<u64>> = BTreeMap::new();
+    for c in all {
+        assert_eq!(c["status"], "ok", "{c}");
+        assert_eq!(c["rounds"]["done"], 2, "{c}");
+        let lane = (
+            c["precision"].as_str().unwrap().to_string(),
+            c["added_as_control"] == true,
+        );
+        lanes.entry(lane).or_default().insert(pid(c));
+    }
+    assert_eq!(lanes.len(), 3, "{lanes:?}");
+    assert!(lanes.values().all(|p| p.len() == 1), "{lanes:?}");
+    let distinct: BTreeSet<u64> = lanes.values().flatten().copied().collect();
+    assert_eq!(distinct.len(), 3, "{lanes:?}");
 }
 
 #[test]

@@ -48,7 +48,9 @@ MIOPEN_FIND_MODE = "2"
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), stdout(&out));
     let r = load(&report_path);
-    assert_eq!(r.cases.len(), 8);
+    // Eight asked for and the default's A/A control (issue 63).
+    assert_eq!(r.cases.len(), 9);
+    assert_eq!(r.cases.iter().filter(|c| c.added_as_control).count(), 1);
     assert_eq!(r.model.dim, 8);
     assert_eq!(r.model.z_dim, 16);
     assert!(r.model.params > 0);

@@ -214,6 +214,8 @@ fn passes_decode_never_times_an_encode() {
             "bf16",
             "--passes",
             "decode",
+            "--control",
+            "off",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), stdout(&out));
@@ -382,6 +384,8 @@ fn temporal_tiling_is_exact_on_a_pointwise_map_and_reports_quality() {
             "none,8:4",
             "--tile",
             "none,16:8",
+            "--control",
+            "off",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}\n{}", stderr(&out), stdout(&out));

@@ -150,7 +150,7 @@ fn huge_matrices_are_refused_and_list_shows_the_plan() {
     let out = bench()
         .arg("run")
         .args(huge_matrix())
-        .args(["--list", "--max-cases", "15000"])
+        .args(["--list", "--max-cases", "15000", "--control", "off"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

@@ -46,7 +46,7 @@ fn nan_outputs_fail_the_case_naming_pass_and_count() {
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let r = load(&report);
-    assert_eq!(r.cases.len(), 2);
+    assert_eq!(r.cases.len(), 3, "fp32, bf16 and fp32's A/A control");
     for c in &r.cases {
         assert_eq!(c.outcome.status.name(), "failed", "{}", c.id);
         let e = c.outcome.error.as_deref().unwrap_or("");

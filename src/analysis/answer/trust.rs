@@ -14,7 +14,7 @@ use super::run_times;
 use crate::engine::env_reach::{reach, Reach};
 use crate::report::rounds::paired;
 use crate::report::settings::CaseSettings;
-use crate::report::{CaseRecord, Drift, Report};
+use crate::report::{CaseRecord, CaseStatus, Drift, Report};
 
 /// A ratio of `num`'s time over `den`'s as the answer states it.
 pub struct Ratio {
@@ -109,10 +109,12 @@ impl Advice {
             env_variant: b.settings.env_variant.clone(),
             ..c.settings.clone()
         } == b.settings;
-        if same_settings && acting.is_empty() && unknown.is_empty() {
-            return false; // the default in effect: an A/A replica, not a setting
+        // The default in effect: an A/A replica, not a setting (where the default itself ran;
+        // where it failed, what differs is what the tool set, and the case stands alone).
+        if same_settings && acting.is_empty() && unknown.is_empty() && b.outcome.status == CaseStatus::Ok {
+            return false;
         }
-        if !unknown.is_empty() && !(same_settings && acting.is_empty() && unknown.len() == 1) {
+        if !unknown.is_empty() && (!same_settings || !acting.is_empty() || unknown.len() != 1) {
             for var in unknown {
                 self.not_advised.entry(var.clone()).or_insert_with(|| {
                     format!(

@@ -155,7 +155,8 @@ impl Scheduler {
         result: &WorkerResult,
     ) -> Option<crate::report::profile::CaseProfile> {
         let p = self.run_wide.profile.as_ref()?;
-        if result.outcome.status != CaseStatus::Ok {
+        // An A/A control is its default's setting again: its profile would be the default's.
+        if result.outcome.status != CaseStatus::Ok || case.added_as_control {
             return None;
         }
         let mut spec = spec.clone();
