@@ -1,6 +1,7 @@
 //! `compare` and a busy machine (issue 63, item 4): a slow-down is put down to load only as
 //! far as a reference measured in the same busy run slowed too (the workload's default, and
 //! for the default its A/A control); anything else stays a regression, with the load noted.
+//! `history` follows the same rule for a busy newest run.
 use crate::util::reports::*;
 use wan_vae_bench::report::load::CaseLoad;
 use wan_vae_bench::report::{CaseRecord, Report};
@@ -98,4 +99,38 @@ fn a_busy_run_without_a_reference_that_slowed_stays_a_regression() {
     let out = compare(&run([1.0, 1.0, 1.0], false), &run([1.0, 1.0, 1.6], true));
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("REGRESSION"), "{}", out.stdout);
+}
+
+/// `history` of five quiet nightly runs and a newest one (`newest`), dated a day apart.
+fn history(newest: Report) -> Out {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for (day, mut r) in (0..5).map(|_| run([1.0, 1.0, 1.0], false)).chain([newest]).enumerate() {
+        r.created_at = format!("2026-11-{:02}T02:00:00Z", day + 10);
+        paths.push(save(dir.path(), &format!("night-{day}.json"), &r).display().to_string());
+    }
+    let mut args = vec!["history"];
+    args.extend(paths.iter().map(String::as_str));
+    bench(&args)
+}
+
+#[test]
+fn history_puts_a_busy_newest_run_that_slowed_with_its_reference_down_to_load() {
+    let out = history(run([1.6, 1.6, 1.6], true));
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("put down to load"), "{}", out.stdout);
+    assert!(out.stdout.contains("LOAD: "), "{}", out.stdout);
+    assert!(out.stdout.contains("busy: the newest run's report night-5.json"), "{}", out.stdout);
+    assert!(!out.stdout.contains("REGRESSION"), "{}", out.stdout);
+}
+
+#[test]
+fn history_keeps_a_busy_newest_runs_slowdown_its_reference_did_not_share_a_regression() {
+    let out = history(run([1.0, 1.0, 1.6], true));
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("REGRESSION"), "{}", out.stdout);
+    assert!(out.stdout.contains("a regression all the same"), "{}", out.stdout);
+    // Quiet, the same slow-down of every case is a regression too (a driver, a library).
+    let quiet = history(run([1.6, 1.6, 1.6], false));
+    assert_eq!(quiet.code, 1, "{}{}", quiet.stdout, quiet.stderr);
 }

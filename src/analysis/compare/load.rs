@@ -15,7 +15,7 @@ use crate::report::{CaseRecord, Report};
 
 /// The reference of case `c` in its own report: its control for a workload's default, the
 /// default for its control, else its workload's default; `None` when the report has none.
-fn reference_id(c: &CaseRecord, report: &Report) -> Option<String> {
+pub(crate) fn reference_id(c: &CaseRecord, report: &Report) -> Option<String> {
     let suffix = crate::plan::control::SUFFIX;
     if c.added_as_control {
         return c.id.strip_suffix(suffix).map(str::to_string);

@@ -206,12 +206,19 @@ pub struct Verdict {
     /// The trend within the newest segment (null below [`MIN_DRIFT_RUNS`] runs);
     /// `drift.regression`: slower beyond the threshold and significant.
     pub drift: Option<Drift>,
+    /// The newest run's case ran on a busy machine (`outcome.load`; [`super::load`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub newest_busy: bool,
+    /// The newest run's slow-down put down to load, its reference in the same run slowed
+    /// alike: no regression ([`super::load`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<super::load::PutDownToLoad>,
 }
 
 impl Verdict {
     /// Slower now: the newest segment, or the newest run as `compare` judges it.
     pub fn regressed(&self) -> bool {
-        self.regression || self.last_two.as_ref().is_some_and(|l| l.regression)
+        (self.regression || self.last_two.as_ref().is_some_and(|l| l.regression)) && self.load.is_none()
     }
 
     /// A step, the two newest runs or a drift make this series a regression (exit 1).

@@ -23,6 +23,7 @@
 //! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
 pub mod grid;
 pub mod judge;
+pub mod load;
 pub mod model;
 pub mod render;
 pub mod spread;
@@ -68,6 +69,11 @@ pub struct History {
     /// its parts beside it hold already ([`copies`]), a report dated in the future
     /// (`--skip-future-dates`).
     pub set_aside: Vec<SetAside>,
+    /// How many series' newest run alone was slower in a busy run whose reference slowed
+    /// alike: put down to load, not counted in `regressions` ([`load`]).
+    pub put_down_to_load: usize,
+    /// A line for each report holding series' newest runs that ran on a busy machine.
+    pub busy: Vec<String>,
 }
 
 /// A report, or some of its cases, that a history did not count.
@@ -283,7 +289,7 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
             created_at: r.created_at.clone(),
         })
         .collect();
-    let series: Vec<Series> = by_key
+    let mut series: Vec<Series> = by_key
         .into_iter()
         .map(|((case_id, pass, machine, model), points)| {
             let mut s = fit(case_id, pass, machine, points, &infos, &stacks, threshold, alpha);
@@ -291,9 +297,14 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
             s
         })
         .collect();
+    let put_down_to_load = load::attribute(&mut series, reports, threshold);
+    let names: Vec<String> = infos.iter().map(|i| i.path.clone()).collect();
+    let busy = load::busy_lines(&series, reports, &names);
     History {
         threshold,
         alpha,
+        put_down_to_load,
+        busy,
         regressions: series.iter().filter(|s| s.verdict.regressed()).count(),
         reruns: series.iter().filter(|s| s.verdict.rerun(threshold)).count(),
         drifts: series

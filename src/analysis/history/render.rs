@@ -91,6 +91,15 @@ pub fn verdict(h: &History, s: &Series) -> String {
         Some(Test::NoOverlap) => "too few samples for a test, no overlap",
         None => "",
     };
+    if let Some(l) = &v.load {
+        return format!(
+            "slower {:+.1}% in a busy newest run, as its reference {} ({:+.1}%) in the same run: put down to load, \
+             not a regression; rerun on a quiet machine",
+            l.slower * 100.0,
+            l.reference,
+            l.reference_slower * 100.0
+        );
+    }
     let mut out = match (v.regression, v.slower) {
         (true, Some(x)) => format!(
             "SLOWER {:+.1}% than the best earlier ({}, {test}; {})",
@@ -128,6 +137,13 @@ pub fn verdict(h: &History, s: &Series) -> String {
     }
     // The newest run alone beyond the threshold, not enough to call: never "ok".
     let mut more = Vec::new();
+    if v.newest_busy && v.regressed() {
+        more.push(
+            "its newest run ran on a busy machine, but its reference in that run did not slow alike: a regression all \
+             the same"
+                .to_string(),
+        );
+    }
     if let Some(l) = v.last_two.as_ref().filter(|l| !l.regression && l.slower > h.threshold) {
         more.push(match l.test {
             Test::NoOverlap => format!(
@@ -213,6 +229,7 @@ fn p_value(p: f64) -> String {
 /// not significantly, or not judged for too few samples.
 fn unproven(h: &History, v: &Verdict) -> bool {
     !v.regressed()
+        && v.load.is_none()
         && (v.slower.is_some_and(|x| x > h.threshold)
             || v.last_two.as_ref().is_some_and(|l| l.slower > h.threshold)
             || v.newest_run.is_some())
@@ -266,7 +283,7 @@ fn summary(h: &History) -> String {
         );
     }
     if h.regressions == 0 && h.drifts == 0 {
-        out.push_str(match unproven + h.reruns {
+        out.push_str(match unproven + h.reruns + h.put_down_to_load {
             0 => "\nno case is slower now than its best earlier segment",
             _ => "\nno significant slow-down",
         });
@@ -277,6 +294,17 @@ fn summary(h: &History) -> String {
             "\n{unproven} series slower beyond the threshold (their newest segment, or their newest run alone), but \
              not significantly or with too few samples to tell: more runs will tell"
         );
+    }
+    if h.put_down_to_load > 0 {
+        let _ = write!(
+            out,
+            "\nLOAD: {} series slower only in a busy newest run, as their reference in the same run: put down to \
+             load, not a regression (exit 0); rerun on a quiet machine",
+            h.put_down_to_load
+        );
+    }
+    for line in &h.busy {
+        let _ = write!(out, "\nbusy: {line}");
     }
     for a in &h.set_aside {
         let _ = write!(out, "\nset aside: {}: {}", file_name(&a.path), a.reason);
@@ -386,6 +414,8 @@ mod tests {
             drifts: usize::from(verdict.drift.as_ref().is_some_and(|d| d.regression)),
             reruns: usize::from(verdict.rerun(0.05)),
             set_aside: Vec::new(),
+            put_down_to_load: usize::from(verdict.load.is_some()),
+            busy: Vec::new(),
             series: vec![Series {
                 case_id: "c".into(),
                 pass: "decode",
