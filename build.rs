@@ -16,8 +16,15 @@ fn main() {
     // The files that move with the commit, wherever git keeps them (in a worktree `.git` is
     // a file and HEAD lives under the main checkout's `.git/worktrees/`): a path that does
     // not exist would make cargo rerun this script, and rebuild the crate, on every build.
-    if let (Some(dir), Some(common)) = (git(&["rev-parse", "--git-dir"]), git(&["rev-parse", "--git-common-dir"])) {
-        for p in [format!("{dir}/HEAD"), format!("{common}/refs/heads"), format!("{common}/packed-refs")] {
+    if let (Some(dir), Some(common)) = (
+        git(&["rev-parse", "--git-dir"]),
+        git(&["rev-parse", "--git-common-dir"]),
+    ) {
+        for p in [
+            format!("{dir}/HEAD"),
+            format!("{common}/refs/heads"),
+            format!("{common}/packed-refs"),
+        ] {
             if std::path::Path::new(&p).exists() {
                 println!("cargo:rerun-if-changed={p}");
             }

@@ -261,7 +261,9 @@ pub(crate) fn told_the_law(g: &Generated, (a, b): (f64, f64)) -> Said {
             .sum();
         -2.0 * p.max(1e-300).ln()
     };
-    let (lo, hi) = y.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+    let (lo, hi) = y
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
     let narrowest = parts
         .iter()
         .flat_map(|p| p.iter().map(|x| x.1.sqrt()))
@@ -323,9 +325,15 @@ fn told_the_law_of_the_runs_spreads_the_oracle_meets_issue_66s_bar_on_the_spread
     let told = steps_score(&gens, |g| oracle(g, (4.0, 4.0)));
     let law = steps_score(&gens, |g| told_the_law(g, (4.0, 4.0)));
     eprintln!("oracle at 4 + 4 ln n, spread mix: {}", told.table("each run's spread"));
-    eprintln!("oracle at 4 + 4 ln n, spread mix: {}", law.table("the law of the spreads"));
+    eprintln!(
+        "oracle at 4 + 4 ln n, spread mix: {}",
+        law.table("the law of the spreads")
+    );
     assert!(law.false_steps <= told.false_steps + 20, "{law:?}\n{told:?}");
-    assert!(law.located * 100 >= told.located * 100 - told.clear * 4, "{law:?}\n{told:?}");
+    assert!(
+        law.located * 100 >= told.located * 100 - told.clear * 4,
+        "{law:?}\n{told:?}"
+    );
     // Where runs share one noise it is the oracle's fit but for its grid of levels (a tenth
     // of the narrowest run's standard deviation apart): where the two differ, they are a tie
     // within what the grid can tell, each run's misfit off by at most 0.05² of its variance.
@@ -339,7 +347,10 @@ fn told_the_law_of_the_runs_spreads_the_oracle_meets_issue_66s_bar_on_the_spread
             let n = y.len();
             let pen = 4.0 + 4.0 * (n as f64).ln();
             let bounds = |steps: &[usize]| steps.iter().copied().chain([n]).collect::<Vec<usize>>();
-            let (c_grid, c_exact) = (penalized(&y, &v, &bounds(&grid), pen), penalized(&y, &v, &bounds(&exact), pen));
+            let (c_grid, c_exact) = (
+                penalized(&y, &v, &bounds(&grid), pen),
+                penalized(&y, &v, &bounds(&exact), pen),
+            );
             assert!(
                 c_exact <= c_grid + 1e-9 && c_grid - c_exact <= 0.0025 * n as f64 + 1e-9,
                 "{}: {grid:?} ({c_grid}) vs {exact:?} ({c_exact})",

@@ -47,8 +47,8 @@
 //! regressions flagged. Asserted as measured.
 use std::process::Command;
 
-use crate::need;
 use crate::history_oracle::oracle;
+use crate::need;
 use crate::util::histories::{
     generate, Generated, Mix, Said, Score, HELD_OUT, HELD_OUT_2, HELD_OUT_3, SPREAD, SPREAD_HELD_OUT, TUNED,
 };
@@ -361,7 +361,10 @@ fn spread_scores(mix: &Mix, base: u64, seeds: u64, who: &str) -> (Score, Score) 
     }
     let n = tool_s.histories;
     eprintln!("{}", tool_s.table(&format!("tool, {n} of the {who} mix")));
-    eprintln!("{}", oracle_s.table(&format!("oracle at 4 + 4 ln n, {n} of the {who} mix")));
+    eprintln!(
+        "{}",
+        oracle_s.table(&format!("oracle at 4 + 4 ln n, {n} of the {who} mix"))
+    );
     (tool_s, oracle_s)
 }
 

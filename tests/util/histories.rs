@@ -271,10 +271,9 @@ fn one(rng: &mut Rng, mix: &Mix, index: usize) -> Generated {
     // Drawn only in the issue 66 mixes, so that the others' streams are as they were.
     let own = mix.own_spread > 0.0 && rng.uniform() < mix.own_spread;
     let (quiet, noisy) = match (own, mix.spread) {
-        (true, Spread::TwoClass { quiet, noisy, .. }) => (
-            rng.range(quiet.0.ln(), quiet.1.ln()).exp(),
-            rng.range(noisy.0, noisy.1),
-        ),
+        (true, Spread::TwoClass { quiet, noisy, .. }) => {
+            (rng.range(quiet.0.ln(), quiet.1.ln()).exp(), rng.range(noisy.0, noisy.1))
+        }
         _ => (0.0, 0.0),
     };
     let mut level = 0.05 * (1.0 + 20.0 * rng.uniform());

@@ -247,7 +247,11 @@ pub struct Judged {
 pub fn series(points: &[Point], threshold: f64, alpha: f64) -> Judged {
     let kept: Vec<Vec<f64>> = points.iter().map(|p| without_outliers(&p.samples_s)).collect();
     let runs: Vec<(f64, &[f64])> = points.iter().zip(&kept).map(|(p, k)| (p.median_s, &k[..])).collect();
-    let trimmed: Vec<bool> = points.iter().zip(&kept).map(|(p, k)| k.len() < p.samples_s.len()).collect();
+    let trimmed: Vec<bool> = points
+        .iter()
+        .zip(&kept)
+        .map(|(p, k)| k.len() < p.samples_s.len())
+        .collect();
     let mut model = Model::trimmed(&runs, &trimmed);
     let (right, mut last_two) = if !model.estimated() {
         short_steps(points, &kept, threshold, alpha)
@@ -373,7 +377,9 @@ fn alone(mut right: Vec<usize>, model: &mut Model, kept: &[Vec<f64>]) -> Vec<usi
     let pen = steps::penalty(n);
     let mut merged = false;
     loop {
-        let starts: Vec<usize> = std::iter::once(0).chain(right[..right.len() - 1].iter().copied()).collect();
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(right[..right.len() - 1].iter().copied())
+            .collect();
         let lone = (1..right.len()).find(|&j| {
             let i = starts[j];
             let need = match right[j] == n {
