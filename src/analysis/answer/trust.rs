@@ -112,7 +112,7 @@ impl Advice {
         if same_settings && acting.is_empty() && unknown.is_empty() {
             return false; // the default in effect: an A/A replica, not a setting
         }
-        if !unknown.is_empty() && !(same_settings && acting.is_empty() && unknown.len() == 1) {
+        if !(unknown.is_empty() || same_settings && acting.is_empty() && unknown.len() == 1) {
             for var in unknown {
                 self.not_advised.entry(var.clone()).or_insert_with(|| {
                     format!(

@@ -581,7 +581,7 @@ fn short_steps(points: &[Point], kept: &[Vec<f64>], threshold: f64, alpha: f64) 
 /// The newest segment and the best (lowest) earlier one.
 /// The best earlier level: among the earlier segments that can hold one (`holds`), the
 /// lowest.
-fn newest_and_best<'a>(segs: &'a [Segment], holds: impl Fn(&Segment) -> bool) -> Option<(&'a Segment, &'a Segment)> {
+fn newest_and_best(segs: &[Segment], holds: impl Fn(&Segment) -> bool) -> Option<(&Segment, &Segment)> {
     let (newest, earlier) = segs.split_last()?;
     let best = earlier
         .iter()
