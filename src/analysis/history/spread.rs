@@ -353,10 +353,10 @@ impl Law {
     }
 }
 
-/// The digamma function (its recurrence up to 6, then the asymptotic series).
+/// The digamma function (its recurrence up to 10, then the asymptotic series: within 1e-13).
 pub fn digamma(mut x: f64) -> f64 {
     let mut acc = 0.0;
-    while x < 6.0 {
+    while x < 10.0 {
         acc -= 1.0 / x;
         x += 1.0;
     }
@@ -364,10 +364,10 @@ pub fn digamma(mut x: f64) -> f64 {
     acc + x.ln() - 0.5 / x - f * (1.0 / 12.0 - f * (1.0 / 120.0 - f * (1.0 / 252.0 - f * (1.0 / 240.0 - f / 132.0))))
 }
 
-/// The trigamma function (its recurrence up to 6, then the asymptotic series).
+/// The trigamma function (its recurrence up to 10, then the asymptotic series: within 1e-13).
 pub fn trigamma(mut x: f64) -> f64 {
     let mut acc = 0.0;
-    while x < 6.0 {
+    while x < 10.0 {
         acc += 1.0 / (x * x);
         x += 1.0;
     }
