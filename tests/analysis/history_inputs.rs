@@ -40,7 +40,11 @@ fn a_report_dated_in_the_future_is_refused_and_cannot_hide_tonights_slowdown() {
     assert!(out.stdout.contains("SLOWER +100."), "{}", out.stdout);
     assert!(out.stdout.contains("r02.json"), "{}", out.stdout);
     assert_eq!(series(&v, "decode")[0]["points"].as_array().unwrap().len(), 11, "{v}");
-    assert_eq!(v["set_aside"][0]["path"].as_str().map(|p| p.ends_with("r02.json")), Some(true), "{v}");
+    assert_eq!(
+        v["set_aside"][0]["path"].as_str().map(|p| p.ends_with("r02.json")),
+        Some(true),
+        "{v}"
+    );
     // Without the report, the same.
     std::fs::remove_file(dir.path().join("r02.json")).unwrap();
     let (out, _) = history(dir.path(), &[]);

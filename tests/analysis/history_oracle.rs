@@ -66,11 +66,8 @@ pub(crate) fn optimal(y: &[f64], v: &[f64], pen: f64) -> Vec<usize> {
     right
 }
 
-/// The oracle's steps (in the order `history` reads the runs, as the tool's) and its
-/// verdict: the newest segment's level against the best earlier one's, more than 5% and
-/// z > 1.96 on the true variances (each run's own within-run noise, where its history's
-/// runs have their own: issue 66).
-pub(crate) fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
+/// The run levels of `g` in the order `history` reads them, and their true variances.
+fn levels(g: &Generated) -> (Vec<f64>, Vec<f64>) {
     let order = g.order();
     let y: Vec<f64> = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
     let v: Vec<f64> = order
@@ -80,6 +77,29 @@ pub(crate) fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
             g.between.powi(2) + g.withins[i].powi(2) * MEDIAN_FACTOR[k - 1] / k as f64
         })
         .collect();
+    (y, v)
+}
+
+/// The penalized cost of segmenting `y` (variances `v`) at `right` (exclusive right bounds),
+/// `pen` per step: each segment's weighted squared misfit about its weighted mean.
+fn penalized(y: &[f64], v: &[f64], right: &[usize], pen: f64) -> f64 {
+    let mut l = 0;
+    let mut c = pen * (right.len() - 1) as f64;
+    for &r in right {
+        let w: f64 = (l..r).map(|i| 1.0 / v[i]).sum();
+        let m = (l..r).map(|i| y[i] / v[i]).sum::<f64>() / w;
+        c += (l..r).map(|i| (y[i] - m).powi(2) / v[i]).sum::<f64>();
+        l = r;
+    }
+    c
+}
+
+/// The oracle's steps (in the order `history` reads the runs, as the tool's) and its
+/// verdict: the newest segment's level against the best earlier one's, more than 5% and
+/// z > 1.96 on the true variances (each run's own within-run noise, where its history's
+/// runs have their own: issue 66).
+pub(crate) fn oracle(g: &Generated, (a, b): (f64, f64)) -> Said {
+    let (y, v) = levels(g);
     let n = y.len();
     let right = optimal(&y, &v, a + b * (n as f64).ln());
     let level = |l: usize, r: usize| {
@@ -173,17 +193,7 @@ fn the_oracle_fit_is_exact() {
             .collect();
         let v: Vec<f64> = (0..n).map(|_| rng.range(0.1, 2.0)).collect();
         let pen = rng.range(0.5, 6.0);
-        let total = |right: &[usize]| -> f64 {
-            let mut l = 0;
-            let mut c = pen * (right.len() - 1) as f64;
-            for &r in right {
-                let w: f64 = (l..r).map(|i| 1.0 / v[i]).sum();
-                let m = (l..r).map(|i| y[i] / v[i]).sum::<f64>() / w;
-                c += (l..r).map(|i| (y[i] - m).powi(2) / v[i]).sum::<f64>();
-                l = r;
-            }
-            c
-        };
+        let total = |right: &[usize]| penalized(&y, &v, right, pen);
         let least = (0..1u32 << (n - 1))
             .map(|mask| {
                 let mut right: Vec<usize> = (1..n).filter(|r| mask & (1 << (r - 1)) != 0).collect();
@@ -251,7 +261,9 @@ pub(crate) fn told_the_law(g: &Generated, (a, b): (f64, f64)) -> Said {
             .sum();
         -2.0 * p.max(1e-300).ln()
     };
-    let (lo, hi) = y.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
+    let (lo, hi) = y
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
     let narrowest = parts
         .iter()
         .flat_map(|p| p.iter().map(|x| x.1.sqrt()))
@@ -313,12 +325,38 @@ fn told_the_law_of_the_runs_spreads_the_oracle_meets_issue_66s_bar_on_the_spread
     let told = steps_score(&gens, |g| oracle(g, (4.0, 4.0)));
     let law = steps_score(&gens, |g| told_the_law(g, (4.0, 4.0)));
     eprintln!("oracle at 4 + 4 ln n, spread mix: {}", told.table("each run's spread"));
-    eprintln!("oracle at 4 + 4 ln n, spread mix: {}", law.table("the law of the spreads"));
+    eprintln!(
+        "oracle at 4 + 4 ln n, spread mix: {}",
+        law.table("the law of the spreads")
+    );
     assert!(law.false_steps <= told.false_steps + 20, "{law:?}\n{told:?}");
-    assert!(law.located * 100 >= told.located * 100 - told.clear * 4, "{law:?}\n{told:?}");
-    // Where runs share one noise it is the oracle itself.
+    assert!(
+        law.located * 100 >= told.located * 100 - told.clear * 4,
+        "{law:?}\n{told:?}"
+    );
+    // Where runs share one noise it is the oracle's fit but for its grid of levels (a tenth
+    // of the narrowest run's standard deviation apart): where the two differ, they are a tie
+    // within what the grid can tell, each run's misfit off by at most 0.05² of its variance.
     let tuned: Vec<Generated> = generate(&TUNED, 1001, 300);
+    let mut differ = 0;
     for g in &tuned {
-        assert_eq!(told_the_law(g, (4.0, 4.0)).steps, oracle(g, (4.0, 4.0)).steps, "{}", g.name);
+        let (grid, exact) = (told_the_law(g, (4.0, 4.0)).steps, oracle(g, (4.0, 4.0)).steps);
+        if grid != exact {
+            differ += 1;
+            let (y, v) = levels(g);
+            let n = y.len();
+            let pen = 4.0 + 4.0 * (n as f64).ln();
+            let bounds = |steps: &[usize]| steps.iter().copied().chain([n]).collect::<Vec<usize>>();
+            let (c_grid, c_exact) = (
+                penalized(&y, &v, &bounds(&grid), pen),
+                penalized(&y, &v, &bounds(&exact), pen),
+            );
+            assert!(
+                c_exact <= c_grid + 1e-9 && c_grid - c_exact <= 0.0025 * n as f64 + 1e-9,
+                "{}: {grid:?} ({c_grid}) vs {exact:?} ({c_exact})",
+                g.name
+            );
+        }
     }
+    assert!(differ <= 3, "{differ} of 300 differ");
 }

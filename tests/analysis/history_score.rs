@@ -38,10 +38,20 @@
 //! The bar: no false alarm on any mix; false steps at most the oracle's plus 20 (2 per 300);
 //! located within 4 points of the oracle's; and on the four earlier mixes no fewer steps
 //! located than at a6a8830 (2661, 2998, 2589, 3178).
+//!
+//! Scored (`issue_66s_mixes_3000_of_each`, run by hand with `--ignored`; its first tenth
+//! always), the bar is missed on both new mixes: located 4.8 and 4.1 points below the oracle,
+//! 109 and 112 false steps against its 48 and 66, 3 and 4 false alarms. On the four earlier
+//! mixes a newest run of one or two samples alone off is now rerun to tell (13 to 20
+//! histories of 3,000 each): 2647, 2994, 2583 and 3162 located, 12 to 16 fewer detectable
+//! regressions flagged. Asserted as measured.
 use std::process::Command;
 
+use crate::history_oracle::oracle;
 use crate::need;
-use crate::util::histories::{generate, Generated, Mix, Said, Score, HELD_OUT, HELD_OUT_2, HELD_OUT_3, TUNED};
+use crate::util::histories::{
+    generate, Generated, Mix, Said, Score, HELD_OUT, HELD_OUT_2, HELD_OUT_3, SPREAD, SPREAD_HELD_OUT, TUNED,
+};
 use crate::util::reports::pass;
 use wan_vae_bench::analysis::compare::verdict::{compare_pass, Rules, Verdict as Call};
 use wan_vae_bench::analysis::history::{analyse, Series};
@@ -147,18 +157,21 @@ fn as_measured(s: &Score, located_percent: usize, flagged_percent: usize, false_
 fn tool_on_the_tuned_mix() {
     let s = tool_score(&TUNED, TUNED_SEED, TUNED_COUNT, "tool, tuned mix");
     // 883 of 982 clear steps located (89.9%, the bar 90%), 20 false steps (d0048e9: 35),
-    // 436 of 457 detectable regressions flagged (95.4%), no false alarm.
-    as_measured(&s, 89, 95, 20, BEFORE_FALSE[0]);
+    // 436 of 457 detectable regressions flagged (95.4%), no false alarm; since issue 66 (a
+    // newest run of one or two samples alone off is rerun to tell, not a regression): 878,
+    // 19, 432 (94.5%).
+    as_measured(&s, 89, 94, 20, BEFORE_FALSE[0]);
 }
 
 #[test]
 fn tool_on_the_held_out_mixes() {
     // As measured (module docs): 279 of 333 located (83.8%), 9 false steps (d0048e9: 5),
-    // 133 of 143 flagged (93.0%); 271 of 296 (91.6%), 10 (4), 135 of 140 (96.4%).
+    // 133 of 143 flagged (93.0%); 271 of 296 (91.6%), 10 (4), 135 of 140 (96.4%), since
+    // issue 66 133 of 140 (95.0%).
     let s = tool_score(&HELD_OUT, HELD_OUT_SEED, COUNT, "tool, held-out mix");
     as_measured(&s, 83, 93, 9, BEFORE_FALSE[1]);
     let s = tool_score(&HELD_OUT_2, HELD_OUT_2_SEED, COUNT, "tool, held-out mix 2");
-    as_measured(&s, 91, 96, 10, BEFORE_FALSE[2]);
+    as_measured(&s, 91, 95, 10, BEFORE_FALSE[2]);
 }
 
 #[test]
@@ -298,12 +311,15 @@ fn ten_times_as_many_histories_of_each_mix() {
     // 2589 (89.2%), 85, 1235 (95.7%); 3178 (89.6%), 78, 1477 (96.7%). False alarms: 1, 1,
     // 6, 0 (and 8, 0, 3, 2 where compare of the two newest reports fails too): short
     // series judged on their samples, a few series whose run-to-run variation was estimated
-    // low, and drifts at alpha / 2.
+    // low, and drifts at alpha / 2. Since issue 66 (a newest run of one or two samples alone
+    // off is rerun to tell, 20, 17, 16 and 13 histories): 2647 (89.7%), 79, 1292 (95.6%);
+    // 2994 (87.9%), 74, 1428 (94.8%); 2583 (88.9%), 84, 1228 (95.2%); 3162 (89.2%), 73,
+    // 1473 (96.4%); false alarms 1, 1, 4, 0 (+8, 0, 3, 2).
     // (mix, seed base, who, located %, false steps, flagged %)
     let expected = [
-        (&TUNED, 1000, "tuned", 90, 79, 96),
-        (&HELD_OUT, 2000, "held-out", 87, 75, 95),
-        (&HELD_OUT_2, 3000, "held-out 2", 89, 85, 95),
+        (&TUNED, 1000, "tuned", 89, 79, 95),
+        (&HELD_OUT, 2000, "held-out", 87, 75, 94),
+        (&HELD_OUT_2, 3000, "held-out 2", 88, 85, 95),
         (&HELD_OUT_3, 4000, "held-out 3", 89, 78, 96),
     ];
     let scores: Vec<Score> = expected
@@ -324,4 +340,80 @@ fn ten_times_as_many_histories_of_each_mix() {
         flagged(s, *flag);
         assert!(s.false_steps <= *false_steps, "{who}: {s:?}");
     }
+}
+
+/// The tool and the oracle at the tool's penalty (`4 + 4 ln n`, told the true noise, each
+/// run's own within-run noise) on `seeds` of 300 histories of `mix` (seeds `base + s`),
+/// each score printed.
+fn spread_scores(mix: &Mix, base: u64, seeds: u64, who: &str) -> (Score, Score) {
+    let (mut tool_s, mut oracle_s) = (Score::default(), Score::default());
+    let (mut misses, mut none) = (Vec::new(), Vec::new());
+    for seed in 1..=seeds {
+        for g in generate(mix, base + seed, 300) {
+            tool_s.add(&g, &said(&tool(&g), &g), &mut misses);
+            oracle_s.add(&g, &oracle(&g, (4.0, 4.0)), &mut none);
+        }
+    }
+    if std::env::var_os("WAN_VAE_BENCH_SCORE_MISSES").is_some() {
+        for m in &misses {
+            eprintln!("tool, {who}: {m}");
+        }
+    }
+    let n = tool_s.histories;
+    eprintln!("{}", tool_s.table(&format!("tool, {n} of the {who} mix")));
+    eprintln!(
+        "{}",
+        oracle_s.table(&format!("oracle at 4 + 4 ln n, {n} of the {who} mix"))
+    );
+    (tool_s, oracle_s)
+}
+
+/// Issue 66's bar, said (printed): no false alarm (those where `compare` of the two newest
+/// reports fails too counted apart), false steps at most the oracle's plus 2 per 300
+/// histories, located within 4 points of the oracle's. The tool misses it (module docs), so
+/// what is asserted is the score as measured, `(false alarms, false steps, located)` at
+/// worst, so that it gets no worse unseen.
+fn issue_66((tool_s, oracle_s): &(Score, Score), who: &str, (alarms, false_steps, located): (usize, usize, usize)) {
+    let allowed = oracle_s.false_steps + 2 * tool_s.histories.div_ceil(300);
+    let gap = 100.0 * (oracle_s.located as f64 - tool_s.located as f64) / tool_s.clear as f64;
+    eprintln!(
+        "issue 66's bar, {who}: false alarms {} (bar 0); false steps {} (bar {allowed}); located {:.1} points \
+         below the oracle (bar 4): {}",
+        tool_s.false_alarms,
+        tool_s.false_steps,
+        gap,
+        match tool_s.false_alarms == 0 && tool_s.false_steps <= allowed && gap <= 4.0 {
+            true => "met",
+            false => "missed",
+        }
+    );
+    assert!(tool_s.false_alarms <= alarms, "{who}: {tool_s:?}");
+    assert!(tool_s.false_steps <= false_steps, "{who}: {tool_s:?}\n{oracle_s:?}");
+    assert!(tool_s.located >= located, "{who}: {tool_s:?}\n{oracle_s:?}");
+}
+
+#[test]
+fn issue_66s_mixes_the_first_300_of_each() {
+    // Runs of their own spread and one or two samples: the first tenth of the 3,000 of
+    // `issue_66s_mixes_3000_of_each` (seeds 5001 and 6001), always run. As measured: spread,
+    // 195 of 219 located (the oracle 211), 13 false steps (the oracle 3), 1 false alarm;
+    // held-out, 194 of 210 (204), 12 (9), 1 (and 1 where compare fails too).
+    let tuned = spread_scores(&SPREAD, 5000, 1, "spread");
+    let held_out = spread_scores(&SPREAD_HELD_OUT, 6000, 1, "spread held-out");
+    issue_66(&tuned, "spread", (1, 13, 195));
+    issue_66(&held_out, "spread held-out", (1, 12, 194));
+}
+
+#[test]
+#[ignore = "issue 66's 3,000 histories of each spread mix, about 45 s on 2 busy cores: run by hand with --ignored"]
+fn issue_66s_mixes_3000_of_each() {
+    // Issue 66's "Done when": 3,000 histories of each (seeds 5001-5010 and 6001-6010 of 300).
+    // As measured (docs/ci.md): spread, 2023 of 2206 located (the oracle 2128: 4.8 points
+    // below), 109 false steps (the oracle 48), 3 false alarms (+6); held-out, scored after the
+    // design was settled, 2183 of 2384 (2280: 4.1 points), 112 (66), 4 (+8). The bar is
+    // missed on both.
+    let tuned = spread_scores(&SPREAD, 5000, 10, "spread");
+    let held_out = spread_scores(&SPREAD_HELD_OUT, 6000, 10, "spread held-out");
+    issue_66(&tuned, "spread", (3, 109, 2023));
+    issue_66(&held_out, "spread held-out", (4, 112, 2183));
 }

@@ -111,7 +111,11 @@ fn a_newest_run_whose_samples_agree_twice_as_slow_is_still_a_regression() {
         assert_eq!(out.code, 1, "{k}: {}\n{}", out.stdout, out.stderr);
         let d = series(&v, "decode");
         assert_eq!(d[0]["verdict"]["regression"], true, "{k}: {}", d[0]["verdict"]);
-        assert!(out.stdout.contains("SLOWER +100.") || out.stdout.contains("SLOWER +99."), "{}", out.stdout);
+        assert!(
+            out.stdout.contains("SLOWER +100.") || out.stdout.contains("SLOWER +99."),
+            "{}",
+            out.stdout
+        );
     }
     // Two samples that straddle nothing but cannot show their spread: off, rerun to tell.
     let mut reports: Vec<Report> = (0..20)

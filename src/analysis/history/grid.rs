@@ -39,7 +39,13 @@ impl<'a> Grid<'a> {
             false => 1,
         };
         let levels = (0..count)
-            .map(|j| if count == 1 { lo } else { lo + (hi - lo) * j as f64 / (count - 1) as f64 })
+            .map(|j| {
+                if count == 1 {
+                    lo
+                } else {
+                    lo + (hi - lo) * j as f64 / (count - 1) as f64
+                }
+            })
             .collect();
         Grid { y, noise, levels }
     }
@@ -149,7 +155,10 @@ mod tests {
                 l = r;
             }
             let least = brute(&grid, n, pen);
-            assert!((total - least).abs() < 1e-9 * (1.0 + least.abs()), "seed {seed}: {total} vs {least}");
+            assert!(
+                (total - least).abs() < 1e-9 * (1.0 + least.abs()),
+                "seed {seed}: {total} vs {least}"
+            );
         }
     }
 }

@@ -248,7 +248,11 @@ pub fn analyse(paths: &[PathBuf], reports: &[Report], threshold: f64, alpha: f64
     let (copied, set_aside) = copies(paths, reports);
     for (ri, report) in reports.iter().enumerate() {
         let model = model_label(&report.model);
-        let ok = report.cases.iter().enumerate().filter(|(_, c)| c.outcome.status == CaseStatus::Ok);
+        let ok = report
+            .cases
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.outcome.status == CaseStatus::Ok);
         for (_, case) in ok.filter(|(ci, _)| !copied[ri].contains(ci)) {
             let m = machines.name(case.system.as_ref().unwrap_or(&report.system));
             let mut stack = None;

@@ -162,7 +162,14 @@ pub fn verdict(h: &History, s: &Series) -> String {
         let which = s
             .points
             .get(o.point)
-            .map(|p| format!("run {} of {}, {}", o.point + 1, s.points.len(), file_name(&h.reports[p.report].path)))
+            .map(|p| {
+                format!(
+                    "run {} of {}, {}",
+                    o.point + 1,
+                    s.points.len(),
+                    file_name(&h.reports[p.report].path)
+                )
+            })
             .unwrap_or_default();
         let why = match o.samples {
             0 | 1 => "one sample, which cannot show its spread".to_string(),

@@ -29,7 +29,16 @@ pub fn check(s: &str) -> Result<(i64, u32), String> {
     {
         return Err(FORM.into());
     }
-    let fields = (|| Some((num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?)))();
+    let fields = (|| {
+        Some((
+            num(0..4)?,
+            num(5..7)?,
+            num(8..10)?,
+            num(11..13)?,
+            num(14..16)?,
+            num(17..19)?,
+        ))
+    })();
     let (y, mo, d, h, mi, sec) = fields.ok_or(FORM)?;
     if !(1..=12).contains(&mo) {
         return Err(format!("is no real date: there is no month {mo}"));
@@ -199,7 +208,12 @@ mod tests {
             assert_eq!(parse(bad), None, "{bad}");
         }
         assert!(parse("2024-02-29T00:00:00Z").is_some());
-        for t in ["1970-01-01T00:00:00Z", "2024-02-29T23:59:59Z", "2099-12-31T00:00:01Z", "1969-12-31T12:00:00Z"] {
+        for t in [
+            "1970-01-01T00:00:00Z",
+            "2024-02-29T23:59:59Z",
+            "2099-12-31T00:00:01Z",
+            "1969-12-31T12:00:00Z",
+        ] {
             assert_eq!(format(parse(t).unwrap().0), t);
         }
         assert_eq!(span(59 * 60), "59 minutes");

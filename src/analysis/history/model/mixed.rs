@@ -124,7 +124,9 @@ impl Model {
             if r - l >= 2 {
                 let m = self.level(l, r).mean;
                 let w: Vec<f64> = (l..r).map(|i| noise[i].precision_at(self.y[i] - m)).collect();
-                let (sw, swy) = (l..r).zip(&w).fold((0.0, 0.0), |(a, b), (i, w)| (a + w, b + w * self.y[i]));
+                let (sw, swy) = (l..r)
+                    .zip(&w)
+                    .fold((0.0, 0.0), |(a, b), (i, w)| (a + w, b + w * self.y[i]));
                 for (i, wi) in (l..r).zip(&w) {
                     let others = sw - wi;
                     if others > 0.0 {
@@ -159,7 +161,10 @@ impl Model {
         let mut mean = weighted_median(&self.y[l..r], &sd);
         let mut w: Vec<f64> = Vec::new();
         for _ in 0..LEVEL_ROUNDS {
-            w = (l..r).zip(&noise).map(|(i, n)| n.precision_at(self.y[i] - mean)).collect();
+            w = (l..r)
+                .zip(&noise)
+                .map(|(i, n)| n.precision_at(self.y[i] - mean))
+                .collect();
             mean = (l..r).zip(&w).map(|(i, w)| w * self.y[i]).sum::<f64>() / w.iter().sum::<f64>();
         }
         let total: f64 = w.iter().sum();
