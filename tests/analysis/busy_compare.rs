@@ -120,7 +120,11 @@ fn history_puts_a_busy_newest_run_that_slowed_with_its_reference_down_to_load() 
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("put down to load"), "{}", out.stdout);
     assert!(out.stdout.contains("LOAD: "), "{}", out.stdout);
-    assert!(out.stdout.contains("busy: the newest run's report night-5.json"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("busy: the newest run's report night-5.json"),
+        "{}",
+        out.stdout
+    );
     assert!(!out.stdout.contains("REGRESSION"), "{}", out.stdout);
 }
 

@@ -114,7 +114,7 @@ impl Advice {
         if same_settings && acting.is_empty() && unknown.is_empty() && b.outcome.status == CaseStatus::Ok {
             return false;
         }
-        if !unknown.is_empty() && (!same_settings || !acting.is_empty() || unknown.len() != 1) {
+        if !(unknown.is_empty() || same_settings && acting.is_empty() && unknown.len() == 1) {
             for var in unknown {
                 self.not_advised.entry(var.clone()).or_insert_with(|| {
                     format!(

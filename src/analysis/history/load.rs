@@ -31,6 +31,9 @@ pub struct PutDownToLoad {
     pub busy_why: Option<String>,
 }
 
+/// A series' key: machine, model, pass and case id.
+type Key = (String, String, &'static str, String);
+
 /// How many earlier runs make a series' earlier level here.
 const EARLIER_RUNS: usize = 5;
 
@@ -49,7 +52,7 @@ fn newest_slower(s: &Series) -> Option<f64> {
 /// busy; returns how many were put down to load.
 pub fn attribute(series: &mut [Series], reports: &[Report], threshold: f64) -> usize {
     // Each series' newest report and its slow-down there, by (machine, model, pass, case).
-    let newest: BTreeMap<(String, String, &'static str, String), (usize, Option<f64>)> = series
+    let newest: BTreeMap<Key, (usize, Option<f64>)> = series
         .iter()
         .filter_map(|s| {
             let p = s.points.last()?;
