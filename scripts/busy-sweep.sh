@@ -91,7 +91,7 @@ if a["verdict"] in ("faster", "slower") and identical:
 if any(k.startswith("MIOPEN_") for k in apply.get("env_set", {})):
     problems.append(f"a MIOpen variable advised on the CPU: {apply['env_set']}")
 drift = (a.get("drift") or {}).get("floor_ratio")
-print("FAIL" if problems else "ok", a["verdict"], fast or "-", f"{drift:.3f}" if drift else "-", busy, a["cases"], "; ".join(problems), sep="\t")
+print("FAIL" if problems else "ok", a["verdict"], fast or "-", f"{drift:.3f}" if drift else "-", busy, len(r["cases"]), "; ".join(problems), sep="\t")
 EOF
 )
     IFS=$'\t' read -r ok v fastest drift busy cases why <<<"$verdict"

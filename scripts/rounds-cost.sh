@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What interleaved rounds cost against blocks (issue 63, docs/results.md#rounds-against-blocks):
 # runs the README's sweep (fp32,bf16 x chunk 1,2 x untiled,256:64), scaled to this machine
-# (FRAMES, default 5; SIZE, default 256x256; candle on the CPU; synthetic weights of the real
+# (FRAMES, default 5; SIZE, default 256x256; TILE, default 256:64; candle on the CPU; synthetic weights of the real
 # size), once per schedule and repetition (REPS, default 2; the order of the schedules
 # alternates), and measures for each the wall time of the whole command and the peak of the
 # resident memory of its process tree (the run and every worker alive at once, summed, sampled
@@ -17,7 +17,7 @@ bin=${WAN_VAE_BENCH:-target/release/wan-vae-bench}
 [ -x "$bin" ] || { echo "rounds-cost: $bin not found: cargo build --release first" >&2; exit 2; }
 out=${1:-$(mktemp -d "${TMPDIR:-/tmp}/rounds-cost.XXXXXX")}
 mkdir -p "$out"
-frames=${FRAMES:-5} size=${SIZE:-256x256} runs=${RUNS:-5} warmup=${WARMUP:-1} reps=${REPS:-2}
+frames=${FRAMES:-5} size=${SIZE:-256x256} tile=${TILE:-256:64} runs=${RUNS:-5} warmup=${WARMUP:-1} reps=${REPS:-2}
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 rows=()
 for rep in $(seq "$reps"); do
@@ -25,7 +25,7 @@ for rep in $(seq "$reps"); do
   for schedule in "${order[@]}"; do
     report="$out/$schedule-$rep.json"
     line=$(python3 - "$report" "$bin" run --weights synthetic --engine candle --device cpu \
-      --frames "$frames" --size "$size" --precision fp32,bf16 --chunk 1,2 --tile none,256:64 \
+      --frames "$frames" --size "$size" --precision fp32,bf16 --chunk 1,2 --tile "none,$tile" \
       --warmup "$warmup" --runs "$runs" --schedule "$schedule" --quiet -o "$report" <<'EOF'
 import os, subprocess, sys, time
 report, cmd = sys.argv[1], sys.argv[2:]
