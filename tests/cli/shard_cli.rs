@@ -272,7 +272,18 @@ fn parts_run_from_differently_set_shells_are_refused_or_merged_without_a_winner(
             .env("WAN_VAE_BENCH_FAULT", "fake")
             .env("RAYON_NUM_THREADS", threads)
             .env_remove("MIOPEN_FIND_MODE")
-            .args(["run", "--fault-hooks", "-q", "--runs", "2", "--warmup", "0", "--config"])
+            .args([
+                "run",
+                "--fault-hooks",
+                "-q",
+                "--runs",
+                "2",
+                "--warmup",
+                "0",
+                "--control",
+                "off",
+                "--config",
+            ])
             .arg(&cfg)
             .args(["--shard", &format!("{k}/2"), "-o"])
             .arg(&p)
