@@ -59,6 +59,12 @@ impl<'a> Grid<'a> {
     }
 }
 
+/// [`super::steps::detect`] where each run's noise is a mixture of normals
+/// ([`super::spread::Noise`]): the exact best segmentation on a grid of levels.
+pub fn detect(y: &[f64], noise: &[super::spread::Noise], pen: f64) -> Vec<usize> {
+    super::steps::detect_with(&Grid::new(y, noise), y.len(), pen)
+}
+
 impl Fit for Grid<'_> {
     fn optimal(&self, kept: &[usize], pen: f64) -> Vec<usize> {
         let n = kept.len();

@@ -66,14 +66,12 @@
 //! Must not: format text (that is [`super::render`]) or read reports.
 use serde::Serialize;
 
+pub use super::drift::{Drift, MIN_DRIFT_RUNS};
 use super::model::{LawOf, Model};
 use super::steps::{self, Segment};
-use super::{trend, Point};
+use super::Point;
 use crate::analysis::compare::verdict::{timing_rule, Test as Rule, Verdict as Call};
 use crate::util::stats::without_outliers;
-
-/// Runs the newest segment needs before a drift is judged.
-pub const MIN_DRIFT_RUNS: usize = 6;
 
 /// Series shorter than this weigh `compare`'s steps too ([`weigh`]).
 pub const SMALL: usize = 13;
@@ -120,22 +118,6 @@ pub enum Test {
     /// Fewer than two samples a side: `compare`'s rule, every sample of one side beyond
     /// every sample of the other by more than the threshold.
     NoOverlap,
-}
-
-/// A monotone trend within the newest segment.
-#[derive(Debug, Clone, Serialize)]
-pub struct Drift {
-    /// First point of the window (the newest segment's).
-    pub first_point: usize,
-    /// Last point of the window, inclusive.
-    pub last_point: usize,
-    /// The Theil-Sen line's change across the window, relative to its start (0.2 = 20%
-    /// slower at the end than at the start).
-    pub change: f64,
-    /// The Mann-Kendall test's two-sided p-value on the window's run medians.
-    pub p_value: f64,
-    /// Slower beyond the threshold and p < alpha / 2: a regression.
-    pub regression: bool,
 }
 
 /// The two newest runs as `compare` judges two reports (a short series).
@@ -217,8 +199,7 @@ pub struct Verdict {
     /// The newest run's case ran on a busy machine (`outcome.load`; [`super::load`]).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub newest_busy: bool,
-    /// The newest run's slow-down put down to load, its reference in the same run slowed
-    /// alike: no regression ([`super::load`]).
+    /// Its slow-down put down to load, its reference slowed alike: no regression.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load: Option<super::load::PutDownToLoad>,
 }
@@ -289,7 +270,7 @@ pub fn series(points: &[Point], threshold: f64, alpha: f64) -> Judged {
         verdict.last_two = Some(l);
     }
     if let Some(newest) = segs.last() {
-        verdict.drift = drift(newest, points, threshold, alpha);
+        verdict.drift = super::drift::of(newest, points, threshold, alpha);
     }
     let mut sorted = w.clone();
     sorted.sort_by(f64::total_cmp);
@@ -340,7 +321,7 @@ fn long_steps(model: &mut Model) -> Vec<usize> {
 /// a grid of levels where some run's noise is a mixture ([`super::grid`]).
 fn fit(model: &Model, pen: f64) -> Vec<usize> {
     match model.mixed() {
-        true => steps::detect_mixture(&model.y, &model.noises(), pen),
+        true => super::grid::detect(&model.y, &model.noises(), pen),
         false => steps::detect(&model.y, &model.weights(), pen),
     }
 }
@@ -677,26 +658,4 @@ fn short_verdict(segs: &[Segment], points: &[Point], kept: &[Vec<f64>], threshol
     v.significant = call != Call::NoChange || p.is_some_and(|p| p < alpha);
     v.regression = call == Call::Slower;
     v
-}
-
-/// The drift of the newest segment (module docs), `None` below [`MIN_DRIFT_RUNS`] runs.
-pub fn drift(newest: &Segment, points: &[Point], threshold: f64, alpha: f64) -> Option<Drift> {
-    let y: Vec<f64> = points[newest.start..newest.end].iter().map(|p| p.median_s).collect();
-    if y.len() < MIN_DRIFT_RUNS {
-        return None;
-    }
-    let (slope, start) = trend::theil_sen(&y);
-    let change = if start > 0.0 {
-        slope * (y.len() - 1) as f64 / start
-    } else {
-        0.0
-    };
-    let p_value = trend::mann_kendall_p(&y);
-    Some(Drift {
-        first_point: newest.start,
-        last_point: newest.end - 1,
-        change,
-        p_value,
-        regression: change > threshold && p_value < alpha / 2.0,
-    })
 }

@@ -21,6 +21,7 @@
 //! run or a slower one, is said so, rerun to tell (exit 0; 1 under `--fail-on-rerun`).
 //!
 //! Must not: change the reports it reads, or know how cases run (`bench`, `engine`).
+pub mod drift;
 pub mod grid;
 pub mod judge;
 pub mod load;

@@ -2,7 +2,7 @@
 //! that the series' noise model ([`super::model`]) makes most likely, less a penalty per
 //! step, found exactly. Where runs' noises are mixtures (issue 66: runs of their own spread)
 //! no prefix sums give a segment's cost, and the same search runs on a grid of levels
-//! ([`super::grid`], [`detect_mixture`]); the hiccups below are set aside alike ([`Fit`]).
+//! ([`super::grid`], [`super::grid::detect`]); the hiccups below are set aside alike ([`Fit`]).
 //!
 //! `y` is each run's level (the log of its median) and `v_i` its variance (its samples' and
 //! the run-to-run variation's), so a segment's cost is `sum (y_i - m)² / v_i` about its
@@ -94,12 +94,6 @@ pub fn detect(y: &[f64], w: &[f64], pen: f64) -> Vec<usize> {
     detect_with(&Normal { y, v: &v }, y.len(), pen)
 }
 
-/// [`detect`] where each run's noise is a mixture of normals ([`super::spread::Noise`]):
-/// the exact best segmentation on a grid of levels ([`super::grid`]).
-pub fn detect_mixture(y: &[f64], noise: &[super::spread::Noise], pen: f64) -> Vec<usize> {
-    detect_with(&super::grid::Grid::new(y, noise), y.len(), pen)
-}
-
 /// What [`detect_with`] asks of a fit: the best segmentation of runs `kept` (indices, in
 /// order; exclusive right bounds into `kept`), and whether two ranges of `kept` are one level.
 pub trait Fit {
@@ -132,7 +126,7 @@ impl Fit for Normal<'_> {
 
 /// [`detect`] for any [`Fit`] of `n` runs (module docs: hiccups set aside, the fit run
 /// again).
-fn detect_with(fit: &dyn Fit, n: usize, pen: f64) -> Vec<usize> {
+pub(super) fn detect_with(fit: &dyn Fit, n: usize, pen: f64) -> Vec<usize> {
     if n < 2 {
         return vec![n];
     }
