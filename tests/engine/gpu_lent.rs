@@ -498,8 +498,10 @@ fn build_cuda_takes_its_folders_from_arguments_or_inside_the_clone() {
     ] {
         assert!(text.contains(&said), "{said}\n{text}");
     }
+    // Every folder it names lies in this clone, wherever the clone is
+    // (CI clones under a folder of its own that may hold `/work/` too).
     assert!(
-        !text.contains("/work/") || r.starts_with("/work/"),
+        !text.replace(&r, "<clone>").contains("/work/"),
         "no fixed folder of one machine\n{text}"
     );
     assert!(!text.contains("/tmp/cuda13"), "{text}");
