@@ -199,8 +199,13 @@ impl LiveWorker {
                 Err(mpsc::RecvTimeoutError::Timeout) => {}
             }
             if let Ok(Some(status)) = self.child.try_wait() {
-                // What it printed before it ended, up to the done marker, counts.
+                // What it printed before it ended, up to the done marker, counts; and a
+                // start marker naming another case, read only now (the exit was seen before
+                // the line: a busy machine), fails the case as it would have on time.
                 let done = self.drain(show, &mut tail, &mut miopen, on_event);
+                if let Some(other) = self.started.as_deref().filter(|s| *s != id) {
+                    break CaseEnd::WrongAck(other.to_string());
+                }
                 break if done {
                     CaseEnd::Done
                 } else {

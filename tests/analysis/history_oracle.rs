@@ -212,18 +212,24 @@ fn the_oracle_fit_is_exact() {
 /// tenth of the narrowest run's standard deviation (the functional recursion of optimal
 /// partitioning, `Q(m) <- min(Q(m), F + pen) + cost(y - m)`). Where a history's runs share
 /// one within-run noise, the same fit as [`oracle`]'s.
-pub(crate) fn told_the_law(g: &Generated, (a, b): (f64, f64)) -> Said {
+pub(crate) fn told_the_law(g: &Generated, pen: (f64, f64)) -> Said {
+    let (y, parts) = law_parts(g, 1.0);
+    fit_parts(&y, &parts, pen)
+}
+
+/// Each run's level (in the order `history` reads them) and its density's `(weight,
+/// variance)` parts under the true law, every variance (run-to-run and within-run) times `k`.
+fn law_parts(g: &Generated, k: f64) -> (Vec<f64>, Vec<Vec<(f64, f64)>>) {
     let order = g.order();
-    let n = order.len();
     let y: Vec<f64> = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
-    let tau2 = g.between * g.between;
+    let tau2 = k * g.between * g.between;
     // Each run's density: (weight, variance) parts.
     let parts: Vec<Vec<(f64, f64)>> = order
         .iter()
         .map(|&i| {
             let s = &g.runs[i];
-            let k = s.len();
-            let factor = MEDIAN_FACTOR[k - 1] / k as f64;
+            let count = s.len();
+            let factor = MEDIAN_FACTOR[count - 1] / count as f64;
             let law: Vec<(f64, f64)> = match g.law {
                 None => vec![(1.0, g.within)],
                 Some(Law::LogUniform(lo, hi)) => (0..24)
@@ -232,16 +238,16 @@ pub(crate) fn told_the_law(g: &Generated, (a, b): (f64, f64)) -> Said {
                 Some(Law::TwoClass { quiet, factor, noisy }) => vec![(1.0 - noisy, quiet), (noisy, quiet * factor)],
             };
             let m = median(s);
-            let mean = s.iter().sum::<f64>() / k as f64;
-            let s2 = match k {
+            let mean = s.iter().sum::<f64>() / count as f64;
+            let s2 = match count {
                 1 => 0.0,
-                _ => s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (k - 1) as f64 / (m * m),
+                _ => s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (count - 1) as f64 / (m * m),
             };
-            let d = (k - 1) as f64;
+            let d = (count - 1) as f64;
             let mut w: Vec<(f64, f64)> = law
                 .iter()
                 .map(|&(p, sd)| {
-                    let v = sd * sd;
+                    let v = k * sd * sd;
                     (p.ln() - 0.5 * d * (v.ln() + s2 / v), tau2 + factor * v)
                 })
                 .collect();
@@ -253,6 +259,12 @@ pub(crate) fn told_the_law(g: &Generated, (a, b): (f64, f64)) -> Said {
             w
         })
         .collect();
+    (y, parts)
+}
+
+/// The exact fit on a grid of levels of runs `y` whose densities are mixtures `parts`.
+fn fit_parts(y: &[f64], parts: &[Vec<(f64, f64)>], (a, b): (f64, f64)) -> Said {
+    let n = y.len();
     let cost = |i: usize, m: f64| -> f64 {
         let e = y[i] - m;
         let p: f64 = parts[i]
@@ -359,4 +371,78 @@ fn told_the_law_of_the_runs_spreads_the_oracle_meets_issue_66s_bar_on_the_spread
         }
     }
     assert!(differ <= 3, "{differ} of 300 differ");
+}
+
+/// The oracle told the *shape* of the noise (the law of the runs' spreads and the run-to-run
+/// variance, each relative to the others) and the true steps, but not its scale: that
+/// estimated by maximum likelihood from the runs (their levels about their true segments'
+/// means, and two samples' spread, under the law's mixture), as a tool must estimate it from
+/// the series itself. It knows more than any tool (the steps, the shape); what it misses, an
+/// estimate of the noise from the series misses.
+pub(crate) fn told_the_shape(g: &Generated, pen: (f64, f64)) -> Said {
+    let order = g.order();
+    // The true segments, by position in the order read (ties may read a run or two early).
+    let segment = |i: usize| g.steps.iter().filter(|s| **s <= i).count();
+    let (y, _) = law_parts(g, 1.0);
+    // Each run's residual about the mean of the others of its true segment, scaled so that
+    // its variance is the run's (segments of one run tell nothing).
+    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for i in 0..y.len() {
+        groups.entry(segment(i)).or_default().push(i);
+    }
+    let loglik = |k: f64| -> f64 {
+        let (_, parts) = law_parts(g, k);
+        let mut total = 0.0;
+        for runs in groups.values().filter(|r| r.len() >= 2) {
+            let m = runs.len() as f64;
+            let sum: f64 = runs.iter().map(|&i| y[i]).sum();
+            for &i in runs {
+                let e = (y[i] - (sum - y[i]) / (m - 1.0)) * ((m - 1.0) / m).sqrt();
+                let p: f64 = parts[i]
+                    .iter()
+                    .map(|&(w, v)| w * (-e * e / (2.0 * v)).exp() / v.sqrt())
+                    .sum();
+                total += p.max(1e-300).ln();
+            }
+        }
+        // Two samples' spread: (k v)-scaled chi-square of one degree of freedom.
+        for &i in &order {
+            let s = &g.runs[i];
+            if s.len() < 2 {
+                continue;
+            }
+            let mm = median(s);
+            let mean = s.iter().sum::<f64>() / s.len() as f64;
+            let d = (s.len() - 1) as f64;
+            let s2 = s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / d / (mm * mm);
+            let law: Vec<(f64, f64)> = match g.law {
+                None => vec![(1.0, g.within)],
+                Some(Law::LogUniform(lo, hi)) => (0..24)
+                    .map(|q| {
+                        (
+                            1.0 / 24.0,
+                            (lo.ln() + (hi.ln() - lo.ln()) * (q as f64 + 0.5) / 24.0).exp(),
+                        )
+                    })
+                    .collect(),
+                Some(Law::TwoClass { quiet, factor, noisy }) => vec![(1.0 - noisy, quiet), (noisy, quiet * factor)],
+            };
+            let p: f64 = law
+                .iter()
+                .map(|&(w, sd)| {
+                    let v = k * sd * sd;
+                    w * (-0.5 * d * (v.ln() + s2 / v)).exp()
+                })
+                .sum();
+            total += p.max(1e-300).ln();
+        }
+        total
+    };
+    let k = (0..=80)
+        .map(|j| (10f64).powf(-2.0 + 4.0 * j as f64 / 80.0))
+        .map(|k| (k, loglik(k)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or(1.0, |b| b.0);
+    let (y, parts) = law_parts(g, k);
+    fit_parts(&y, &parts, pen)
 }

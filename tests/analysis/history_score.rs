@@ -417,3 +417,88 @@ fn issue_66s_mixes_3000_of_each() {
     issue_66(&tuned, "spread", (3, 109, 2023));
     issue_66(&held_out, "spread held-out", (4, 112, 2183));
 }
+
+/// The tool's own noise estimate made *given the true steps* (its model's run-to-run
+/// variance and law of spreads read off the true segments, as `history` reads them off its
+/// fit), then its fit: what the tool's estimator can do at best, with no step misread.
+fn estimated_given_the_truth(g: &Generated) -> Said {
+    use wan_vae_bench::analysis::history::{grid, model::Model, steps};
+    let order = g.order();
+    let runs: Vec<(f64, Vec<f64>)> = order
+        .iter()
+        .map(|&i| (wan_vae_bench::util::stats::median(&g.runs[i]), g.runs[i].clone()))
+        .collect();
+    let r: Vec<(f64, &[f64])> = runs.iter().map(|(m, s)| (*m, &s[..])).collect();
+    let mut model = Model::new(&r);
+    let n = r.len();
+    let right: Vec<usize> = g.steps.iter().copied().chain([n]).collect();
+    model.refine(&right);
+    model.residual_law(&right);
+    model.refine(&right);
+    let pen = steps::penalty(n);
+    let found = match model.mixed() {
+        true => grid::detect(&model.y, &model.noises(), pen),
+        false => steps::detect(&model.y, &model.weights(), pen),
+    };
+    Said {
+        steps: found[..found.len() - 1].to_vec(),
+        ..Said::default()
+    }
+}
+
+#[test]
+#[ignore = "issue 66's gap taken apart on 3,000 histories, about 2 minutes: run by hand with --ignored"]
+fn where_the_gap_to_issue_66s_bar_lies() {
+    // The 3,000 histories of the spread mix, short (up to 12 runs) and long, scored for the
+    // tool, the oracle (told each run's noise), the oracle told the law of the spreads and
+    // the run-to-run variance (not each run's), the oracle told only their shape (the scale
+    // estimated from the series about its true steps, `told_the_shape`), and the tool's own
+    // estimator given the true steps. As measured (located, false steps):
+    //
+    // | | short: 1014 histories, 288 clear steps | long: 1986, 1918 |
+    // | --- | ---: | ---: |
+    // | tool | 242, 28 | 1781, 81 |
+    // | tool's estimate given the true steps | 213, 28 | 1794, 74 |
+    // | oracle told the shape, scale estimated | 270, 1 | 1806, 57 |
+    // | oracle told the law | 273, 7 | 1813, 60 |
+    // | oracle told each run's noise | 279, 3 | 1849, 45 |
+    //
+    // The scale of the noise is no loss (told the shape, a fit estimates it from the series
+    // as well as being told it); the tool's estimate given the true steps is as far off as
+    // the tool (its steps are not what misleads it): what the tool lacks is the *shape*, how
+    // the runs' spreads vary and how that compares to the run-to-run variation, which runs
+    // of one or two samples hardly show.
+    use crate::history_oracle::{told_the_law, told_the_shape};
+    type Who = fn(&Generated) -> Said;
+    let who: [(&str, Who); 5] = [
+        ("tool", |g| said(&tool(g), g)),
+        ("tool's estimate given the true steps", estimated_given_the_truth),
+        ("oracle told the shape", |g| told_the_shape(g, (4.0, 4.0))),
+        ("oracle told the law", |g| told_the_law(g, (4.0, 4.0))),
+        ("oracle told each run's noise", |g| oracle(g, (4.0, 4.0))),
+    ];
+    let gens: Vec<Generated> = (1..=10).flat_map(|s| generate(&SPREAD, 5000 + s, 300)).collect();
+    let mut scores = vec![[Score::default(), Score::default()]; who.len()];
+    for g in &gens {
+        let long = usize::from(g.runs.len() > 12);
+        for ((_, f), s) in who.iter().zip(&mut scores) {
+            s[long].add(g, &f(g), &mut Vec::new());
+        }
+    }
+    let measured: [[(usize, usize); 2]; 5] = [
+        [(242, 28), (1781, 81)],
+        [(213, 28), (1794, 74)],
+        [(270, 1), (1806, 57)],
+        [(273, 7), (1813, 60)],
+        [(279, 3), (1849, 45)],
+    ];
+    for (((name, _), s), m) in who.iter().zip(&scores).zip(measured) {
+        for (part, (s, (located, false_steps))) in ["short", "long"].iter().zip(s.iter().zip(m)) {
+            eprintln!(
+                "{name}, {part}: {} histories, located {} of {}, false steps {}",
+                s.histories, s.located, s.clear, s.false_steps
+            );
+            assert_eq!((s.located, s.false_steps), (located, false_steps), "{name}, {part}");
+        }
+    }
+}
