@@ -56,7 +56,7 @@ pub fn command(args: MergeArgs) -> anyhow::Result<i32> {
             r.to
         );
     }
-    let machines = crate::machine::system::distinct_machines(
+    let machines = crate::machine::identity::distinct_machines(
         merged.cases.iter().map(|c| c.system.as_ref().unwrap_or(&merged.system)),
     );
     if machines.len() > 1 {

@@ -6,7 +6,7 @@
 //! diffusers' bf16 cases of the peer matrix waited out the 600 s timeout (issue 67).
 //!
 //! Must not: decide what a run does; it states the CPU's fact (`plan::check` warns from it).
-use super::system::{read_trimmed, sysfs_root};
+use super::sysfs::{read_trimmed, sysfs_root};
 
 /// The CPU flags that give PyTorch native bf16 arithmetic.
 pub const NATIVE_BF16_FLAGS: [&str; 2] = ["avx512_bf16", "amx_bf16"];

@@ -54,14 +54,14 @@ fn metal(_index: usize, s: &str) -> Result<Device, UserError> {
 /// `cuda:N` on a machine that shows no sign of a GPU at all: no AMD GPU in the KFD topology
 /// or among the DRM cards, no GPU device file (`/dev/kfd` for ROCm, `/dev/nvidiactl` or
 /// `/dev/nvidia0` for CUDA, `/dev/dxg` for WSL2), no NVIDIA driver
-/// (`/proc/driver/nvidia/version`), all read through [`crate::machine::system::sysfs_root`],
+/// (`/proc/driver/nvidia/version`), all read through [`crate::machine::sysfs::sysfs_root`],
 /// and no `nvidia-smi` on `PATH`. `None` for `cpu`, or wherever a GPU may be.
 pub fn no_gpu_for(device: &str) -> Option<String> {
     let spec = device.trim().to_ascii_lowercase();
     if !spec.starts_with("cuda") {
         return None;
     }
-    let root = crate::machine::system::sysfs_root();
+    let root = crate::machine::sysfs::sysfs_root();
     let files = [
         "dev/kfd",
         "dev/nvidiactl",
@@ -70,9 +70,9 @@ pub fn no_gpu_for(device: &str) -> Option<String> {
         "proc/driver/nvidia/version",
     ];
     let amd = || {
-        !crate::machine::system::kfd_gpu_nodes(&root).is_empty()
-            || !crate::machine::system::drm_cards_with(&root, "pp_dpm_sclk").is_empty()
-            || !crate::machine::system::drm_cards_with(&root, "mem_info_vram_total").is_empty()
+        !crate::machine::sysfs::kfd_gpu_nodes(&root).is_empty()
+            || !crate::machine::sysfs::drm_cards_with(&root, "pp_dpm_sclk").is_empty()
+            || !crate::machine::sysfs::drm_cards_with(&root, "mem_info_vram_total").is_empty()
     };
     let smi = || {
         std::env::var_os("PATH")

@@ -12,7 +12,7 @@
 //! Must not: read reports or decide anything about a run; it names machines.
 use std::collections::BTreeMap;
 
-use super::system::{read_trimmed, sysfs_root, SystemInfo};
+use super::system::SystemInfo;
 
 /// The facts of one record that tell machines of one label apart; `None` where unknown.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -196,43 +196,10 @@ fn with_facts(label: &str, facts: &str) -> String {
     }
 }
 
-/// A keyed SHA-256 of `/etc/machine-id` (read through [`sysfs_root`]), 16 hex digits: the
-/// same on every run of one installed system, and not the id itself, which systemd's
-/// documentation asks applications not to expose.
-pub fn machine_id() -> Option<String> {
-    let root = sysfs_root();
-    let raw =
-        read_trimmed(&root.join("etc/machine-id")).or_else(|| read_trimmed(&root.join("var/lib/dbus/machine-id")))?;
-    use sha2::Digest;
-    let hash = sha2::Sha256::digest(format!("wan-vae-bench machine identity\n{raw}").as_bytes());
-    Some(hash.iter().take(8).map(|b| format!("{b:02x}")).collect())
-}
-
-/// The board as DMI names it (`/sys/class/dmi/id`): its vendor and name (a VM's as its
-/// hypervisor presents it), else the system's vendor and product name.
-pub fn board() -> Option<String> {
-    let root = sysfs_root().join("sys/class/dmi/id");
-    let read = |f: &str| read_trimmed(&root.join(f)).filter(|v| !is_placeholder(v));
-    let pair = |a: Option<String>, b: Option<String>| match (a, b) {
-        (Some(a), Some(b)) if b.starts_with(&a) => Some(b),
-        (Some(a), Some(b)) => Some(format!("{a} {b}")),
-        (a, b) => a.or(b),
-    };
-    pair(read("board_vendor"), read("board_name")).or_else(|| pair(read("sys_vendor"), read("product_name")))
-}
-
-/// DMI's words for a field its maker left empty.
-fn is_placeholder(v: &str) -> bool {
-    let low = v.to_ascii_lowercase();
-    [
-        "to be filled by o.e.m.",
-        "default string",
-        "not applicable",
-        "none",
-        "system product name",
-    ]
-    .iter()
-    .any(|p| low == *p)
+/// The distinct machines of `systems`, sorted, each by its name ([`Machines`]: two runners
+/// of one host name and CPU are two).
+pub fn distinct_machines<'a>(systems: impl IntoIterator<Item = &'a SystemInfo>) -> Vec<String> {
+    Machines::of(systems).all()
 }
 
 #[cfg(test)]

@@ -6,9 +6,11 @@
 //! so one that hangs or prints without end costs the system context a field, not the run.
 //!
 //! Must not: depend on the report (the report embeds [`SystemInfo`], not the other way).
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use super::sysfs::{drm_cards, drm_device_dir, kfd_nodes, read_trimmed, sys_read, sysfs_root};
 
 /// Everything a report records about the machine and build.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
@@ -33,12 +35,12 @@ pub struct SystemInfo {
     pub cpu_governor: Option<String>,
     /// Total RAM, bytes.
     pub memory_total_bytes: Option<u64>,
-    /// A keyed hash of `/etc/machine-id` ([`crate::machine::identity::machine_id`]): with
+    /// A keyed hash of `/etc/machine-id` ([`crate::machine::sysfs::machine_id`]): with
     /// `board` and the memory, what tells two machines of one host name and CPU apart;
     /// absent in reports written before it, or where there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub machine_id: Option<String>,
-    /// The board as DMI names it (vendor and name; [`crate::machine::identity::board`]).
+    /// The board as DMI names it (vendor and name; [`crate::machine::sysfs::board`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub board: Option<String>,
     /// GPUs found.
@@ -63,12 +65,6 @@ pub struct SystemInfo {
     /// answered or its program is not installed.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub unavailable: std::collections::BTreeMap<String, String>,
-}
-
-/// The distinct machines of `systems`, sorted, each by its name
-/// ([`crate::machine::identity::Machines`]: two runners of one host name and CPU are two).
-pub fn distinct_machines<'a>(systems: impl IntoIterator<Item = &'a SystemInfo>) -> Vec<String> {
-    crate::machine::identity::Machines::of(systems).all()
 }
 
 impl SystemInfo {
@@ -145,40 +141,6 @@ pub const APU_TARGETS: &[&str] = &[
     "gfx1152", "gfx1153",
 ];
 
-/// The variable that replaces `/` for every `/sys` read ([`sysfs_root`]): for tests that
-/// present a fake machine. `run` records it when set (`run.overrides`).
-pub const SYSFS_ROOT_ENV: &str = "WAN_VAE_BENCH_SYSFS_ROOT";
-
-/// Root under which `/sys` is read: [`SYSFS_ROOT_ENV`], or `/`.
-pub fn sysfs_root() -> PathBuf {
-    std::env::var_os(SYSFS_ROOT_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
-}
-
-/// Read a `/sys/...` path through [`sysfs_root`], trimmed; `None` when missing or empty.
-fn sys_read(path: &str) -> Option<String> {
-    read_trimmed(&sysfs_root().join(path.trim_start_matches('/')))
-}
-
-/// A small regular file's text, trimmed; `None` for anything else: a FIFO or a device under
-/// a test's fake root would block or never end (sysfs attributes are regular files).
-pub fn read_trimmed(path: &Path) -> Option<String> {
-    let meta = std::fs::metadata(path).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    use std::io::Read;
-    let mut s = String::new();
-    std::fs::File::open(path)
-        .ok()?
-        .take(1 << 20)
-        .read_to_string(&mut s)
-        .ok()?;
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
-}
-
 /// Collect the system context. Never fails: unknown pieces are `None`.
 pub fn collect() -> SystemInfo {
     let mut sys = sysinfo::System::new_with_specifics(
@@ -212,8 +174,8 @@ pub fn collect() -> SystemInfo {
         cpu_simd: simd_features(),
         cpu_governor: sys_read("sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         memory_total_bytes: Some(sys.total_memory()).filter(|&m| m > 0),
-        machine_id: crate::machine::identity::machine_id(),
-        board: crate::machine::identity::board(),
+        machine_id: super::sysfs::machine_id(),
+        board: super::sysfs::board(),
         gpus,
         rocm_version: rocm_version(),
         nvidia_driver_version,
@@ -267,16 +229,6 @@ pub fn gfx_target_name(version: u64) -> Option<String> {
     Some(format!("gfx{major}{minor:x}{step:x}"))
 }
 
-/// `key value` lines of a KFD `properties` file.
-fn kfd_properties(text: &str) -> std::collections::HashMap<String, u64> {
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            Some((it.next()?.to_string(), it.next()?.parse().ok()?))
-        })
-        .collect()
-}
-
 /// Whose GPUs a machine's `cuda:N` devices are, as far as a vendor's knobs go: TF32 is
 /// NVIDIA's, MIOpen's database AMD's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -326,35 +278,6 @@ pub fn amd_gpus_only() -> bool {
     gpu_vendors() == GpuVendors::AmdOnly
 }
 
-/// The KFD topology's nodes under `root`, in node order: (folder, `properties`).
-fn kfd_nodes(root: &Path) -> Vec<(PathBuf, std::collections::HashMap<String, u64>)> {
-    let Ok(entries) = std::fs::read_dir(root.join("sys/class/kfd/kfd/topology/nodes")) else {
-        return Vec::new();
-    };
-    let mut nodes: Vec<(u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path())))
-        .collect();
-    nodes.sort();
-    nodes
-        .into_iter()
-        .filter_map(|(_, node)| {
-            let text = read_trimmed(&node.join("properties"))?;
-            Some((node, kfd_properties(&text)))
-        })
-        .collect()
-}
-
-/// The `properties` of the KFD topology's GPU nodes (a `gfx_target_version` other than 0)
-/// under `root`, in node order: the order ROCm numbers the GPUs.
-pub fn kfd_gpu_nodes(root: &Path) -> Vec<std::collections::HashMap<String, u64>> {
-    kfd_nodes(root)
-        .into_iter()
-        .map(|(_, p)| p)
-        .filter(|p| p.get("gfx_target_version").is_some_and(|v| *v != 0))
-        .collect()
-}
-
 /// AMD GPUs from the KFD topology, with VRAM/GTT from the matching DRM device.
 fn amd_gpus() -> Vec<GpuInfo> {
     let root = sysfs_root();
@@ -398,36 +321,6 @@ fn amd_gpus() -> Vec<GpuInfo> {
         });
     }
     gpus
-}
-
-/// `/sys/class/drm/<name>/device` when it has `mem_info_vram_total`.
-fn drm_device_dir(root: &Path, name: &str) -> Option<PathBuf> {
-    let dir = root.join("sys/class/drm").join(name).join("device");
-    dir.join("mem_info_vram_total").exists().then_some(dir)
-}
-
-/// `card*` DRM devices with memory info, in card-number order.
-fn drm_cards(root: &Path) -> Vec<PathBuf> {
-    drm_cards_with(root, "mem_info_vram_total")
-}
-
-/// The `device` folders of the `card*` DRM devices under `root` that hold `file` (e.g.
-/// `pp_dpm_sclk`: amdgpu cards whose clock can be read), in card-number order.
-pub fn drm_cards_with(root: &Path, file: &str) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root.join("sys/class/drm")) else {
-        return Vec::new();
-    };
-    let mut cards: Vec<(u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_str()?.to_string();
-            let dir = e.path().join("device");
-            let n = name.strip_prefix("card")?.parse().ok()?;
-            dir.join(file).exists().then_some((n, dir))
-        })
-        .collect();
-    cards.sort();
-    cards.into_iter().map(|(_, d)| d).collect()
 }
 
 /// ROCm version from `$ROCM_PATH/.info/version` (default `/opt/rocm`).

@@ -8,7 +8,7 @@
 //! Must not: change the variables (the workers get them as they are).
 use std::collections::BTreeMap;
 
-use crate::machine::system::SYSFS_ROOT_ENV;
+use crate::machine::sysfs::SYSFS_ROOT_ENV;
 use crate::model::kernels::{Isa, ISA_ENV};
 use crate::util::error::UserError;
 

@@ -237,19 +237,7 @@ impl FileId {
     }
 }
 
-/// What makes a file the same file however it is reached (a link, another spelling): its
-/// device and inode; `None` where the platform has none. The one such identity the crate
-/// uses (outputs and inputs here, `logs`' inputs, `history`'s reports, hipBLASLt's log).
-#[cfg(unix)]
-pub fn identity(m: &std::fs::Metadata) -> Option<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    Some((m.dev(), m.ino()))
-}
-
-#[cfg(not(unix))]
-pub fn identity(_: &std::fs::Metadata) -> Option<(u64, u64)> {
-    None
-}
+pub use super::file_id::identity;
 
 /// Create `path` with `contents`, never replacing a file: written to a temp file beside it
 /// (created new), then linked to its name (a link never replaces), so no reader sees it half

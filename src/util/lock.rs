@@ -167,7 +167,7 @@ fn open_to_ask(path: &Path) -> std::io::Result<File> {
 
 /// The device and inode of an open file.
 fn file_id(file: &File) -> Option<(u64, u64)> {
-    super::files::identity(&file.metadata().ok()?)
+    super::file_id::identity(&file.metadata().ok()?)
 }
 
 /// A marker file held locked inside a folder while its owner runs (the owner's pid is
@@ -260,10 +260,10 @@ fn holder_pid(path: &Path) -> Option<u32> {
     None
 }
 
-/// Whether `path` names the file `file` has open (the same [`super::files::identity`]:
+/// Whether `path` names the file `file` has open (the same [`super::file_id::identity`]:
 /// device and inode); where the platform has no such identity, whether `path` is a file.
 fn is_same_file(file: &File, path: &Path) -> bool {
-    use super::files::identity;
+    use super::file_id::identity;
     let (Ok(a), Ok(b)) = (file.metadata(), std::fs::symlink_metadata(path)) else {
         return cfg!(not(unix)) && path.is_file();
     };

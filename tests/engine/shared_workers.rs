@@ -9,16 +9,26 @@ use crate::util::cli::{bench, python, scratch, stderr};
 
 /// `run ARGS -o DIR/NAME` (1 frame of 16x16, no warmup, 1 run), its report.
 fn run(dir: &Path, name: &str, args: &[&str], env: &[(&str, &str)]) -> serde_json::Value {
+    let (code, report) = run_timed(dir, name, "1", args, env);
+    assert!(code <= 1, "exit {code}");
+    report
+}
+
+/// [`run`] with `runs` timed runs a case: its exit code (its stderr said on a crash) and
+/// report.
+fn run_timed(dir: &Path, name: &str, runs: &str, args: &[&str], env: &[(&str, &str)]) -> (i32, serde_json::Value) {
     let out_path = dir.join(name);
     let mut cmd = bench();
     cmd.args(["run", "--weights", "synthetic", "--frames", "1", "--size", "16x16"])
-        .args(["--warmup", "0", "--runs", "1", "--quiet", "-o"])
+        .args(["--warmup", "0", "--runs", runs, "--quiet", "-o"])
         .arg(&out_path)
         .args(args)
         .envs(env.iter().copied());
     let out = cmd.output().unwrap();
-    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", stderr(&out));
-    serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap()
+    let code = out.status.code().unwrap_or_else(|| panic!("killed: {}", stderr(&out)));
+    assert!(code <= 1, "{}", stderr(&out));
+    let report = serde_json::from_str(&std::fs::read_to_string(&out_path).unwrap()).unwrap();
+    (code, report)
 }
 
 fn cases(report: &serde_json::Value) -> &Vec<serde_json::Value> {
@@ -122,34 +132,14 @@ fn a_grouped_run_gives_each_case_its_settings_and_env_variants_their_own_process
 #[test]
 fn rounds_keep_a_worker_per_precision_and_one_for_the_control() {
     let dir = scratch();
-    let path = dir.path().join("rounds.json");
-    let out = bench()
-        .args([
-            "run",
-            "--weights",
-            "synthetic",
-            "--frames",
-            "1",
-            "--size",
-            "16x16",
-            "--quiet",
-        ])
-        .args([
-            "--warmup",
-            "0",
-            "--runs",
-            "2",
-            "--precision",
-            "fp32,bf16",
-            "--chunk",
-            "1,2",
-        ])
-        .args(["--seed", "3", "-o"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let (code, report) = run_timed(
+        dir.path(),
+        "rounds.json",
+        "2",
+        &["--precision", "fp32,bf16", "--chunk", "1,2", "--seed", "3"],
+        &[],
+    );
+    assert_eq!(code, 0, "{report}");
     assert_eq!(report["run"]["schedule"], "rounds", "{report}");
     let all = cases(&report);
     assert_eq!(all.len(), 5, "{report}");

@@ -270,7 +270,7 @@ fn answer(report: &Report, model: &str, cases: &[&CaseRecord], floor: f64) -> An
         .filter(|c| c.outcome.status == CaseStatus::Ok && c.outcome.throttled())
         .collect();
     // One machine's cases only: a merged report's parts may come from several runners.
-    let machines = crate::machine::system::distinct_machines(
+    let machines = crate::machine::identity::distinct_machines(
         cases
             .iter()
             .filter(|c| c.outcome.status == CaseStatus::Ok)

@@ -108,7 +108,7 @@ pub fn resolve(device: &str, env: &WorkerEnv) -> Result<Target, String> {
             "no telemetry for device {device}: only cpu and cuda:N are sampled"
         ));
     };
-    let root = crate::machine::system::sysfs_root();
+    let root = crate::machine::sysfs::sysfs_root();
     // With NVIDIA's driver loaded, cuda:N is an NVIDIA GPU (an AMD iGPU beside it is not one
     // of torch's devices); else an AMD GPU when there is one; else nvidia-smi is asked.
     let nvidia_driver = root.join("proc/driver/nvidia/version").exists();
@@ -121,7 +121,7 @@ pub fn resolve(device: &str, env: &WorkerEnv) -> Result<Target, String> {
     resolve_nvidia(n, env, nvidia_gpus).map(Target::Nvidia).map_err(|why| {
         format!(
             "no GPU telemetry for {device}: {} amdgpu card(s) with pp_dpm_sclk under {}, and {why}",
-            crate::machine::system::drm_cards_with(&root, "pp_dpm_sclk").len(),
+            crate::machine::sysfs::drm_cards_with(&root, "pp_dpm_sclk").len(),
             root.join("sys/class/drm").display()
         )
     })
@@ -214,9 +214,9 @@ fn resolve_nvidia(n: usize, env: &WorkerEnv, list: fn() -> Result<Vec<NvidiaGpu>
 /// its DRM device folder by `drm_render_minor` (`None` when it has none, or no
 /// `pp_dpm_sclk`); without a KFD topology, the amdgpu cards in card-number order.
 fn amd_gpus(root: &Path) -> Vec<Option<PathBuf>> {
-    let nodes = crate::machine::system::kfd_gpu_nodes(root);
+    let nodes = crate::machine::sysfs::kfd_gpu_nodes(root);
     if nodes.is_empty() {
-        return crate::machine::system::drm_cards_with(root, "pp_dpm_sclk")
+        return crate::machine::sysfs::drm_cards_with(root, "pp_dpm_sclk")
             .into_iter()
             .map(Some)
             .collect();

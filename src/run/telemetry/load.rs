@@ -108,7 +108,7 @@ impl LoadMeter {
     }
 
     fn read(&self, path: &str) -> Option<String> {
-        crate::machine::system::read_trimmed(&self.root.join(path))
+        crate::machine::sysfs::read_trimmed(&self.root.join(path))
     }
 
     /// The machine now, with worker `pid`'s CPU time; `None` when `/proc/stat` cannot be

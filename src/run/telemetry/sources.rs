@@ -59,7 +59,7 @@ pub trait Source: Send {
 /// is none.
 pub fn for_device(device: &str, env: &WorkerEnv, interval_ms: u64) -> Result<Box<dyn Source>, String> {
     match super::devices::resolve(device, env)? {
-        Target::Cpu => Cpu::open(&crate::machine::system::sysfs_root()).map(|s| Box::new(s) as Box<dyn Source>),
+        Target::Cpu => Cpu::open(&crate::machine::sysfs::sysfs_root()).map(|s| Box::new(s) as Box<dyn Source>),
         Target::Amd(dir) => Ok(Box::new(Amd { dir })),
         Target::Nvidia(index) => Nvidia::start(index, interval_ms)
             .map(|s| Box::new(s) as Box<dyn Source>)
@@ -68,7 +68,7 @@ pub fn for_device(device: &str, env: &WorkerEnv, interval_ms: u64) -> Result<Box
 }
 
 fn read(path: &Path) -> Option<String> {
-    crate::machine::system::read_trimmed(path)
+    crate::machine::sysfs::read_trimmed(path)
 }
 
 fn number(path: &Path) -> Option<f64> {
