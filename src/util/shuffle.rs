@@ -45,6 +45,21 @@ impl SplitMix64 {
     }
 }
 
+/// Seeded noise for the crate's unit tests (the history model's series and laws).
+#[cfg(test)]
+impl SplitMix64 {
+    /// A uniform draw from `[0, 1)`: the top 53 bits of the next output.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// A standard normal draw (Box-Muller, one of its pair).
+    pub fn gauss(&mut self) -> f64 {
+        let (u, v) = (self.unit().max(1e-300), self.unit());
+        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
+    }
+}
+
 /// Shuffle `items` in place by the seed: Fisher-Yates (Durstenfeld's form), from the last
 /// position down, swapping position `i` with a uniform draw from `0..=i` of [`SplitMix64`].
 pub fn shuffle<T>(items: &mut [T], seed: u64) {

@@ -508,27 +508,13 @@ fn median(v: &mut [f64]) -> f64 {
 mod tests {
     use super::*;
 
-    /// SplitMix64 and Box-Muller: seeded normal noise.
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn gauss(&mut self) -> f64 {
-            let (u, v) = (self.uniform().max(1e-300), self.uniform());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        }
-    }
+    /// Seeded normal noise (SplitMix64 and Box-Muller).
+    type Rng = crate::util::shuffle::SplitMix64;
 
     /// `levels.len()` runs of `k` samples: each run off its level by `between`, each
     /// sample off its run by `within` (relative standard deviations).
     fn series(levels: &[f64], k: usize, between: f64, within: f64, seed: u64) -> Vec<(f64, Vec<f64>)> {
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         levels
             .iter()
             .map(|l| {
@@ -597,7 +583,7 @@ mod tests {
 
     #[test]
     fn the_median_factor_is_the_variance_of_a_median() {
-        let mut rng = Rng(3);
+        let mut rng = Rng::new(3);
         for n in [3usize, 4, 5, 10] {
             let draws = 200_000;
             let var: f64 = (0..draws)

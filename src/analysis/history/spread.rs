@@ -381,22 +381,8 @@ pub fn trigamma(mut x: f64) -> f64 {
 mod tests {
     use super::*;
 
-    /// SplitMix64 and Box-Muller.
-    struct Rng(u64);
-
-    impl Rng {
-        fn uniform(&mut self) -> f64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-        }
-        fn gauss(&mut self) -> f64 {
-            let (u, v) = (self.uniform().max(1e-300), self.uniform());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        }
-    }
+    /// Seeded normal noise (SplitMix64 and Box-Muller).
+    type Rng = crate::util::shuffle::SplitMix64;
 
     /// The sample variance of `k` normal draws of variance `v`: an estimate of `k - 1`
     /// degrees of freedom.
@@ -411,7 +397,7 @@ mod tests {
 
     #[test]
     fn alike_runs_have_no_law_and_runs_of_their_own_spread_one_that_says_which_is_which() {
-        let mut rng = Rng(66);
+        let mut rng = Rng::new(66);
         // Sixty runs of two samples alike: one pooled variance.
         let alike: Vec<Estimate> = (0..60).map(|_| estimate(&mut rng, 1e-4, 2)).collect();
         assert_eq!(Law::estimate(&alike, 5), None);
