@@ -22,7 +22,7 @@ struct Example {
 
 /// The commands of the fenced code blocks of `file` (relative to the repository).
 fn examples(file: &str) -> Vec<Example> {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+    let text = crate::util::cli::repo_text(file);
     let mut out = Vec::new();
     let mut in_block = false;
     let mut pending: Option<(usize, String, usize)> = None; // (line, text so far, indent of a `run: >`)

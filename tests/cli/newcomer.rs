@@ -4,11 +4,7 @@
 //! what runs; `run --list` costs decode-only cases and Wan 2.2 weights as they are.
 use std::path::Path;
 
-use crate::util::cli::{bench, scratch, stderr, stdout};
-
-fn repo(file: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
-}
+use crate::util::cli::{bench, repo_text, scratch, stderr, stdout};
 
 #[test]
 fn a_run_says_what_it_measured_and_counts_one_case() {
@@ -52,15 +48,15 @@ fn a_run_says_what_it_measured_and_counts_one_case() {
 
 #[test]
 fn readme_and_smoke_matrix_agree_on_warmup_and_runs() {
-    let smoke: toml::Value = toml::from_str(&repo("configs/smoke.toml")).unwrap();
+    let smoke: toml::Value = toml::from_str(&repo_text("configs/smoke.toml")).unwrap();
     let warmup = smoke["run"]["warmup"].as_integer().unwrap();
     let runs = smoke["run"]["runs"].as_integer().unwrap();
-    let readme = repo("README.md");
+    let readme = repo_text("README.md");
     assert!(
         readme.contains(&format!("{warmup} warmup + {runs} timed runs per case")),
         "README does not state the smoke matrix's {warmup} warmup + {runs} runs"
     );
-    assert!(!repo("configs/smoke.toml").contains("about a minute"));
+    assert!(!repo_text("configs/smoke.toml").contains("about a minute"));
 }
 
 #[test]
@@ -115,7 +111,7 @@ fn list_costs_decode_only_cases_and_wan22_weights_as_they_are() {
 
 #[test]
 fn the_wan22_config_does_not_say_decode_only_cases_are_missing() {
-    assert!(!repo("configs/wan22-ti2v.toml").contains("do not exist yet"));
+    assert!(!repo_text("configs/wan22-ti2v.toml").contains("do not exist yet"));
 }
 
 #[test]
@@ -159,19 +155,19 @@ fn plot_and_merge_count_one_case_and_the_tile_help_is_true() {
 /// version history's agreement tests cite), and the script installs from it.
 #[test]
 fn readme_and_ci_run_one_test_script_that_lists_the_packages() {
-    let readme = repo("README.md");
+    let readme = repo_text("README.md");
     assert!(
         readme.contains("\n# Run the tests (the first run also makes the test Python"),
         "README's two commands"
     );
     assert!(readme.contains("\nscripts/test.sh\n"), "README's test command");
-    let ci = repo(".ci/run");
+    let ci = repo_text(".ci/run");
     assert!(ci.lines().any(|l| l.trim() == "exec scripts/test.sh"), "{ci}");
-    let script = repo("scripts/test.sh");
+    let script = repo_text("scripts/test.sh");
     assert!(script.contains("PACKAGES=(torch diffusers safetensors"), "{script}");
     for file in [".ci/run", "README.md", "docs/ci.md"] {
         assert!(
-            !repo(file).contains("pip install"),
+            !repo_text(file).contains("pip install"),
             "{file} lists packages: scripts/test.sh is their one place"
         );
     }
@@ -179,7 +175,7 @@ fn readme_and_ci_run_one_test_script_that_lists_the_packages() {
         script.contains("pip install --quiet --disable-pip-version-check -r \"$LOCK\""),
         "{script}"
     );
-    let lock = repo("scripts/test-python.lock");
+    let lock = repo_text("scripts/test-python.lock");
     let pinned: Vec<(String, String)> = lock
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())

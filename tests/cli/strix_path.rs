@@ -5,7 +5,7 @@
 //! `--help` texts pointing at the documented JSON.
 use std::path::Path;
 
-use crate::util::cli::{bench, scratch, stderr, stdout};
+use crate::util::cli::{bench, repo_text, scratch, stderr, stdout};
 
 /// What bash's completion offers for `words` (the last one being completed), through the
 /// script `completions bash` prints, as bash calls it on <TAB>.
@@ -300,22 +300,18 @@ fn without_torch_the_case_says_how_to_give_the_python_that_has_it() {
     }
 }
 
-fn repo(file: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap()
-}
-
 /// The newcomer's path in the README (issue 67, item 1): which config, engine and device,
 /// how to point the tool at ComfyUI and Python, what `logs` does, what is and is not verified
 /// on AMD, what the build needs, and that the default engine measures the CPU.
 #[test]
 fn the_readme_starts_an_amd_comfyui_user_on_the_gpu_path() {
-    let readme = repo("README.md");
+    let readme = repo_text("README.md");
     let start = readme
         .split("## Start here")
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
         .expect("a start-here section");
-    let toml: toml::Value = toml::from_str(&repo("Cargo.toml")).unwrap();
+    let toml: toml::Value = toml::from_str(&repo_text("Cargo.toml")).unwrap();
     let rust = toml["package"]["rust-version"].as_str().unwrap();
     for needle in [
         "The default `run` measures the CPU",
@@ -355,7 +351,7 @@ fn the_amd_configs_count_their_cases_as_list_does() {
         text[..at].split_whitespace().last().unwrap().parse().unwrap()
     };
     for config in ["configs/gfx1151-miopen.toml", "configs/comfyui-amd.toml"] {
-        let text = repo(config);
+        let text = repo_text(config);
         let header: String = text
             .lines()
             .take_while(|l| l.starts_with('#'))
@@ -395,7 +391,7 @@ fn the_amd_configs_count_their_cases_as_list_does() {
 /// cited with the commit that last had it (issue 67, item 9).
 #[test]
 fn the_results_page_names_no_one_machines_folders() {
-    let page = repo("docs/results.md");
+    let page = repo_text("docs/results.md");
     for own in [".venv-torch", "/work/", "/tmp/"] {
         assert!(!page.contains(own), "docs/results.md names {own}");
     }
@@ -436,7 +432,7 @@ fn the_json_outputs_are_documented_where_the_help_points() {
     let mut newer = report("h", vec![case("x", &steady(1.0), &steady(1.0))]);
     newer.created_at = "2025-01-02T00:00:00Z".into();
     let b = save(dir.path(), "b.json", &newer);
-    let schema = repo("docs/report-schema.md");
+    let schema = repo_text("docs/report-schema.md");
     let section = |title: &str| -> String {
         schema
             .split(title)
@@ -599,7 +595,7 @@ fn the_projects_reports_live_apart_from_the_users_runs() {
             }
         }
     }
-    let ignore = repo(".gitignore");
+    let ignore = repo_text(".gitignore");
     assert!(
         ignore.contains("/results/*.json") && !ignore.contains("measured"),
         "{ignore}"

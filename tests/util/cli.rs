@@ -11,6 +11,12 @@ pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
 }
 
+/// The text of a file of the repository (`file` relative to its root: the README, a doc, a
+/// config).
+pub fn repo_text(file: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
 /// A scratch directory for one test.
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("tempdir")
