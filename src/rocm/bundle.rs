@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use super::dropped::{Dropped, Why};
+use super::logs_json::{FileRead, HipblasltJson, LogsJson, MiopenJson};
 use super::miopen::{add, MAX_COMMANDS};
-use super::summary::{FileRead, HipblasltJson, LogsJson, MiopenJson};
 use crate::report::Outcome;
 use crate::util::error::UserError;
 
@@ -350,7 +350,7 @@ pub fn from_cases<'a>(cases: impl Iterator<Item = (&'a str, &'a Outcome)>) -> Lo
     crate::rocm::miopen::settle(&mut m.problems, &mut m.kernels);
     crate::rocm::hipblaslt::sort(&mut h.gemms);
     LogsJson {
-        schema: super::summary::SCHEMA.to_string(),
+        schema: super::logs_json::SCHEMA.to_string(),
         files,
         conclusions: super::conclusion::conclusions(&m),
         miopen: m,

@@ -9,7 +9,7 @@
 //! than 2 calls, or when the naive ones are half or fewer.
 //!
 //! Must not: read logs or print.
-use super::summary::MiopenJson;
+use super::logs_json::MiopenJson;
 
 /// The conclusions of what MIOpen logged (none when nothing stands out).
 pub fn conclusions(m: &MiopenJson) -> Vec<String> {

@@ -6,7 +6,8 @@
 //! ([`rocblas_trace`], paired with their calls' bench lines) and of the bench tools' result
 //! rows ([`bench_result`])). [`paste`] undoes what a paste adds (`grep -n` numbers, `uniq -c`
 //! counts, records joined by `;`, a diff's markers, Markdown, `<br>`) before any reader sees a
-//! line, and [`wrapped`] joins back a command a narrow terminal cut into lines; [`dropped`] says what was not kept and why; [`conclusion`] what a log shows. One [`LogReader`] takes
+//! line, and [`wrapped`] joins back a command a narrow terminal cut into lines; [`dropped`] says what was not kept and why; [`conclusion`] what a log shows; [`summary`] reads a set of
+//! logs into [`logs_json`]'s records. One [`LogReader`] takes
 //! lines from anywhere (a worker's stderr in `run`, any program's output in `wan-vae-bench
 //! logs`), and [`read_stream`] feeds it a file or stdin in bounded pieces, so a log of
 //! hundreds of MB costs flat memory and linear time. Every form it reads is tested on
@@ -27,6 +28,7 @@ pub mod driver;
 pub mod dropped;
 pub mod gemm_trace;
 pub mod hipblaslt;
+pub mod logs_json;
 pub mod miopen;
 pub mod paste;
 pub mod render;

@@ -9,7 +9,7 @@
 //! Must not: read logs or write files.
 use std::fmt::Write;
 
-use super::summary::LogsJson;
+use super::logs_json::LogsJson;
 use crate::util::format::printable;
 
 /// The whole text `logs` prints.
