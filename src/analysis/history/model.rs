@@ -34,8 +34,9 @@
 //! how far off they lie, and a test of one run is against its mixture's tails, each part a
 //! Student's t of the degrees of freedom of `tau²`'s estimate. On issue 66's seeded mix of
 //! such runs (`tests/analysis/history_score.rs`) that took the false steps of 3,000
-//! histories from 287 to 109; the oracle told the law of the spreads, not each run's, puts
-//! 65 (`tests/analysis/history_oracle.rs`).
+//! histories from 287 to 109, and averaging the law of residuals over its tails
+//! ([`super::spread::Law::of_residuals`]) to 94; the oracle told the law of the spreads, not
+//! each run's, puts 67 (`tests/analysis/history_oracle.rs`).
 //!
 //! Must not: fit or judge; numbers in, variances out.
 mod mixed;

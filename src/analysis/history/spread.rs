@@ -16,14 +16,16 @@
 //! not a step; a run whose samples agree is not trusted more than the law allows.
 //!
 //! - Where some runs have two samples or more, the law is of the within-run variances
-//!   ([`Law::of_samples`]); each run's noise adds the run-to-run variance.
+//!   ([`Law::estimate`]); each run's noise adds the run-to-run variance.
 //! - Where none has, nothing shows a run's own spread but how far off its segment it lies:
 //!   the law is of the run levels' whole variance, estimated from their residuals about the
-//!   fit's segments, one degree of freedom each ([`Law::of_residuals`]).
+//!   fit's segments, one degree of freedom each ([`Law::of_residuals`]): Student's t laws
+//!   averaged over their degrees of freedom, as likely as each makes the residuals, which a
+//!   few dozen of them cannot pin down.
 //!
-//! A law is used only where it makes the variances it was estimated from markedly more
-//! likely than one pooled variance does ([`HETEROGENEOUS`]): runs alike keep one normal
-//! each, and the fit its exact Gaussian form.
+//! A law of the within-run variances is used only where it makes the variances it was
+//! estimated from markedly more likely than one pooled variance does ([`HETEROGENEOUS`]):
+//! runs alike keep one normal each, and the fit its exact Gaussian form.
 //!
 //! Must not: fit segments or judge; numbers in, laws and noises out.
 use crate::analysis::compare::welch::ln_gamma;
@@ -149,10 +151,6 @@ const NU_GRID: [f64; 9] = [1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0, 20.0, 40.0];
 /// Points of the grid of precisions a t law is held on.
 const T_POINTS: usize = 40;
 
-/// How much more likely (`2 log` of the likelihood ratio) Student's t must make residuals
-/// than a normal before their law is a t: one parameter more, at about the 5% level.
-pub const TAILS: f64 = 2.0;
-
 /// How far (in standard errors) the log variances' variance must exceed what their chi-square
 /// errors make it before a law is sought at all (a quick screen: seeking one costs EM rounds).
 pub const MOMENTS_SD: f64 = 1.0;
@@ -276,11 +274,15 @@ impl Law {
         }
     }
 
-    /// The law of residuals `z` (each of the variance of its run's level) where Student's t
-    /// fits them markedly better than a normal ([`TAILS`]); `None` where they look normal or
-    /// are too few (under `min_count`). A t of two parameters, not the grid of
-    /// [`Law::estimate`]: a few dozen residuals of one degree of freedom each tell its tails,
-    /// not a law's shape.
+    /// The law of residuals `z` (each of the variance of its run's level): Student's t at each
+    /// degrees of freedom of [`NU_GRID`] (40: nearly a normal), its scale by maximum
+    /// likelihood, the laws averaged with weights in proportion to how likely each makes the
+    /// residuals ([`Law::averaged`]); `None` where they are too few (under `min_count`) or
+    /// all zero. A t of two parameters, not the grid of [`Law::estimate`]: a few dozen
+    /// residuals of one degree of freedom each tell its tails, not a law's shape; and not
+    /// the one most likely t either: twenty residuals cannot tell 2 degrees of freedom from
+    /// 40, and a law taken as normal where one or two noisy runs happened to come close
+    /// made their steps (issue 66: 109 false steps on its spread mix, 94 averaged).
     pub fn of_residuals(z: &[f64], min_count: usize) -> Option<Law> {
         let n = z.len();
         if n < min_count.max(2) {
@@ -291,27 +293,48 @@ impl Law {
         if normal_s2 <= 0.0 {
             return None;
         }
-        let normal_ll = -0.5 * n_f * ((2.0 * std::f64::consts::PI * normal_s2).ln() + 1.0);
-        let mut best: Option<(f64, f64, f64)> = None;
-        for nu in NU_GRID {
-            let mut s2 = normal_s2;
-            for _ in 0..200 {
-                let next = z.iter().map(|x| x * x * (nu + 1.0) / (nu + x * x / s2)).sum::<f64>() / n_f;
-                let done = (next / s2 - 1.0).abs() < 1e-10;
-                s2 = next.max(1e-300);
-                if done {
-                    break;
+        let fits: Vec<(f64, Law)> = NU_GRID
+            .iter()
+            .map(|&nu| {
+                // The t's scale by EM (its fixed point), from the normal's.
+                let mut s2 = normal_s2;
+                for _ in 0..200 {
+                    let next = z.iter().map(|x| x * x * (nu + 1.0) / (nu + x * x / s2)).sum::<f64>() / n_f;
+                    let done = (next / s2 - 1.0).abs() < 1e-10;
+                    s2 = next.max(1e-300);
+                    if done {
+                        break;
+                    }
                 }
-            }
-            let ll = n_f
-                * (ln_gamma((nu + 1.0) / 2.0) - ln_gamma(nu / 2.0) - 0.5 * (nu * std::f64::consts::PI * s2).ln())
-                - (nu + 1.0) / 2.0 * z.iter().map(|x| (x * x / (nu * s2)).ln_1p()).sum::<f64>();
-            if best.is_none_or(|b| ll > b.0) {
-                best = Some((ll, nu, s2));
-            }
+                let ll = n_f
+                    * (ln_gamma((nu + 1.0) / 2.0) - ln_gamma(nu / 2.0) - 0.5 * (nu * std::f64::consts::PI * s2).ln())
+                    - (nu + 1.0) / 2.0 * z.iter().map(|x| (x * x / (nu * s2)).ln_1p()).sum::<f64>();
+                (ll, Law::t(nu, s2))
+            })
+            .collect();
+        Some(Law::averaged(&fits))
+    }
+
+    /// Laws `(log likelihood, law)` averaged, each weighted by its likelihood relative to the
+    /// others' (Bayesian model averaging, each at its most likely scale, a uniform prior over
+    /// them): their parts pooled, those of negligible weight ([`MIN_WEIGHT`]) dropped.
+    pub fn averaged(fits: &[(f64, Law)]) -> Law {
+        let top = fits.iter().map(|f| f.0).fold(f64::NEG_INFINITY, f64::max);
+        let parts: Vec<(f64, f64)> = fits
+            .iter()
+            .flat_map(|(ll, law)| {
+                let w = (ll - top).exp();
+                law.parts.iter().map(move |&(p, v)| (w * p, v))
+            })
+            .collect();
+        let total: f64 = parts.iter().map(|p| p.0).sum();
+        Law {
+            parts: parts
+                .into_iter()
+                .map(|(w, v)| (w / total, v))
+                .filter(|(w, _)| *w > MIN_WEIGHT)
+                .collect(),
         }
-        let (ll, nu, s2) = best?;
-        (2.0 * (ll - normal_ll) > TAILS).then(|| Law::t(nu, s2))
     }
 
     /// The law given one more estimate `(x, d)` of the variance drawn from it (a run's own
@@ -423,6 +446,30 @@ mod tests {
         let pi2 = std::f64::consts::PI.powi(2);
         assert!((trigamma(1.0) - pi2 / 6.0).abs() < 1e-12);
         assert!((trigamma(0.5) - pi2 / 2.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_law_of_residuals_keeps_tails_that_few_residuals_cannot_rule_out() {
+        // Twenty residuals drawn from a normal: the one most likely t is as
+        // good as a normal, yet twenty cannot rule out heavier tails, which the averaged law
+        // keeps (issue 66); two thousand can.
+        let quantiles = |n: usize| -> Vec<f64> {
+            let mut rng = Rng::new(7);
+            let mut z: Vec<f64> = (0..n).map(|_| rng.gauss()).collect();
+            z.sort_by(f64::total_cmp);
+            z
+        };
+        let normal_p = Noise::normal(1.0).two_sided_p(4.0, 0.0, f64::INFINITY);
+        let few = Law::of_residuals(&quantiles(20), 8).expect("a law").level_noise();
+        let p_few = few.two_sided_p(4.0 * few.mean_var().sqrt(), 0.0, f64::INFINITY);
+        assert!(p_few > 10.0 * normal_p, "{p_few} vs {normal_p}");
+        let many = Law::of_residuals(&quantiles(2000), 8).expect("a law").level_noise();
+        let p_many = many.two_sided_p(4.0 * many.mean_var().sqrt(), 0.0, f64::INFINITY);
+        assert!(p_many < p_few / 3.0, "{p_many} vs {p_few}");
+        // Too few residuals make no law; a law's weights sum to one.
+        assert_eq!(Law::of_residuals(&quantiles(5), 8), None);
+        let total: f64 = few.parts.iter().map(|p| p.0).sum();
+        assert!((total - 1.0).abs() < 1e-9);
     }
 
     #[test]
