@@ -264,9 +264,15 @@ impl Law {
                 (w, scale2 / l)
             })
             .collect();
-        let total: f64 = points.iter().map(|p| p.0).sum();
+        Law::normalized(points)
+    }
+
+    /// The law of `parts` `(weight, variance)`, the weights scaled to sum to 1, then those
+    /// below [`MIN_WEIGHT`] dropped.
+    fn normalized(parts: Vec<(f64, f64)>) -> Law {
+        let total: f64 = parts.iter().map(|p| p.0).sum();
         Law {
-            parts: points
+            parts: parts
                 .into_iter()
                 .map(|(w, v)| (w / total, v))
                 .filter(|(w, _)| *w > MIN_WEIGHT)
@@ -327,14 +333,7 @@ impl Law {
                 law.parts.iter().map(move |&(p, v)| (w * p, v))
             })
             .collect();
-        let total: f64 = parts.iter().map(|p| p.0).sum();
-        Law {
-            parts: parts
-                .into_iter()
-                .map(|(w, v)| (w / total, v))
-                .filter(|(w, _)| *w > MIN_WEIGHT)
-                .collect(),
-        }
+        Law::normalized(parts)
     }
 
     /// The law given one more estimate `(x, d)` of the variance drawn from it (a run's own
