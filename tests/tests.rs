@@ -82,6 +82,8 @@ mod compare_cli;
 mod history_asv;
 #[path = "analysis/history_cli.rs"]
 mod history_cli;
+#[path = "analysis/history_generic.rs"]
+mod history_generic;
 #[path = "analysis/history_inputs.rs"]
 mod history_inputs;
 #[path = "analysis/history_levels.rs"]

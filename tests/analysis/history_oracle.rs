@@ -263,7 +263,7 @@ fn law_parts(g: &Generated, k: f64) -> (Vec<f64>, Vec<Vec<(f64, f64)>>) {
 }
 
 /// The exact fit on a grid of levels of runs `y` whose densities are mixtures `parts`.
-fn fit_parts(y: &[f64], parts: &[Vec<(f64, f64)>], (a, b): (f64, f64)) -> Said {
+pub(crate) fn fit_parts(y: &[f64], parts: &[Vec<(f64, f64)>], (a, b): (f64, f64)) -> Said {
     let n = y.len();
     let cost = |i: usize, m: f64| -> f64 {
         let e = y[i] - m;

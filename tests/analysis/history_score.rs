@@ -470,9 +470,10 @@ fn where_the_gap_to_issue_66s_bar_lies() {
     //
     // The scale of the noise is no loss (told the shape, a fit estimates it from the series
     // as well as being told it); the tool's estimate given the true steps locates hardly
-    // more than given its own: what the tool lacks is the *shape*, how the runs' spreads vary
-    // and how that compares to the run-to-run variation, which runs of one or two samples
-    // hardly show. (Before the law of residuals was averaged over its tails: tool 242, 28 and
+    // more than given its own. (Not the shape, though: `history_generic` shows a generic law,
+    // estimated about the true segments, meeting the bar, and about its own fit's, missing it
+    // as the tool does: what is missing is a noise estimate that does not lean on the
+    // segments it is meant to find.) (Before the law of residuals was averaged over its tails: tool 242, 28 and
     // 1781, 81; given the true steps 213, 28 and 1794, 74.)
     use crate::history_oracle::{told_the_law, told_the_shape};
     type Who = fn(&Generated) -> Said;
