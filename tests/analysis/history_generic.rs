@@ -14,92 +14,27 @@
 //! mixtures at the tool's penalty (`history_oracle::fit_parts`). Its segments are either
 //! the true ones, or its own: a fit under a normal of the successive differences' median
 //! absolute difference, then estimate and fit twice.
-use crate::history_oracle::{fit_parts, optimal};
+use crate::history_oracle::{fit_parts, log_uniform, noise_loglik, optimal, residuals, run_parts, runs_read};
 use crate::util::histories::{generate, Generated, Said, Score, SPREAD};
-use wan_vae_bench::analysis::history::model::MEDIAN_FACTOR;
-use wan_vae_bench::util::stats::median;
 
 /// The generic law's range of within-run standard deviations, and its points.
 const LAW: (f64, f64, usize) = (0.0003, 0.3, 24);
 
-/// Each run's log median and `(samples, relative sample variance)`, in the order read.
-fn data(g: &Generated) -> (Vec<f64>, Vec<(usize, f64)>) {
-    let order = g.order();
-    let y = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
-    let info = order
-        .iter()
-        .map(|&i| {
-            let s = &g.runs[i];
-            let c = s.len();
-            let (m, mean) = (median(s), s.iter().sum::<f64>() / c as f64);
-            let s2 = match c {
-                1 => 0.0,
-                _ => s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (c - 1) as f64 / (m * m),
-            };
-            (c, s2)
-        })
-        .collect();
-    (y, info)
-}
-
-/// Each run's density, `(weight, variance)` parts, under the law at scale `k` plus `t2`.
-fn parts(info: &[(usize, f64)], sds: &[f64], k: f64, t2: f64) -> Vec<Vec<(f64, f64)>> {
-    info.iter()
-        .map(|&(c, s2)| {
-            let (factor, d) = (MEDIAN_FACTOR[c - 1] / c as f64, (c - 1) as f64);
-            let mut w: Vec<(f64, f64)> = sds
-                .iter()
-                .map(|&sd| {
-                    let v = k * sd * sd;
-                    (-0.5 * d * (v.ln() + s2 / v), t2 + factor * v)
-                })
-                .collect();
-            let top = w.iter().map(|x| x.0).fold(f64::NEG_INFINITY, f64::max);
-            let total: f64 = w.iter().map(|x| (x.0 - top).exp()).sum();
-            for x in &mut w {
-                x.0 = (x.0 - top).exp() / total;
-            }
-            w
-        })
-        .collect()
+/// Each run's density under `law` at scale `k` plus `t2`.
+fn parts(info: &[(usize, f64)], law: &[(f64, f64)], k: f64, t2: f64) -> Vec<Vec<(f64, f64)>> {
+    info.iter().map(|&r| run_parts(r, law, k, t2)).collect()
 }
 
 /// The most likely `(k, t2)` about the segments that `steps` bound.
-fn estimate(y: &[f64], info: &[(usize, f64)], sds: &[f64], steps: &[usize]) -> (f64, f64) {
-    let n = y.len();
-    let bounds: Vec<usize> = std::iter::once(0).chain(steps.iter().copied()).chain([n]).collect();
-    // Each run's residual about the mean of the others of its segment, scaled so that its
-    // variance is the run's (a segment of one run tells nothing).
-    let mut residuals: Vec<(usize, f64)> = Vec::new();
-    for w in bounds.windows(2).filter(|w| w[1] - w[0] >= 2) {
-        let m = (w[1] - w[0]) as f64;
-        let sum: f64 = y[w[0]..w[1]].iter().sum();
-        residuals.extend((w[0]..w[1]).map(|i| (i, (y[i] - (sum - y[i]) / (m - 1.0)) * ((m - 1.0) / m).sqrt())));
-    }
+fn estimate(y: &[f64], info: &[(usize, f64)], law: &[(f64, f64)], steps: &[usize]) -> (f64, f64) {
+    let res = residuals(y, steps);
     let t2s: Vec<f64> = std::iter::once(0.0)
         .chain((0..=16).map(|j| 10f64.powf(-7.0 + 4.5 * j as f64 / 16.0)))
         .collect();
     let mut best = (f64::NEG_INFINITY, 1.0, 0.0);
     for k in (0..=40).map(|j| 10f64.powf(-3.0 + 5.0 * j as f64 / 40.0)) {
         for &t2 in &t2s {
-            let p = parts(info, sds, k, t2);
-            let mut total = 0.0;
-            for &(i, e) in &residuals {
-                let d: f64 = p[i]
-                    .iter()
-                    .map(|&(w, v)| w * (-e * e / (2.0 * v)).exp() / v.sqrt())
-                    .sum();
-                total += d.max(1e-300).ln();
-            }
-            for &(c, s2) in info.iter().filter(|x| x.0 >= 2) {
-                let d = (c - 1) as f64;
-                let like: f64 = sds
-                    .iter()
-                    .map(|&sd| (-0.5 * d * ((k * sd * sd).ln() + s2 / (k * sd * sd))).exp())
-                    .sum::<f64>()
-                    / sds.len() as f64;
-                total += like.max(1e-300).ln();
-            }
+            let total = noise_loglik(info, law, k, t2, &res);
             if total > best.0 {
                 best = (total, k, t2);
             }
@@ -111,14 +46,12 @@ fn estimate(y: &[f64], info: &[(usize, f64)], sds: &[f64], steps: &[usize]) -> (
 /// The generic estimate's steps: its noise estimated about the true segments, or about its
 /// own fit's (module docs).
 fn generic(g: &Generated, given_the_truth: bool) -> Said {
-    let (y, info) = data(g);
+    let (y, info) = runs_read(g);
     let n = y.len();
-    let sds: Vec<f64> = (0..LAW.2)
-        .map(|q| (LAW.0.ln() + (LAW.1.ln() - LAW.0.ln()) * (q as f64 + 0.5) / LAW.2 as f64).exp())
-        .collect();
+    let law = log_uniform(LAW.0, LAW.1, LAW.2);
     let fit = |steps: &[usize]| {
-        let (k, t2) = estimate(&y, &info, &sds, steps);
-        fit_parts(&y, &parts(&info, &sds, k, t2), (4.0, 4.0)).steps
+        let (k, t2) = estimate(&y, &info, &law, steps);
+        fit_parts(&y, &parts(&info, &law, k, t2), (4.0, 4.0)).steps
     };
     if given_the_truth {
         return Said {

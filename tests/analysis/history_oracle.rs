@@ -217,62 +217,137 @@ pub(crate) fn told_the_law(g: &Generated, pen: (f64, f64)) -> Said {
     fit_parts(&y, &parts, pen)
 }
 
-/// Each run's level (in the order `history` reads them) and its density's `(weight,
-/// variance)` parts under the true law, every variance (run-to-run and within-run) times `k`.
-fn law_parts(g: &Generated, k: f64) -> (Vec<f64>, Vec<Vec<(f64, f64)>>) {
+/// Each run's log median and `(samples, relative sample variance)`, in the order `history`
+/// reads them.
+pub(crate) fn runs_read(g: &Generated) -> (Vec<f64>, Vec<(usize, f64)>) {
     let order = g.order();
-    let y: Vec<f64> = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
-    let tau2 = k * g.between * g.between;
-    // Each run's density: (weight, variance) parts.
-    let parts: Vec<Vec<(f64, f64)>> = order
+    let y = order.iter().map(|&i| median(&g.runs[i]).ln()).collect();
+    let info = order
         .iter()
         .map(|&i| {
             let s = &g.runs[i];
             let count = s.len();
-            let factor = MEDIAN_FACTOR[count - 1] / count as f64;
-            let law: Vec<(f64, f64)> = match g.law {
-                None => vec![(1.0, g.within)],
-                Some(Law::LogUniform(lo, hi)) => (0..24)
-                    .map(|q| (1.0, (lo.ln() + (hi.ln() - lo.ln()) * (q as f64 + 0.5) / 24.0).exp()))
-                    .collect(),
-                Some(Law::TwoClass { quiet, factor, noisy }) => vec![(1.0 - noisy, quiet), (noisy, quiet * factor)],
-            };
-            let m = median(s);
-            let mean = s.iter().sum::<f64>() / count as f64;
+            let (m, mean) = (median(s), s.iter().sum::<f64>() / count as f64);
             let s2 = match count {
                 1 => 0.0,
                 _ => s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (count - 1) as f64 / (m * m),
             };
-            let d = (count - 1) as f64;
-            let mut w: Vec<(f64, f64)> = law
-                .iter()
-                .map(|&(p, sd)| {
-                    let v = k * sd * sd;
-                    (p.ln() - 0.5 * d * (v.ln() + s2 / v), tau2 + factor * v)
-                })
-                .collect();
-            let top = w.iter().map(|x| x.0).fold(f64::NEG_INFINITY, f64::max);
-            let total: f64 = w.iter().map(|x| (x.0 - top).exp()).sum();
-            for x in &mut w {
-                x.0 = (x.0 - top).exp() / total;
-            }
-            w
+            (count, s2)
         })
         .collect();
+    (y, info)
+}
+
+/// A law of within-run standard deviations, `(weight, sd)`, log-uniform over `(lo, hi)` at
+/// `points` points (weights 1: [`run_parts`] scales them).
+pub(crate) fn log_uniform(lo: f64, hi: f64, points: usize) -> Vec<(f64, f64)> {
+    (0..points)
+        .map(|q| {
+            (
+                1.0,
+                (lo.ln() + (hi.ln() - lo.ln()) * (q as f64 + 0.5) / points as f64).exp(),
+            )
+        })
+        .collect()
+}
+
+/// The true law of `g`'s runs' within-run noise, or its one noise.
+fn law_of(g: &Generated) -> Vec<(f64, f64)> {
+    match g.law {
+        None => vec![(1.0, g.within)],
+        Some(Law::LogUniform(lo, hi)) => log_uniform(lo, hi, 24),
+        Some(Law::TwoClass { quiet, factor, noisy }) => vec![(1.0 - noisy, quiet), (noisy, quiet * factor)],
+    }
+}
+
+/// One run's level density, `(weight, variance)` parts: `tau2` plus each law's variance
+/// (times `k`) over the run's samples, weighed by the law and by how likely the run's own
+/// samples (`(count, s2)`) make it.
+pub(crate) fn run_parts((count, s2): (usize, f64), law: &[(f64, f64)], k: f64, tau2: f64) -> Vec<(f64, f64)> {
+    let factor = MEDIAN_FACTOR[count - 1] / count as f64;
+    let d = (count - 1) as f64;
+    let mut w: Vec<(f64, f64)> = law
+        .iter()
+        .map(|&(p, sd)| {
+            let v = k * sd * sd;
+            (p.ln() - 0.5 * d * (v.ln() + s2 / v), tau2 + factor * v)
+        })
+        .collect();
+    let top = w.iter().map(|x| x.0).fold(f64::NEG_INFINITY, f64::max);
+    let total: f64 = w.iter().map(|x| (x.0 - top).exp()).sum();
+    for x in &mut w {
+        x.0 = (x.0 - top).exp() / total;
+    }
+    w
+}
+
+/// A mixture's density at `e` (less `sqrt(2 pi)`).
+pub(crate) fn density(parts: &[(f64, f64)], e: f64) -> f64 {
+    parts
+        .iter()
+        .map(|&(w, v)| w * (-e * e / (2.0 * v)).exp() / v.sqrt())
+        .sum()
+}
+
+/// Each run's residual about the mean of the others of its segment (bounded by `steps`),
+/// scaled so that its variance is the run's (a segment of one run tells nothing).
+pub(crate) fn residuals(y: &[f64], steps: &[usize]) -> Vec<(usize, f64)> {
+    let bounds: Vec<usize> = std::iter::once(0)
+        .chain(steps.iter().copied())
+        .chain([y.len()])
+        .collect();
+    let mut out = Vec::new();
+    for w in bounds.windows(2).filter(|w| w[1] - w[0] >= 2) {
+        let m = (w[1] - w[0]) as f64;
+        let sum: f64 = y[w[0]..w[1]].iter().sum();
+        out.extend((w[0]..w[1]).map(|i| (i, (y[i] - (sum - y[i]) / (m - 1.0)) * ((m - 1.0) / m).sqrt())));
+    }
+    out
+}
+
+/// The log likelihood of a noise, `law` at scale `k` plus `tau2`: of the `residuals` under
+/// each run's parts, and of the runs' own sample spreads (a `(k v)`-scaled chi-square of
+/// `count - 1` degrees of freedom each, under the law's mixture).
+pub(crate) fn noise_loglik(
+    info: &[(usize, f64)],
+    law: &[(f64, f64)],
+    k: f64,
+    tau2: f64,
+    residuals: &[(usize, f64)],
+) -> f64 {
+    let mut total: f64 = residuals
+        .iter()
+        .map(|&(i, e)| density(&run_parts(info[i], law, k, tau2), e).max(1e-300).ln())
+        .sum();
+    let mass: f64 = law.iter().map(|p| p.0).sum();
+    for &(count, s2) in info.iter().filter(|x| x.0 >= 2) {
+        let d = (count - 1) as f64;
+        let p: f64 = law
+            .iter()
+            .map(|&(w, sd)| {
+                let v = k * sd * sd;
+                w / mass * (-0.5 * d * (v.ln() + s2 / v)).exp()
+            })
+            .sum();
+        total += p.max(1e-300).ln();
+    }
+    total
+}
+
+/// Each run's level (in the order `history` reads them) and its density's `(weight,
+/// variance)` parts under the true law, every variance (run-to-run and within-run) times `k`.
+fn law_parts(g: &Generated, k: f64) -> (Vec<f64>, Vec<Vec<(f64, f64)>>) {
+    let (y, info) = runs_read(g);
+    let law = law_of(g);
+    let tau2 = k * g.between * g.between;
+    let parts = info.iter().map(|&r| run_parts(r, &law, k, tau2)).collect();
     (y, parts)
 }
 
 /// The exact fit on a grid of levels of runs `y` whose densities are mixtures `parts`.
 pub(crate) fn fit_parts(y: &[f64], parts: &[Vec<(f64, f64)>], (a, b): (f64, f64)) -> Said {
     let n = y.len();
-    let cost = |i: usize, m: f64| -> f64 {
-        let e = y[i] - m;
-        let p: f64 = parts[i]
-            .iter()
-            .map(|&(w, v)| w * (-e * e / (2.0 * v)).exp() / v.sqrt())
-            .sum();
-        -2.0 * p.max(1e-300).ln()
-    };
+    let cost = |i: usize, m: f64| -> f64 { -2.0 * density(&parts[i], y[i] - m).max(1e-300).ln() };
     let (lo, hi) = y
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &v| (l.min(v), h.max(v)));
@@ -380,67 +455,13 @@ fn told_the_law_of_the_runs_spreads_the_oracle_meets_issue_66s_bar_on_the_spread
 /// the series itself. It knows more than any tool (the steps, the shape); what it misses, an
 /// estimate of the noise from the series misses.
 pub(crate) fn told_the_shape(g: &Generated, pen: (f64, f64)) -> Said {
-    let order = g.order();
     // The true segments, by position in the order read (ties may read a run or two early).
-    let segment = |i: usize| g.steps.iter().filter(|s| **s <= i).count();
-    let (y, _) = law_parts(g, 1.0);
-    // Each run's residual about the mean of the others of its true segment, scaled so that
-    // its variance is the run's (segments of one run tell nothing).
-    let mut groups: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
-    for i in 0..y.len() {
-        groups.entry(segment(i)).or_default().push(i);
-    }
-    let loglik = |k: f64| -> f64 {
-        let (_, parts) = law_parts(g, k);
-        let mut total = 0.0;
-        for runs in groups.values().filter(|r| r.len() >= 2) {
-            let m = runs.len() as f64;
-            let sum: f64 = runs.iter().map(|&i| y[i]).sum();
-            for &i in runs {
-                let e = (y[i] - (sum - y[i]) / (m - 1.0)) * ((m - 1.0) / m).sqrt();
-                let p: f64 = parts[i]
-                    .iter()
-                    .map(|&(w, v)| w * (-e * e / (2.0 * v)).exp() / v.sqrt())
-                    .sum();
-                total += p.max(1e-300).ln();
-            }
-        }
-        // Two samples' spread: (k v)-scaled chi-square of one degree of freedom.
-        for &i in &order {
-            let s = &g.runs[i];
-            if s.len() < 2 {
-                continue;
-            }
-            let mm = median(s);
-            let mean = s.iter().sum::<f64>() / s.len() as f64;
-            let d = (s.len() - 1) as f64;
-            let s2 = s.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / d / (mm * mm);
-            let law: Vec<(f64, f64)> = match g.law {
-                None => vec![(1.0, g.within)],
-                Some(Law::LogUniform(lo, hi)) => (0..24)
-                    .map(|q| {
-                        (
-                            1.0 / 24.0,
-                            (lo.ln() + (hi.ln() - lo.ln()) * (q as f64 + 0.5) / 24.0).exp(),
-                        )
-                    })
-                    .collect(),
-                Some(Law::TwoClass { quiet, factor, noisy }) => vec![(1.0 - noisy, quiet), (noisy, quiet * factor)],
-            };
-            let p: f64 = law
-                .iter()
-                .map(|&(w, sd)| {
-                    let v = k * sd * sd;
-                    w * (-0.5 * d * (v.ln() + s2 / v)).exp()
-                })
-                .sum();
-            total += p.max(1e-300).ln();
-        }
-        total
-    };
+    let (y, info) = runs_read(g);
+    let (law, res) = (law_of(g), residuals(&y, &g.steps));
+    let between2 = g.between * g.between;
     let k = (0..=80)
         .map(|j| (10f64).powf(-2.0 + 4.0 * j as f64 / 80.0))
-        .map(|k| (k, loglik(k)))
+        .map(|k| (k, noise_loglik(&info, &law, k, k * between2, &res)))
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map_or(1.0, |b| b.0);
     let (y, parts) = law_parts(g, k);
